@@ -1,0 +1,94 @@
+"""The ``hoibench`` command: thin sub-commands that parse arguments, call public functions and
+render results. Sub-command groups live in sibling modules and are imported lazily, so
+``hoibench data info`` never imports the evaluator, the runners or matplotlib.
+
+Every command turns bad input into one line on stderr and a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Any
+
+import click
+
+from hoibench._exceptions import HOIBenchError
+
+__all__ = ["cli", "main"]
+
+#: command name → "module:attribute"; a module that does not exist yet is simply not listed
+LAZY_COMMANDS: dict[str, str] = {
+    "data": "hoibench.cli.data:data",
+    "eval": "hoibench.cli.eval:eval_group",
+    "split": "hoibench.cli.split:split",
+    "mcq": "hoibench.cli.mcq:mcq",
+    "analyze": "hoibench.cli.analyze:analyze",
+    "augment": "hoibench.cli.augment:augment",
+    "report": "hoibench.cli.report:report",
+    "demo": "hoibench.cli.demo:demo",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose sub-commands are imported only when used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [n for n, target in LAZY_COMMANDS.items()
+                if importlib.util.find_spec(target.split(":")[0]) is not None]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = LAZY_COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        if importlib.util.find_spec(module) is None:
+            return None
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="hoibench")
+def cli() -> None:
+    """hoibench: build, run and score Human-Object Interaction benchmarks."""
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Entry point of the ``hoibench`` script: one-line errors, never a traceback.
+
+    Set ``HOIBENCH_DEBUG=1`` to see the traceback of an unexpected error.
+    """
+    debug = os.environ.get("HOIBENCH_DEBUG") == "1"
+    try:
+        return cli.main(args=argv, prog_name="hoibench", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except HOIBenchError as exc:
+        click.echo(f"error: {_one_line(exc)}", err=True)
+        sys.exit(2)
+    except (OSError, ValueError, KeyError, TypeError, ImportError) as exc:
+        if debug:
+            raise
+        click.echo(f"error: {type(exc).__name__}: {_one_line(exc)}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - last line of defence for the one-line rule
+        if debug:
+            raise
+        click.echo(f"internal error: {type(exc).__name__}: {_one_line(exc)} "
+                   "(set HOIBENCH_DEBUG=1 for the traceback)", err=True)
+        sys.exit(3)

@@ -1,0 +1,64 @@
+"""Helpers shared by the format readers: typed field access with precise error messages."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hoibench._exceptions import FormatError
+from hoibench.data import HOIDataset, validate_dataset
+
+__all__ = ["RecordReader", "check_dataset", "plain_number"]
+
+
+class RecordReader:
+    """Field access for one file; every failure names the file, the record and the field."""
+
+    def __init__(self, file: object) -> None:
+        self.file = str(file)
+
+    def error(self, record: object, field: str | None, problem: str) -> FormatError:
+        return FormatError(problem, file=self.file, record=record, field=field)
+
+    def get(self, obj: Any, key: str, record: object, *, kind: type | tuple[type, ...] | None = None,
+            where: str = "") -> Any:
+        field = f"{where}.{key}" if where else key
+        if not isinstance(obj, dict):
+            raise self.error(record, where or None, f"expected an object, got {type(obj).__name__}")
+        if key not in obj:
+            raise self.error(record, field, "missing")
+        value = obj[key]
+        if kind is not None and not isinstance(value, kind):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise self.error(record, field, f"expected {names}, got {type(value).__name__}")
+        return value
+
+    def box(self, value: Any, record: object, field: str) -> list[float]:
+        """A 4-number box; NaN and inverted boxes are caught later by :func:`check_dataset`."""
+        if not isinstance(value, (list, tuple)) or len(value) != 4:
+            raise self.error(record, field, f"expected a box of 4 numbers, got {value!r}")
+        for v in value:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise self.error(record, field, f"expected a box of 4 numbers, got {value!r}")
+        return [float(v) for v in value]
+
+    def integer(self, value: Any, record: object, field: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise self.error(record, field, f"expected an integer, got {value!r}")
+        return value
+
+
+def check_dataset(ds: HOIDataset, file: object) -> HOIDataset:
+    """Raise a :class:`FormatError` for the first structural problem of a freshly read dataset."""
+    problems = validate_dataset(ds, limit=1)
+    if problems:
+        p = problems[0]
+        raise FormatError(p.problem, file=file, record=p.record, field=p.field)
+    return ds
+
+
+def plain_number(v: float) -> int | float:
+    """Write integral coordinates as integers (as the released files do)."""
+    return int(v) if math.isfinite(v) and float(v).is_integer() else float(v)

@@ -1,0 +1,163 @@
+"""The PPDM/QPIC annotation layout: ``trainval_hico.json``, ``test_hico.json`` and the V-COCO
+variant (``trainval_vcoco.json``, ``test_vcoco.json``).
+
+This is what HICO-DET-SG, QPIC, CDN, GEN-VLKT, HOTR and STIP train on. A file is a list of
+``{file_name, img_id?, annotations: [{bbox, category_id}], hoi_annotation: [{subject_id,
+object_id, category_id, hoi_category_id?}]}``: ``bbox`` is 0-based xyxy (our convention, no
+shift), ``annotations[].category_id`` a COCO-91 id, ``hoi_annotation[].category_id`` the verb:
+1-based for HICO-DET's 117 verbs, **0-based** for the 29 V-COCO action-roles (as QPIC's
+``hico.py`` / ``vcoco.py`` read them), ``object_id`` −1 for no object.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from hoibench._exceptions import FormatError
+from hoibench._io import atomic_write_json, read_json
+from hoibench.data import DatasetBuilder, HOIDataset
+from hoibench.formats._common import RecordReader, check_dataset, plain_number
+from hoibench.vocab import LabelSpace, hico_det, vcoco
+
+__all__ = [
+    "guess_ppdm_vocab",
+    "looks_like_ppdm",
+    "read_ppdm",
+    "to_ppdm_list",
+    "verb_id_base",
+    "write_ppdm",
+]
+
+
+def looks_like_ppdm(data: Any) -> bool:
+    if not isinstance(data, list):
+        return False
+    if not data:
+        return True
+    first = data[0]
+    return isinstance(first, dict) and "file_name" in first and "hoi_annotation" in first
+
+
+def guess_ppdm_vocab(data: list[Any]) -> LabelSpace:
+    """HICO-DET or V-COCO from the file names (``HICO_``/``COCO_``), else from the verb ids."""
+    for entry in data[:50]:
+        name = entry.get("file_name", "") if isinstance(entry, dict) else ""
+        if isinstance(name, str) and name.startswith("HICO_"):
+            return hico_det()
+        if isinstance(name, str) and name.startswith("COCO_"):
+            return vcoco()
+    max_verb = 0
+    for entry in data:
+        for h in entry.get("hoi_annotation", []) if isinstance(entry, dict) else []:
+            if isinstance(h, dict) and isinstance(h.get("category_id"), int):
+                max_verb = max(max_verb, h["category_id"])
+    return vcoco() if max_verb < 29 else hico_det()
+
+
+def verb_id_base(vocab: LabelSpace) -> int:
+    """First verb id of the layout: 1 for HICO-DET, 0 for V-COCO (QPIC's conventions)."""
+    return 0 if vocab.name == "v-coco" else 1
+
+
+def read_ppdm(
+    path: str | os.PathLike[str],
+    *,
+    vocab: LabelSpace | None = None,
+    data: Any = None,
+    validate: bool = True,
+) -> HOIDataset:
+    """Read a PPDM/QPIC-layout file (HICO-DET or V-COCO, guessed unless ``vocab`` is given)."""
+    if data is None:
+        data = read_json(path)
+    if not looks_like_ppdm(data):
+        raise FormatError("not a PPDM/QPIC annotation file (needs a list of entries with "
+                          "'file_name' and 'hoi_annotation')", file=path)
+    vocab = vocab or guess_ppdm_vocab(data)
+    first_verb = verb_id_base(vocab)
+    r = RecordReader(path)
+    coco_to_obj = np.full(92, -1, dtype=np.int64)
+    coco_to_obj[vocab.object_to_coco91(np.arange(vocab.n_objects))] = np.arange(vocab.n_objects)
+    c2o = coco_to_obj.tolist()
+    b = DatasetBuilder(vocab)
+    for i, entry in enumerate(data):
+        name = r.get(entry, "file_name", i, kind=str)
+        anns = r.get(entry, "annotations", i, kind=list)
+        hois = r.get(entry, "hoi_annotation", i, kind=list)
+        boxes: list[list[float]] = []
+        labels: list[int] = []
+        for k, a in enumerate(anns):
+            boxes.append(r.box(r.get(a, "bbox", i, where=f"annotations[{k}]"), i, f"annotations[{k}].bbox"))
+            cat = r.integer(r.get(a, "category_id", i, where=f"annotations[{k}]"), i,
+                            f"annotations[{k}].category_id")
+            if not 0 < cat < 92 or c2o[cat] < 0:
+                raise r.error(i, f"annotations[{k}].category_id", f"{cat} is not a COCO category id")
+            labels.append(c2o[cat])
+        subjects: list[int] = []
+        objects: list[int] = []
+        verbs: list[int] = []
+        for k, h in enumerate(hois):
+            where = f"hoi_annotation[{k}]"
+            s = r.integer(r.get(h, "subject_id", i, where=where), i, f"{where}.subject_id")
+            o = r.integer(r.get(h, "object_id", i, where=where), i, f"{where}.object_id")
+            v = r.integer(r.get(h, "category_id", i, where=where), i, f"{where}.category_id")
+            if not 0 <= s < len(boxes):
+                raise r.error(i, f"{where}.subject_id", f"{s} refers to no box (the entry has {len(boxes)})")
+            if not -1 <= o < len(boxes):
+                raise r.error(i, f"{where}.object_id", f"{o} refers to no box (the entry has {len(boxes)})")
+            if not first_verb <= v < vocab.n_verbs + first_verb:
+                raise r.error(i, f"{where}.category_id",
+                              f"verb {v} outside {first_verb}..{vocab.n_verbs + first_verb - 1}")
+            subjects.append(s)
+            objects.append(o)
+            verbs.append(v - first_verb)
+        img_id = entry.get("img_id", -1)
+        b.add_image(
+            name, boxes, labels, subjects, objects, verbs,
+            width=int(entry.get("width", 0) or 0), height=int(entry.get("height", 0) or 0),
+            image_id=img_id if isinstance(img_id, int) and not isinstance(img_id, bool) else -1,
+        )
+    ds = b.build(name=str(path))
+    return check_dataset(ds, path) if validate else ds
+
+
+def to_ppdm_list(ds: HOIDataset) -> list[dict[str, Any]]:
+    """The list of entries of a PPDM/QPIC file for ``ds`` (boxes stay 0-based)."""
+    coco91 = ds.vocab.object_to_coco91(ds.box_labels).tolist()
+    boxes = [[plain_number(v) for v in row] for row in ds.boxes.tolist()]
+    hoi = ds.pair_hoi.tolist()
+    with_hoi_id = ds.vocab.name == "hico-det"
+    first_verb = verb_id_base(ds.vocab)
+    out = []
+    bo = ds.box_offsets.tolist()
+    po = ds.pair_offsets.tolist()
+    subj, obj, verb = ds.pair_subject.tolist(), ds.pair_object.tolist(), ds.pair_verb.tolist()
+    for i in range(ds.n_images):
+        b0, b1, p0, p1 = bo[i], bo[i + 1], po[i], po[i + 1]
+        entry: dict[str, Any] = {"file_name": ds.file_names[i]}
+        if ds.image_ids[i] >= 0:
+            entry["img_id"] = int(ds.image_ids[i])
+        if ds.widths[i] > 0 and ds.heights[i] > 0:
+            entry["width"] = int(ds.widths[i])
+            entry["height"] = int(ds.heights[i])
+        entry["annotations"] = [{"bbox": boxes[k], "category_id": coco91[k]} for k in range(b0, b1)]
+        pairs = []
+        for k in range(p0, p1):
+            rec = {
+                "subject_id": subj[k] - b0,
+                "object_id": obj[k] - b0 if obj[k] >= 0 else -1,
+                "category_id": verb[k] + first_verb,
+            }
+            if with_hoi_id and hoi[k] >= 0:
+                rec["hoi_category_id"] = hoi[k] + 1
+            pairs.append(rec)
+        entry["hoi_annotation"] = pairs
+        out.append(entry)
+    return out
+
+
+def write_ppdm(ds: HOIDataset, path: str | os.PathLike[str]) -> None:
+    """Write ``ds`` in the PPDM/QPIC layout (drop-in for QPIC, CDN, GEN-VLKT, HOTR, STIP)."""
+    atomic_write_json(path, to_ppdm_list(ds))
