@@ -33,14 +33,27 @@ LAZY_COMMANDS: dict[str, str] = {
 
 
 class LazyGroup(click.Group):
-    """A click group whose sub-commands are imported only when used."""
+    """A click group whose sub-commands are imported only when used.
+
+    ``lazy_commands`` maps a command name to ``"module:attribute"``; commands whose module does
+    not exist are not listed (so each feature's CLI lives in its own module).
+    """
+
+    def __init__(self, *args: Any, lazy_commands: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = LAZY_COMMANDS if lazy_commands is None else lazy_commands
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [n for n, target in LAZY_COMMANDS.items()
+        eager = super().list_commands(ctx)
+        lazy = [n for n, target in self.lazy_commands.items()
                 if importlib.util.find_spec(target.split(":")[0]) is not None]
+        return eager + [n for n in lazy if n not in eager]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = LAZY_COMMANDS.get(cmd_name)
+        eager = super().get_command(ctx, cmd_name)
+        if eager is not None:
+            return eager
+        target = self.lazy_commands.get(cmd_name)
         if target is None:
             return None
         module, attr = target.split(":")

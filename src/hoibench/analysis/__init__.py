@@ -1,0 +1,1 @@
+"""hoibench.analysis (see docs/ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""hoibench.augment (see docs/ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""hoibench.benchmarks (see docs/ARCHITECTURE.md)."""

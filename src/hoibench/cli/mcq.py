@@ -1,0 +1,21 @@
+"""``hoibench mcq``: the multiple-choice HOI benchmark (sub-commands in their own modules)."""
+
+from __future__ import annotations
+
+import click
+
+from hoibench.cli import LazyGroup
+
+__all__ = ["mcq"]
+
+
+@click.group(cls=LazyGroup, lazy_commands={
+    "build": "hoibench.cli.mcq_bench:build",
+    "stats": "hoibench.cli.mcq_bench:stats",
+    "score": "hoibench.cli.mcq_bench:score",
+    "from-detections": "hoibench.cli.mcq_bench:from_detections",
+    "run": "hoibench.cli.mcq_run:run",
+    "analyze": "hoibench.cli.mcq_run:analyze",
+})
+def mcq() -> None:
+    """Multiple-choice HOI benchmark: build questions, run VLMs, score answers."""

@@ -1,0 +1,1 @@
+"""hoibench.evaluation (see docs/ARCHITECTURE.md)."""

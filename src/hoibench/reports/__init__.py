@@ -1,0 +1,1 @@
+"""hoibench.reports (see docs/ARCHITECTURE.md)."""

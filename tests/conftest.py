@@ -1,0 +1,31 @@
+"""Shared test fixtures: the real annotation files in ``../shared/data`` (skipped when absent),
+and small vendored fixtures under ``tests/fixtures`` that always run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SHARED_DATA = Path(os.environ.get("HOIBENCH_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def shared_file(rel: str) -> Path:
+    """Path of a real data file; skips the test with a clear reason when it is absent."""
+    path = SHARED_DATA / rel
+    if not path.exists():
+        pytest.skip(f"real data not available: {path} (set HOIBENCH_SHARED_DATA to ../shared/data)")
+    return path
+
+
+@pytest.fixture
+def shared() -> "type[_Shared]":
+    return _Shared
+
+
+class _Shared:
+    root = SHARED_DATA
+    file = staticmethod(shared_file)
