@@ -85,8 +85,12 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(130)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "hoibench"
+        click.echo(f"error: {_one_line(exc.format_message())} (try '{where} --help')", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"error: {_one_line(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except HOIBenchError as exc:
         click.echo(f"error: {_one_line(exc)}", err=True)
