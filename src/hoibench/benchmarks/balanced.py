@@ -1,0 +1,542 @@
+"""B-RIGHT class-balanced splits and the balanced zero-shot test set (paper ``002``, section 4.1,
+supplementary C and Algorithm 1).
+
+The recipe
+----------
+1. Merge train and test, count instances (pairs) per HOI class, sort classes by count (ties by
+   class id) and keep the top ``K``.
+2. Build the **test set first, from real images only**, with the balancing algorithm below and
+   ``L = l_test``; then the **train set** from the remaining images with ``L = l_train``.
+3. Balancing algorithm (Algorithm 1): for ``N`` epochs, walk the classes tail → head adding random
+   images that contain the class until it has at least ``L`` instances; then (except in the last
+   epoch) walk head → tail removing random images that contain the class until it has at most
+   ``L``. Afterwards optional extra (generated) training images are added the same way, and every
+   class above ``L`` loses random annotations of that class until it has exactly ``L``. The number
+   of images that lost annotations is the paper's "R/A".
+4. Classes that still have fewer than ``L`` instances are reported as **deficits** (what the
+   augmentation pipeline must generate), never hidden.
+5. The balanced zero-shot set: HOI classes outside the top ``K`` whose verb and object both occur
+   among the top ``K``, with at least ``L`` instances in the images used by neither split, balanced
+   the same way (``l_zero_shot`` instances each).
+
+Only annotations of the balanced classes are kept in each set (the paper's instance totals are
+exactly ``K * L``); images left without any pair are dropped.
+
+Deviation from the paper's pseudo-code: ``get_image`` there samples with replacement and loops for
+ever when a class cannot reach ``L``; here images are drawn without replacement from those not yet
+in the set, and a class whose images are exhausted simply stops (and is reported as a deficit).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hoibench._exceptions import ConfigError, ValidationError
+from hoibench._io import atomic_write_bytes, atomic_write_json
+from hoibench.data import HOIDataset
+
+__all__ = [
+    "LAYOUT",
+    "BalancedSet",
+    "BalancedSplit",
+    "ClassDeficit",
+    "balance_images",
+    "build_balanced_split",
+    "hico_det_selection_counts",
+    "select_top_classes",
+    "stats_markdown",
+    "write_balanced_split",
+    "zero_shot_candidates",
+]
+
+log = logging.getLogger(__name__)
+
+#: file names written by :func:`write_balanced_split`, per set
+LAYOUT = {
+    "train": ("trainval_hico.json", "instances_train.json"),
+    "test": ("test_hico.json", "instances_test.json"),
+    "zero_shot": ("test_zero_shot_hico.json", "instances_zero_shot.json"),
+}
+
+
+# ---------------------------------------------------------------------------------------- records
+@dataclass(frozen=True)
+class ClassDeficit:
+    """A balanced class that still lacks instances in one set (one entry of ``deficits.json``)."""
+
+    hoi: int
+    name: str
+    verb: int
+    object: int
+    split: str
+    have: int
+    need: int
+
+    @property
+    def deficit(self) -> int:
+        return self.need - self.have
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hoi": self.hoi, "name": self.name, "verb": self.verb, "object": self.object,
+                "split": self.split, "have": self.have, "need": self.need, "deficit": self.deficit}
+
+
+@dataclass(frozen=True)
+class BalancedSet:
+    """One balanced set: its dataset, its classes and their final instance counts.
+
+    ``counts[j]`` is the number of instances of ``classes[j]`` in ``dataset``; ``target`` is ``L``.
+    """
+
+    name: str
+    dataset: HOIDataset
+    classes: np.ndarray
+    counts: np.ndarray
+    target: int
+    removed_annotation_images: int
+    extra_images: int = 0
+
+    def deficits(self) -> list[ClassDeficit]:
+        """Classes below ``target`` (tail first, in the order of :attr:`classes`)."""
+        vocab = self.dataset.vocab
+        out = []
+        for h, c in zip(self.classes.tolist(), self.counts.tolist(), strict=True):
+            if c < self.target:
+                v, o = vocab.hoi_verb_object[h]
+                out.append(ClassDeficit(hoi=int(h), name=vocab.hoi_name(h), verb=int(v), object=int(o),
+                                        split=self.name, have=int(c), need=self.target))
+        return out
+
+    def stats(self) -> dict[str, int]:
+        """The paper's Table 1 / S1 row: images, instances, max, min, classes, objects, verbs, R/A."""
+        vocab = self.dataset.vocab
+        present = self.classes[self.counts > 0]
+        vo = vocab.hoi_verb_object[present]
+        return {
+            "images": self.dataset.n_images,
+            "instances": int(self.counts.sum()),
+            "max": int(self.counts.max()) if len(self.counts) else 0,
+            "min": int(self.counts.min()) if len(self.counts) else 0,
+            "classes": len(present),
+            "objects": len(np.unique(vo[:, 1])),
+            "verbs": len(np.unique(vo[:, 0])),
+            "removed_annotation_images": self.removed_annotation_images,
+            "extra_images": self.extra_images,
+        }
+
+
+@dataclass(frozen=True)
+class BalancedSplit:
+    """Result of :func:`build_balanced_split`.
+
+    Attributes
+    ----------
+    classes:
+        The top-``K`` HOI classes, most frequent first.
+    selection_counts:
+        The instance counts the selection ranked by, one per class of the label space.
+    train, test, zero_shot:
+        The balanced sets (``zero_shot`` is ``None`` unless requested).
+    params:
+        The parameters of the run (echoed in ``stats.json``).
+    """
+
+    classes: np.ndarray
+    selection_counts: np.ndarray
+    train: BalancedSet
+    test: BalancedSet
+    zero_shot: BalancedSet | None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sets(self) -> list[BalancedSet]:
+        return [s for s in (self.train, self.test, self.zero_shot) if s is not None]
+
+    def deficits(self) -> list[ClassDeficit]:
+        """Every class below its target in any set."""
+        return [d for s in self.sets for d in s.deficits()]
+
+    def total_deficit(self, split: str | None = None) -> int:
+        return sum(d.deficit for d in self.deficits() if split is None or d.split == split)
+
+    def deficits_json(self) -> dict[str, Any]:
+        """The ``deficits.json`` object (contract in ``docs/interfaces.md``)."""
+        return {
+            "kind": "balanced_deficits",
+            "l_train": self.params["l_train"],
+            "l_test": self.params["l_test"],
+            "seed": self.params["seed"],
+            "classes": [d.to_dict() for d in self.deficits()],
+        }
+
+    def stats(self) -> dict[str, Any]:
+        """Table 1 / S1 rows per set plus the parameters (``stats.json``)."""
+        return {
+            "kind": "balanced_stats",
+            "params": self.params,
+            "sets": {s.name: s.stats() for s in self.sets},
+            "total_deficit": {s.name: self.total_deficit(s.name) for s in self.sets},
+        }
+
+
+# ---------------------------------------------------------------------------------------- selection
+def hico_det_selection_counts(test: HOIDataset | None = None) -> np.ndarray:
+    """HICO-DET train + test instances per class with the *official* train counts.
+
+    The bundled train set (from HAKE) misses 217 ``no_interaction`` pairs; the official counts
+    make the top-351 selection reproduce the paper's Table S4 (350 of 351 classes; the 351st
+    is a tie at 48 instances).
+    """
+    from hoibench.datasets import load_dataset
+    from hoibench.vocab import hico_det
+
+    test = load_dataset("hico-det:test") if test is None else test
+    return hico_det().train_counts_official() + test.hoi_counts()
+
+
+def select_top_classes(counts: np.ndarray, top_k: int) -> np.ndarray:
+    """The ``top_k`` classes with the most instances, most frequent first (ties: lower id first)."""
+    counts = np.asarray(counts)
+    if not 0 < top_k <= len(counts):
+        raise ConfigError(f"top_k must be in [1, {len(counts)}]; got {top_k}")
+    order = np.lexsort((np.arange(len(counts)), -counts))
+    return order[:top_k].astype(np.int64)
+
+
+def zero_shot_candidates(vocab: Any, selected: np.ndarray) -> np.ndarray:
+    """HOI classes outside ``selected`` whose verb and object both occur among ``selected``."""
+    hv = vocab.hoi_verb_object
+    sel = np.zeros(len(hv), dtype=bool)
+    sel[selected] = True
+    verbs = np.unique(hv[selected, 0])
+    objects = np.unique(hv[selected, 1])
+    ok = ~sel & np.isin(hv[:, 0], verbs) & np.isin(hv[:, 1], objects)
+    return np.flatnonzero(ok)
+
+
+# ---------------------------------------------------------------------------------------- core
+class _ClassIndex:
+    """Which of the balanced classes every image holds, and how many instances of each.
+
+    Classes are addressed by rank ``k`` (0 = head). Two CSR tables: image → (k, n) and k → images.
+    """
+
+    def __init__(self, ds: HOIDataset, classes: np.ndarray) -> None:
+        self.n_classes = k_n = len(classes)
+        rank = np.full(ds.vocab.n_hois + 1, -1, dtype=np.int64)
+        rank[classes] = np.arange(k_n)
+        pair_k = rank[ds.pair_hoi]  # pair_hoi -1 maps to the sentinel last entry
+        sel = pair_k >= 0
+        keys = ds.pair_image[sel] * k_n + pair_k[sel]
+        uniq, n = np.unique(keys, return_counts=True)
+        img, k = uniq // k_n, uniq % k_n
+        self.img_ptr = np.searchsorted(img, np.arange(ds.n_images + 1)).tolist()
+        self.img_k = k
+        self.img_n = n
+        order = np.argsort(k, kind="stable")
+        self.cls_imgs = img[order]
+        self.cls_ptr = np.searchsorted(k[order], np.arange(k_n + 1))
+
+    def images_of(self, k: int) -> np.ndarray:
+        return self.cls_imgs[self.cls_ptr[k]:self.cls_ptr[k + 1]]
+
+    def available(self, allowed: np.ndarray) -> np.ndarray:
+        """Instances per class over the allowed images."""
+        rows = np.repeat(np.arange(len(self.img_ptr) - 1), np.diff(self.img_ptr))
+        return np.bincount(self.img_k[allowed[rows]], weights=self.img_n[allowed[rows]],
+                           minlength=self.n_classes).astype(np.int64)
+
+
+def _add_stage(idx: _ClassIndex, in_set: np.ndarray, allowed: np.ndarray, cnt: np.ndarray,
+               target: int, rng: np.random.Generator) -> None:
+    """Tail → head: add random allowed images holding class k until it has ``target`` instances."""
+    ptr, ks, ns = idx.img_ptr, idx.img_k, idx.img_n
+    for k in range(idx.n_classes - 1, -1, -1):
+        if cnt[k] >= target:
+            continue
+        imgs = idx.images_of(k)
+        cand = imgs[allowed[imgs] & ~in_set[imgs]]
+        for i in rng.permutation(cand).tolist():
+            in_set[i] = True
+            a, b = ptr[i], ptr[i + 1]
+            cnt[ks[a:b]] += ns[a:b]
+            if cnt[k] >= target:
+                break
+
+
+def _remove_stage(idx: _ClassIndex, in_set: np.ndarray, cnt: np.ndarray, target: int,
+                  rng: np.random.Generator) -> None:
+    """Head → tail: remove random images holding class k until it has at most ``target``."""
+    ptr, ks, ns = idx.img_ptr, idx.img_k, idx.img_n
+    for k in range(idx.n_classes):
+        if cnt[k] <= target:
+            continue
+        imgs = idx.images_of(k)
+        for i in rng.permutation(imgs[in_set[imgs]]).tolist():
+            in_set[i] = False
+            a, b = ptr[i], ptr[i + 1]
+            cnt[ks[a:b]] -= ns[a:b]
+            if cnt[k] <= target:
+                break
+
+
+def balance_images(
+    dataset: HOIDataset,
+    classes: np.ndarray,
+    *,
+    target: int,
+    epochs: int = 20,
+    allowed: np.ndarray | None = None,
+    extra: np.ndarray | None = None,
+    random_state: int | np.random.Generator = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Algorithm 1: the images of a balanced set (boolean mask over ``dataset``'s images).
+
+    Parameters
+    ----------
+    dataset:
+        All candidate images (real and, if any, extra ones).
+    classes:
+        HOI classes to balance, most frequent first (the walk order depends on it).
+    target:
+        ``L``, the instances each class should reach.
+    epochs:
+        ``N``; the last epoch only adds.
+    allowed:
+        Real images the algorithm may use (default: all but ``extra``).
+    extra:
+        Images (e.g. generated ones) added only after the ``N`` epochs, for classes still below
+        ``target``, as in the paper's supplementary C.
+    random_state:
+        Seed or generator; the result is a pure function of it.
+
+    Returns
+    -------
+    mask, counts:
+        Boolean image mask and the instances per class (aligned with ``classes``) before the
+        annotation trimming that :func:`build_balanced_split` applies.
+    """
+    rng = _check_random_state(random_state)
+    _check_positive(target=target, epochs=epochs)
+    idx = _ClassIndex(dataset, np.asarray(classes, dtype=np.int64))
+    n = dataset.n_images
+    extra_mask = np.zeros(n, dtype=bool) if extra is None else np.asarray(extra, dtype=bool)
+    allowed = ~extra_mask if allowed is None else np.asarray(allowed, dtype=bool) & ~extra_mask
+    in_set = np.zeros(n, dtype=bool)
+    cnt = np.zeros(idx.n_classes, dtype=np.int64)
+    for epoch in range(epochs):
+        _add_stage(idx, in_set, allowed, cnt, target, rng)
+        if epoch < epochs - 1:
+            _remove_stage(idx, in_set, cnt, target, rng)
+    if extra_mask.any():
+        _add_stage(idx, in_set, extra_mask, cnt, target, rng)
+    return in_set, cnt
+
+
+def _trim(ds: HOIDataset, mask: np.ndarray, classes: np.ndarray, target: int,
+          rng: np.random.Generator, name: str) -> tuple[HOIDataset, np.ndarray, int]:
+    """Keep the masked images and only pairs of ``classes``; drop random annotations of every class
+    above ``target`` (head first). Returns the set, its counts and the R/A image count."""
+    sub = ds.subset(np.flatnonzero(mask))
+    rank = np.full(ds.vocab.n_hois + 1, -1, dtype=np.int64)
+    rank[classes] = np.arange(len(classes))
+    pair_k = rank[sub.pair_hoi]
+    keep = pair_k >= 0
+    # pairs of each class, grouped by rank in image order
+    order = np.argsort(pair_k, kind="stable")
+    bounds = np.searchsorted(pair_k[order], np.arange(len(classes) + 1))
+    touched = np.zeros(sub.n_images, dtype=bool)
+    for k in range(len(classes)):
+        members = order[bounds[k]:bounds[k + 1]]
+        excess = len(members) - target
+        if excess > 0:
+            drop = rng.choice(members, size=excess, replace=False)
+            keep[drop] = False
+            touched[sub.pair_image[drop]] = True
+    out = sub.filter_pairs(keep, prune_boxes=True, name=name)
+    nonempty = out.pairs_per_image > 0
+    if not nonempty.all():
+        out = out.subset(np.flatnonzero(nonempty), name=name)
+    counts = np.bincount(rank[out.pair_hoi], minlength=len(classes))[: len(classes)]
+    return out, counts, int(touched.sum())
+
+
+def _balanced_set(name: str, ds: HOIDataset, classes: np.ndarray, *, target: int, epochs: int,
+                  allowed: np.ndarray, extra: np.ndarray | None, rng: np.random.Generator) -> BalancedSet:
+    mask, _ = balance_images(ds, classes, target=target, epochs=epochs, allowed=allowed, extra=extra,
+                             random_state=rng)
+    out, counts, removed = _trim(ds, mask, classes, target, rng, name)
+    n_extra = int((mask & extra).sum()) if extra is not None else 0
+    return BalancedSet(name=name, dataset=out, classes=classes, counts=counts, target=target,
+                       removed_annotation_images=removed, extra_images=n_extra)
+
+
+def build_balanced_split(
+    dataset: HOIDataset,
+    *,
+    top_k: int = 351,
+    l_train: int = 50,
+    l_test: int = 10,
+    epochs: int = 20,
+    random_state: int = 0,
+    extra_train: HOIDataset | None = None,
+    zero_shot: bool = False,
+    l_zero_shot: int | None = None,
+    selection_counts: np.ndarray | None = None,
+) -> BalancedSplit:
+    """Build B-RIGHT balanced train and test sets (and optionally the balanced zero-shot set).
+
+    Parameters
+    ----------
+    dataset:
+        Real images: the merged train and test sets (``load_dataset("hico-det")``).
+    top_k, l_train, l_test, epochs:
+        ``K``, ``L_train``, ``L_test`` and ``N`` of the paper (351, 50, 10, 20).
+    random_state:
+        Integer seed; the output is byte-for-byte a function of it (the paper released four).
+    extra_train:
+        Additional (generated or crawled) training images with the same label space; used only
+        for the train set, after the real images, to fill deficits.
+    zero_shot:
+        Also build the balanced zero-shot test set from the images neither split uses.
+    l_zero_shot:
+        Instances per zero-shot class (default ``l_test``).
+    selection_counts:
+        Instances per class to rank by (default: counted in ``dataset``). For HICO-DET pass
+        :func:`hico_det_selection_counts` to rank with the official train counts as the paper.
+    """
+    vocab = dataset.vocab
+    if not isinstance(random_state, (int, np.integer)) or isinstance(random_state, bool):
+        raise ConfigError(f"random_state must be an integer seed; got {random_state!r}")
+    if vocab.n_hois == 0:
+        raise ConfigError(f"balanced splits need a label space with HOI classes; {vocab.name} has none")
+    l_zero_shot = l_test if l_zero_shot is None else l_zero_shot
+    _check_positive(l_train=l_train, l_test=l_test, epochs=epochs, l_zero_shot=l_zero_shot)
+    counts = dataset.hoi_counts() if selection_counts is None else np.asarray(selection_counts)
+    if counts.shape != (vocab.n_hois,):
+        raise ConfigError(f"selection_counts must have {vocab.n_hois} entries; got shape {counts.shape}")
+    classes = select_top_classes(counts, top_k)
+    rng = np.random.default_rng(int(random_state))
+
+    test = _balanced_set("test", dataset, classes, target=l_test, epochs=epochs,
+                         allowed=np.ones(dataset.n_images, dtype=bool), extra=None, rng=rng)
+    # images of the test set are excluded from train even if only some of their pairs were kept
+    used = _rows_of(dataset, test.dataset.file_names)
+    pool = ~used
+
+    if extra_train is not None:
+        _check_extra(dataset, extra_train)
+        merged = HOIDataset.concat([dataset, extra_train], name=f"{dataset.name}+extra")
+        extra_mask = np.r_[np.zeros(dataset.n_images, bool), np.ones(extra_train.n_images, bool)]
+        train = _balanced_set("train", merged, classes, target=l_train, epochs=epochs,
+                              allowed=np.r_[pool, np.zeros(extra_train.n_images, bool)],
+                              extra=extra_mask, rng=rng)
+    else:
+        train = _balanced_set("train", dataset, classes, target=l_train, epochs=epochs,
+                              allowed=pool, extra=None, rng=rng)
+    used |= _rows_of(dataset, train.dataset.file_names)
+
+    zs = None
+    if zero_shot:
+        cand = zero_shot_candidates(vocab, classes)
+        remaining = ~used
+        avail = _ClassIndex(dataset, cand).available(remaining)
+        ok = avail >= l_zero_shot
+        zs_classes = cand[ok][np.lexsort((cand[ok], -avail[ok]))]
+        zs = _balanced_set("zero_shot", dataset, zs_classes, target=l_zero_shot, epochs=epochs,
+                           allowed=remaining, extra=None, rng=rng)
+
+    params = {"dataset": dataset.name, "top_k": int(top_k), "l_train": int(l_train),
+              "l_test": int(l_test), "l_zero_shot": int(l_zero_shot) if zero_shot else None,
+              "epochs": int(epochs), "seed": int(random_state),
+              "extra_train_images": 0 if extra_train is None else extra_train.n_images}
+    return BalancedSplit(classes=classes, selection_counts=counts, train=train, test=test,
+                         zero_shot=zs, params=params)
+
+
+def _rows_of(ds: HOIDataset, names: Sequence[str]) -> np.ndarray:
+    mask = np.zeros(ds.n_images, dtype=bool)
+    index = ds._name_index
+    for f in names:
+        i = index.get(f)
+        if i is not None:
+            mask[i] = True
+    return mask
+
+
+def _check_extra(dataset: HOIDataset, extra: HOIDataset) -> None:
+    if extra.vocab.name != dataset.vocab.name:
+        raise ConfigError(f"extra_train uses the {extra.vocab.name} label space, the dataset {dataset.vocab.name}")
+    clash = set(extra.file_names) & set(dataset.file_names)
+    if clash:
+        raise ValidationError(f"extra_train: file name {sorted(clash)[0]!r} is also a real image "
+                              f"({len(clash)} clashes); extra images need their own names")
+    if len(set(extra.file_names)) != extra.n_images:
+        raise ValidationError("extra_train: file names are not unique")
+
+
+def _check_positive(**values: int) -> None:
+    for name, v in values.items():
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+            raise ConfigError(f"{name} must be a positive integer; got {v!r}")
+
+
+def _check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
+        raise ConfigError(f"random_state must be an integer seed or a numpy Generator; got {random_state!r}")
+    return np.random.default_rng(int(random_state))
+
+
+# ---------------------------------------------------------------------------------------- writing
+def stats_markdown(result: BalancedSplit) -> str:
+    """Table S1-style Markdown table of the sets."""
+    lines = ["| Split | # Images | # Instances / # Max / # Min | # Categories | # Object | # Verb | # R/A | deficit |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for s in result.sets:
+        st = s.stats()
+        lines.append(f"| {s.name} | {st['images']:,} | {st['instances']:,} / {st['max']} / {st['min']} | "
+                     f"{st['classes']} | {st['objects']} | {st['verbs']} | "
+                     f"{st['removed_annotation_images']:,} | {result.total_deficit(s.name):,} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_balanced_split(result: BalancedSplit, out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Write every set in the PPDM/QPIC and hicodet-toolkit layouts, plus ``stats.json``,
+    ``stats.md``, ``deficits.json`` and ``classes.json``. Returns the written paths.
+
+    Writes are atomic and byte-stable: the same result gives identical files.
+    """
+    from hoibench.formats import write_hicodet, write_ppdm
+
+    out = Path(out_dir)
+    written: list[Path] = []
+    for s in result.sets:
+        ppdm_name, hicodet_name = LAYOUT[s.name]
+        for writer, fname in ((write_ppdm, ppdm_name), (write_hicodet, hicodet_name)):
+            writer(s.dataset, out / fname)
+            written.append(out / fname)
+    vocab = result.train.dataset.vocab
+    classes = {
+        "kind": "balanced_classes",
+        "classes": [{"hoi": int(h), "name": vocab.hoi_name(h), "count": int(result.selection_counts[h])}
+                    for h in result.classes.tolist()],
+        "zero_shot_classes": None if result.zero_shot is None else [
+            {"hoi": int(h), "name": vocab.hoi_name(h)} for h in result.zero_shot.classes.tolist()],
+    }
+    for fname, obj in (("stats.json", result.stats()), ("deficits.json", result.deficits_json()),
+                       ("classes.json", classes)):
+        atomic_write_json(out / fname, obj, indent=True)
+        written.append(out / fname)
+    atomic_write_bytes(out / "stats.md", stats_markdown(result).encode())
+    written.append(out / "stats.md")
+    return written
+
