@@ -1,1 +1,23 @@
-"""hoibench.evaluation (see docs/ARCHITECTURE.md)."""
+"""hoibench.evaluation (see docs/ARCHITECTURE.md): HICO-DET mAP and V-COCO role AP, with the
+box-overlap and AP primitives they share (each reference's exact flavour)."""
+
+from hoibench.evaluation._ap import (
+    RECALL_THRESHOLDS,
+    all_point_ap,
+    precision_recall,
+    recall_thresholds,
+    voc11_ap,
+)
+from hoibench.evaluation._iou import IOU_CONVENTIONS, box_iou, pair_iou, paired_box_iou
+
+__all__ = [
+    "IOU_CONVENTIONS",
+    "RECALL_THRESHOLDS",
+    "all_point_ap",
+    "box_iou",
+    "pair_iou",
+    "paired_box_iou",
+    "precision_recall",
+    "recall_thresholds",
+    "voc11_ap",
+]
