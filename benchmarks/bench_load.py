@@ -18,8 +18,8 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from hoibench.datasets import BUNDLED, bundled_path  # noqa: E402
-from hoibench.formats import read_hicodet  # noqa: E402
+from hoibench.datasets import BUNDLED, bundled_path
+from hoibench.formats import read_hicodet
 
 
 def load_hoibench() -> int:

@@ -22,7 +22,7 @@ def shared_file(rel: str) -> Path:
 
 
 @pytest.fixture
-def shared() -> "type[_Shared]":
+def shared() -> type[_Shared]:
     return _Shared
 
 

@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> Any:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - last line of defence for the one-line rule
+    except Exception as exc:
         if debug:
             raise
         click.echo(f"internal error: {type(exc).__name__}: {_one_line(exc)} "

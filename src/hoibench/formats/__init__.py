@@ -3,10 +3,16 @@
 Coordinate conventions are converted here and nowhere else (see :mod:`hoibench.data`).
 """
 
-from hoibench.formats._registry import FORMATS, AnnotationFormat, detect_format, read_dataset, write_dataset
+from hoibench.formats._registry import (
+    FORMATS,
+    AnnotationFormat,
+    detect_format,
+    read_dataset,
+    write_dataset,
+)
 from hoibench.formats.hake import read_hake
-from hoibench.formats.hicodet import read_hicodet, write_hicodet
 from hoibench.formats.hico_mat import read_hico_mat
+from hoibench.formats.hicodet import read_hicodet, write_hicodet
 from hoibench.formats.ppdm import read_ppdm, write_ppdm
 from hoibench.formats.vcoco import read_vcoco
 

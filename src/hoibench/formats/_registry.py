@@ -12,7 +12,7 @@ from typing import Any
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import read_bytes, read_json
 from hoibench.data import HOIDataset
-from hoibench.formats import hake, hicodet, hico_mat, ppdm, vcoco
+from hoibench.formats import hake, hico_mat, hicodet, ppdm, vcoco
 from hoibench.vocab import LabelSpace
 
 __all__ = ["FORMATS", "AnnotationFormat", "detect_format", "read_dataset", "write_dataset"]

@@ -20,7 +20,7 @@ def normalize_name(name: str) -> str:
     return " ".join(name.replace("_", " ").lower().split())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(name: str) -> dict[str, Any]:
     with resources.files("hoibench.vocab").joinpath("data", name).open("rb") as fh:
         return json.load(fh)
@@ -190,7 +190,7 @@ def _coco80_of(objects: tuple[str, ...]) -> np.ndarray:
     return np.asarray([by_name[normalize_name(o)] for o in objects], dtype=np.int64)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def hico_det() -> LabelSpace:
     """HICO-DET: 80 objects (HICO's alphabetical order), 117 verbs, 600 HOI classes."""
     d = _load("hico_det.json")
@@ -205,7 +205,7 @@ def hico_det() -> LabelSpace:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def vcoco() -> LabelSpace:
     """V-COCO: COCO's 80 objects (COCO order) and the 29 action-role verbs of PPDM/QPIC.
 
