@@ -10,23 +10,41 @@ from hoibench.formats._registry import (
     read_dataset,
     write_dataset,
 )
+from hoibench.formats.crosshoi import read_crosshoi
 from hoibench.formats.hake import read_hake
 from hoibench.formats.hico_mat import read_hico_mat
 from hoibench.formats.hicodet import read_hicodet, write_hicodet
 from hoibench.formats.ppdm import read_ppdm, write_ppdm
+from hoibench.formats.questions import (
+    AnswerSet,
+    AnswerWriter,
+    QuestionSet,
+    read_answers,
+    read_questions,
+    write_answers,
+    write_questions,
+)
 from hoibench.formats.vcoco import read_vcoco
 
 __all__ = [
     "FORMATS",
     "AnnotationFormat",
+    "AnswerSet",
+    "AnswerWriter",
+    "QuestionSet",
     "detect_format",
+    "read_answers",
+    "read_crosshoi",
     "read_dataset",
     "read_hake",
     "read_hico_mat",
     "read_hicodet",
     "read_ppdm",
+    "read_questions",
     "read_vcoco",
+    "write_answers",
     "write_dataset",
     "write_hicodet",
     "write_ppdm",
+    "write_questions",
 ]
