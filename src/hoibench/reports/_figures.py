@@ -1,0 +1,224 @@
+"""Plots of a report as PNG bytes (matplotlib's Agg backend, imported lazily).
+
+Each function returns a :class:`Figure` record; :class:`~hoibench.reports.Report` embeds the PNG in
+the HTML page (base64) and writes it to ``figures/<name>.png``. PNGs carry no timestamp, so the same
+numbers give the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hoibench._exceptions import ValidationError
+
+__all__ = [
+    "Figure",
+    "binned_head_to_tail",
+    "class_ap_boxplot",
+    "grouped_bars",
+    "head_to_tail_recall_plot",
+]
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+#: pale / dark pairs like the papers' figures (original vs SG, HICO-DET vs B-RIGHT)
+_COLOURS = ("#9ecae1", "#08519c", "#fdae6b", "#31a354", "#756bb1", "#e6550d", "#636363", "#d6616b")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A rendered plot: file-name stem, title, PNG bytes and a caption."""
+
+    name: str
+    title: str
+    png: bytes
+    caption: str = ""
+
+    def __post_init__(self) -> None:
+        if not _SLUG.match(self.name):
+            raise ValidationError(f"figure name must match {_SLUG.pattern}; got {self.name!r}")
+        if not self.png.startswith(b"\x89PNG\r\n\x1a\n"):
+            raise ValidationError(f"figure {self.name!r}: png is not PNG data")
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _render(fig: Any) -> bytes:
+    plt = _pyplot()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def grouped_bars(
+    name: str,
+    title: str,
+    *,
+    groups: Sequence[str],
+    series: Mapping[str, Sequence[float | None]],
+    errors: Mapping[str, Sequence[tuple[float, float] | None]] | None = None,
+    ylabel: str = "mAP (%)",
+    caption: str = "",
+) -> Figure:
+    """Bars per group (model), one bar per series (benchmark), like the SG paper's Figure 2.
+
+    ``errors[series][i]`` is an interval ``(low, high)`` drawn as an error bar (a bootstrap
+    confidence interval or mean ± std); missing values (None/NaN) are left out.
+    """
+    plt = _pyplot()
+    groups = list(groups)
+    if not groups or not series:
+        raise ValidationError(f"figure {name!r}: nothing to plot")
+    for s, vals in series.items():
+        if len(vals) != len(groups):
+            raise ValidationError(f"figure {name!r}: series {s!r} has {len(vals)} values for "
+                                  f"{len(groups)} groups")
+    n = len(series)
+    width = 0.8 / n
+    x = np.arange(len(groups))
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.2 * len(groups) * max(1, n / 2) + 2), 3.8))
+    for k, (label, vals) in enumerate(series.items()):
+        v = np.array([np.nan if a is None else float(a) for a in vals])
+        pos = x - 0.4 + width * (k + 0.5)
+        ax.bar(pos, np.nan_to_num(v), width, label=label, color=_COLOURS[k % len(_COLOURS)],
+               edgecolor="black", linewidth=0.4)
+        errs = (errors or {}).get(label)
+        if errs is not None:
+            ok = [i for i, e in enumerate(errs) if e is not None and not np.isnan(v[i])]
+            if ok:
+                lo = np.array([v[i] - errs[i][0] for i in ok])
+                hi = np.array([errs[i][1] - v[i] for i in ok])
+                ax.errorbar(pos[ok], v[ok], yerr=np.clip(np.stack([lo, hi]), 0, None), fmt="none",
+                            ecolor="black", capsize=3, linewidth=0.8)
+        for i in range(len(groups)):
+            if not np.isnan(v[i]):
+                ax.annotate(f"{v[i]:.1f}" if abs(v[i]) >= 1 else f"{v[i]:.2f}",
+                            (pos[i], v[i]), ha="center", va="bottom", fontsize=7,
+                            xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(x)
+    ax.set_xticklabels(groups, rotation=15 if len(groups) > 3 else 0, ha="right" if len(groups) > 3 else "center")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8, frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    return Figure(name, title, _render(fig), caption)
+
+
+def class_ap_boxplot(
+    name: str,
+    title: str,
+    *,
+    data: Mapping[str, Mapping[str, Sequence[float]]],
+    ylabel: str = "class AP (%)",
+    caption: str = "",
+) -> Figure:
+    """Box plots of per-class AP, one box per (model, benchmark), like B-RIGHT's Figure 6.
+
+    ``data[model][benchmark]`` holds the APs of the classes with ground truth (NaN dropped).
+    """
+    plt = _pyplot()
+    models = list(data)
+    benches: list[str] = []
+    for m in models:
+        benches += [b for b in data[m] if b not in benches]
+    if not models or not benches:
+        raise ValidationError(f"figure {name!r}: nothing to plot")
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(models) * max(1, len(benches) / 2) + 2), 4.0))
+    width = 0.8 / len(benches)
+    for k, b in enumerate(benches):
+        pos, vals = [], []
+        for i, m in enumerate(models):
+            if b in data[m]:
+                a = np.asarray(data[m][b], dtype=float)
+                pos.append(i - 0.4 + width * (k + 0.5))
+                vals.append(a[~np.isnan(a)])
+        if not pos:
+            continue
+        bp = ax.boxplot(vals, positions=pos, widths=width * 0.85, patch_artist=True,
+                        flierprops={"markersize": 2, "alpha": 0.5}, medianprops={"color": "black"})
+        for patch in bp["boxes"]:
+            patch.set_facecolor(_COLOURS[(2 * k + 2) % len(_COLOURS)])
+        bp["boxes"][0].set_label(b)
+    ax.set_xticks(np.arange(len(models)))
+    ax.set_xticklabels(models)
+    ax.set_xlim(-0.6, len(models) - 0.4)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8, frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    return Figure(name, title, _render(fig), caption)
+
+
+def binned_head_to_tail(train_counts: Sequence[float], recall: Sequence[float], *,
+                        n_bins: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Order classes from head to tail by train count and cut them into ``n_bins`` equal groups.
+
+    Returns, per bin, the mean train count, the mean recall over the bin's classes (NaN
+    recalls, i.e. classes never asked about, are left out) and the number of classes. Ties in the
+    train count keep the class order (stable sort), so the binning is deterministic.
+    """
+    counts = np.asarray(train_counts, dtype=float)
+    rec = np.asarray(recall, dtype=float)
+    if counts.shape != rec.shape or counts.ndim != 1:
+        raise ValidationError(f"train_counts and recall must be 1-d of one length; got "
+                              f"{counts.shape} and {rec.shape}")
+    if n_bins < 1:
+        raise ValidationError(f"n_bins must be >= 1; got {n_bins}")
+    keep = ~np.isnan(rec)
+    counts, rec = counts[keep], rec[keep]
+    order = np.argsort(-counts, kind="stable")
+    bins = [b for b in np.array_split(order, min(n_bins, max(len(order), 1))) if len(b)]
+    mean_count = np.array([counts[b].mean() for b in bins])
+    mean_recall = np.array([rec[b].mean() for b in bins])
+    sizes = np.array([len(b) for b in bins])
+    return mean_count, mean_recall, sizes
+
+
+def head_to_tail_recall_plot(
+    name: str,
+    title: str,
+    *,
+    panels: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    n_bins: int = 10,
+    caption: str = "",
+) -> Figure:
+    """Head-to-tail recall histograms, one panel per model, like ``001``'s Figure 3.
+
+    ``panels[model] = (train_counts, recall)`` per class; classes are ordered by train count
+    (head first) and binned; blue bars give the bin's mean train count (left axis), red bars its
+    mean recall (right axis).
+    """
+    plt = _pyplot()
+    if not panels:
+        raise ValidationError(f"figure {name!r}: nothing to plot")
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    for ax, (model, (counts, recall)) in zip(axes[0], panels.items()):
+        mean_count, mean_recall, _ = binned_head_to_tail(counts, recall, n_bins=n_bins)
+        x = np.arange(len(mean_count))
+        ax.bar(x - 0.2, mean_count, 0.4, color="#3182bd", label="train count")
+        ax.set_ylabel("mean train instances per class", color="#3182bd", fontsize=8)
+        ax.set_xlabel("class bins, head → tail", fontsize=8)
+        ax.set_xticks(x)
+        ax.set_xticklabels([str(i + 1) for i in x], fontsize=7)
+        ax2 = ax.twinx()
+        ax2.bar(x + 0.2, mean_recall, 0.4, color="#de2d26", label="recall")
+        ax2.set_ylim(0, 1.05)
+        ax2.set_ylabel("recall", color="#de2d26", fontsize=8)
+        ax.set_title(model, fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return Figure(name, title, _render(fig), caption)

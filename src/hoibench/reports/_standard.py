@@ -1,0 +1,297 @@
+"""The standard hoibench report from typed results: the tables and plots of the three papers.
+
+:func:`build_report` is what ``hoibench report`` and ``hoibench demo`` call. Given any mix of
+results (several models, several benchmarks) it adds the sections the results allow:
+
+- mAP table and the SG paper's Figure 2 (bars per model, one per benchmark; several results of a
+  (model, benchmark), e.g. three SG splits, give mean ± std);
+- class-AP spread table and box plots (B-RIGHT Figure 6), and the ranking-shift table between two
+  benchmarks (B-RIGHT Table 3);
+- multiple-choice metrics with bootstrap confidence intervals;
+- head-to-tail recall histograms (the multiple-choice paper's Figure 3);
+- benchmark statistics (each paper's Table 1), passed in as tables.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hoibench._exceptions import ValidationError
+from hoibench.reports._figures import (
+    Figure,
+    binned_head_to_tail,
+    class_ap_boxplot,
+    grouped_bars,
+    head_to_tail_recall_plot,
+)
+from hoibench.reports._report import Report
+from hoibench.reports._results import (
+    MCQ_METRICS,
+    ClassRecall,
+    MapResult,
+    MCQResult,
+    Result,
+    StatsResult,
+)
+from hoibench.reports._tables import Table
+
+__all__ = [
+    "build_report",
+    "class_ap_spread_table",
+    "head_to_tail_table",
+    "map_bars_figure",
+    "map_table",
+    "mcq_figures",
+    "mcq_table",
+    "ranking_shift_table",
+    "stats_table",
+]
+
+
+def _slug(text: str) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return s or "x"
+
+
+def _unique(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+# ---------------------------------------------------------------------- mAP
+def map_table(results: Sequence[MapResult]) -> Table:
+    """One row per result: model, benchmark, protocol, Full/Rare/Non-rare and every subset."""
+    subsets = _unique([k for r in results for k in r.subsets])
+    columns = ["model", "benchmark", "protocol", "full", "rare", "non_rare", *subsets]
+    rows = [(r.model, r.benchmark, r.protocol + (" (known object)" if r.known_object else ""),
+             r.full, r.rare, r.non_rare, *(r.subsets.get(s) for s in subsets)) for r in results]
+    return Table("map", "HICO-DET mAP (%)", tuple(columns), tuple(rows),
+                 caption="Full, Rare and Non-rare mAP as the evaluator reports them; subset columns "
+                         "are the class subsets each result carries (e.g. unseen, seen).")
+
+
+def _aggregate(results: Sequence[MapResult]) -> tuple[list[str], list[str], dict[tuple[str, str], list[float]]]:
+    models = _unique([r.model for r in results])
+    benches = _unique([r.benchmark for r in results])
+    values: dict[tuple[str, str], list[float]] = {}
+    for r in results:
+        values.setdefault((r.model, r.benchmark), []).append(r.full)
+    return models, benches, values
+
+
+def map_bars_figure(results: Sequence[MapResult], *, name: str = "map-bars",
+                    title: str = "Full mAP per model and benchmark") -> Figure:
+    """The SG paper's Figure 2: per model, a bar per benchmark; repeated results give mean ± std."""
+    models, benches, values = _aggregate(results)
+    series: dict[str, list[float | None]] = {}
+    errors: dict[str, list[tuple[float, float] | None]] = {}
+    for b in benches:
+        series[b], errors[b] = [], []
+        for m in models:
+            v = values.get((m, b))
+            if not v:
+                series[b].append(None)
+                errors[b].append(None)
+                continue
+            mean = float(np.mean(v))
+            series[b].append(mean)
+            sd = float(np.std(v)) if len(v) > 1 else None
+            errors[b].append(None if sd is None else (mean - sd, mean + sd))
+    return grouped_bars(name, title, groups=models, series=series, errors=errors,
+                        caption="Bars: Full mAP; error bars: standard deviation over repeated "
+                                "results of a model on a benchmark (e.g. several SG splits).")
+
+
+def class_ap_spread_table(results: Sequence[MapResult]) -> Table:
+    """Spread of class AP (percent) per result: mean, median, variance, IQR, min, max, zero-AP share."""
+    rows = []
+    for r in results:
+        ap = r.class_ap_percent
+        if not len(ap):
+            continue
+        q1, med, q3 = np.percentile(ap, [25, 50, 75])
+        rows.append((r.model, r.benchmark, len(ap), float(ap.mean()), float(med), float(ap.var()),
+                     float(q3 - q1), float(ap.min()), float(ap.max()), float(np.mean(ap == 0) * 100)))
+    return Table("class-ap-spread", "Class-AP spread (%)",
+                 ("model", "benchmark", "classes", "mean", "median", "variance", "iqr", "min", "max",
+                  "zero_ap_share"), tuple(rows),
+                 caption="Over the classes with ground truth in each benchmark; variance is the "
+                         "population variance of class AP in percent points squared; zero_ap_share "
+                         "is the percentage of classes with AP 0.")
+
+
+def _ranks(values: Sequence[float]) -> list[int]:
+    """Competition ranks, 1 = highest (ties share the better rank)."""
+    v = np.asarray(values, dtype=float)
+    return [int(np.sum(v > x)) + 1 for x in v]
+
+
+def ranking_shift_table(results: Sequence[MapResult], *, reference: str, other: str) -> Table:
+    """B-RIGHT Table 3: models ranked by Full mAP on two benchmarks, with the shift in rank.
+
+    Repeated results of a (model, benchmark) are averaged. Only models with results on both
+    benchmarks are ranked.
+    """
+    models, _, values = _aggregate(results)
+    both = [m for m in models if (m, reference) in values and (m, other) in values]
+    if len(both) < 2:
+        raise ValidationError(f"ranking shift needs at least two models with results on both "
+                              f"{reference!r} and {other!r}; got {both}")
+    a = [float(np.mean(values[(m, reference)])) for m in both]
+    b = [float(np.mean(values[(m, other)])) for m in both]
+    ra, rb = _ranks(a), _ranks(b)
+    rows = []
+    for i in sorted(range(len(both)), key=lambda i: (ra[i], both[i])):
+        d = ra[i] - rb[i]
+        shift = f"↑{d}" if d > 0 else (f"↓{-d}" if d < 0 else "–")
+        rows.append((both[i], a[i], ra[i], b[i], rb[i], shift))
+    return Table(f"ranking-shift-{_slug(reference)}-vs-{_slug(other)}",
+                 f"Ranking shift: {reference} → {other}",
+                 ("model", f"mAP {reference}", f"rank {reference}", f"mAP {other}", f"rank {other}",
+                  "shift"), tuple(rows),
+                 caption="Rank 1 = highest Full mAP; ↑ means the model ranks higher on "
+                         f"{other} than on {reference}.")
+
+
+# ---------------------------------------------------------------------- multiple choice
+def mcq_table(results: Sequence[MCQResult]) -> Table:
+    """Long format: one row per (model, benchmark, metric) with the value and its CI (percent)."""
+    rows = []
+    for r in results:
+        for k in MCQ_METRICS:
+            if k in r.metrics:
+                lo, hi = r.ci.get(k, (None, None))
+                rows.append((r.model, r.benchmark, r.protocol, k, 100 * r.metrics[k],
+                             None if lo is None else 100 * lo, None if hi is None else 100 * hi))
+    level = next((r.confidence for r in results if r.confidence), None)
+    ci_text = f"{100 * level:.0f}% bootstrap confidence interval" if level else "bootstrap confidence interval"
+    return Table("mcq-metrics", "Multiple-choice metrics (%)",
+                 ("model", "benchmark", "protocol", "metric", "value", "ci_low", "ci_high"),
+                 tuple(rows), caption=f"Metrics as the scorer defines them; ci_low/ci_high: the "
+                                      f"{ci_text} (empty when not computed).")
+
+
+def mcq_figures(results: Sequence[MCQResult]) -> list[Figure]:
+    """Per benchmark, bars per metric with one bar per model and CI error bars."""
+    figs = []
+    for bench in _unique([r.benchmark for r in results]):
+        rs = [r for r in results if r.benchmark == bench]
+        metrics = [k for k in MCQ_METRICS if any(k in r.metrics for r in rs)]
+        series: dict[str, list[float | None]] = {}
+        errors: dict[str, list[tuple[float, float] | None]] = {}
+        for r in rs:
+            label = r.model if list(x.model for x in rs).count(r.model) == 1 else f"{r.model} ({r.protocol})"
+            series[label] = [100 * r.metrics[k] if k in r.metrics else None for k in metrics]
+            errors[label] = [(100 * r.ci[k][0], 100 * r.ci[k][1]) if k in r.ci else None for k in metrics]
+        figs.append(grouped_bars(f"mcq-{_slug(bench)}", f"Multiple-choice metrics on {bench}",
+                                 groups=metrics, series=series, errors=errors, ylabel="%",
+                                 caption="Error bars: bootstrap confidence intervals."))
+    return figs
+
+
+def head_to_tail_table(results: Sequence[ClassRecall], *, n_bins: int = 10) -> Table:
+    """Mean recall per head-to-tail bin (classes ordered by train count), one row per result."""
+    rows = []
+    for r in results:
+        _, rec, sizes = binned_head_to_tail(r.train_counts, r.recall, n_bins=n_bins)
+        cells = [100 * x for x in rec] + [None] * (n_bins - len(rec))
+        rows.append((r.model, r.benchmark, int(sizes.sum()), *cells))
+    return Table("head-to-tail-recall", "Recall from head to tail classes (%)",
+                 ("model", "benchmark", "classes", *(f"bin {i + 1}" for i in range(n_bins))),
+                 tuple(rows), caption="Classes asked about are ordered by train count (bin 1 = "
+                                      "most frequent) and cut into equal bins; cells are mean "
+                                      "per-class recall.")
+
+
+def stats_table(stats: Sequence[StatsResult]) -> list[Table]:
+    """One table per benchmark statistics record."""
+    return [Table.from_records(f"stats-{_slug(s.benchmark)}", f"Statistics: {s.benchmark}",
+                               list(s.rows), decimals=3) for s in stats]
+
+
+# ---------------------------------------------------------------------- the whole report
+def build_report(
+    results: Sequence[Result],
+    *,
+    title: str = "hoibench report",
+    intro: str = "",
+    meta: dict[str, Any] | None = None,
+    stats_tables: Sequence[Table] = (),
+    reference_benchmark: str | None = None,
+    n_bins: int = 10,
+) -> Report:
+    """A report with every section the given results allow.
+
+    Parameters
+    ----------
+    results:
+        Any mix of :class:`MapResult`, :class:`MCQResult`, :class:`ClassRecall` and
+        :class:`StatsResult`.
+    stats_tables:
+        Extra statistics tables (Table 1 of each benchmark), shown first.
+    reference_benchmark:
+        Benchmark the ranking shifts are measured from (default: the first mAP benchmark).
+    n_bins:
+        Bins of the head-to-tail recall histogram.
+    """
+    if not results and not stats_tables:
+        raise ValidationError("a report needs at least one result")
+    report = Report(title=title, intro=intro, meta=meta)
+    maps = [r for r in results if isinstance(r, MapResult)]
+    mcqs = [r for r in results if isinstance(r, MCQResult)]
+    recalls = [r for r in results if isinstance(r, ClassRecall)]
+    stats = [r for r in results if isinstance(r, StatsResult)]
+
+    tables = list(stats_tables) + stats_table(stats)
+    if tables:
+        report.add_section("Benchmark statistics",
+                           "Each benchmark's Table 1: images, pairs (triplets) and classes.",
+                           tables=tables)
+    if maps:
+        report.add_section(
+            "HOI detection mAP",
+            "Full mAP of every model on every benchmark. A drop from the original split to an SG "
+            "split measures how badly a model generalises to unseen verb-object combinations.",
+            tables=[map_table(maps)], figures=[map_bars_figure(maps)])
+        with_ap = [r for r in maps if len(r.class_ap_percent)]
+        if with_ap:
+            section = report.add_section(
+                "Class-AP distribution and ranking shifts",
+                "Box plots of per-class AP show how unevenly a model performs across classes; the "
+                "ranking tables show how model rankings change between benchmarks.",
+                tables=[class_ap_spread_table(with_ap)],
+                figures=[class_ap_boxplot(
+                    "class-ap-boxplot", "Class AP per model and benchmark",
+                    data={m: {r.benchmark: r.class_ap_percent for r in with_ap if r.model == m}
+                          for m in _unique([r.model for r in with_ap])},
+                    caption="Median, interquartile range and outliers of class AP.")])
+            benches = _unique([r.benchmark for r in maps])
+            ref = reference_benchmark or benches[0]
+            for other in benches:
+                if other == ref:
+                    continue
+                try:
+                    section.tables.append(ranking_shift_table(maps, reference=ref, other=other))
+                except ValidationError:
+                    continue  # fewer than two models on both: nothing to rank
+    if mcqs:
+        report.add_section(
+            "Multiple-choice HOI recognition",
+            "Set metrics of each answerer with bootstrap confidence intervals.",
+            tables=[mcq_table(mcqs)], figures=mcq_figures(mcqs))
+    if recalls:
+        report.add_section(
+            "Head-to-tail recall",
+            "Recall of the correct choices per HOI class, classes ordered from the most to the "
+            "least frequent in train: a falling profile is a head-class bias.",
+            tables=[head_to_tail_table(recalls, n_bins=n_bins)],
+            figures=[head_to_tail_recall_plot(
+                f"head-to-tail-{_slug(b)}", f"Head-to-tail recall on {b}",
+                panels={r.model: (r.train_counts, r.recall) for r in recalls if r.benchmark == b},
+                n_bins=n_bins,
+                caption="Blue: mean train instances per class in each bin; red: mean recall.")
+                for b in _unique([r.benchmark for r in recalls])])
+    return report
