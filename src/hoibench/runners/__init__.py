@@ -11,6 +11,12 @@ from hoibench.runners._backend import (
     ScriptedBackend,
     TextPart,
 )
+from hoibench.runners.baselines import (
+    ObjectPriorDetector,
+    PriorAnswerer,
+    RandomAnswerer,
+    verb_object_counts,
+)
 
 __all__ = [
     "ChatBackend",
@@ -19,6 +25,10 @@ __all__ = [
     "ChatResponse",
     "GenerationParams",
     "ImagePart",
+    "ObjectPriorDetector",
+    "PriorAnswerer",
+    "RandomAnswerer",
     "ScriptedBackend",
     "TextPart",
+    "verb_object_counts",
 ]
