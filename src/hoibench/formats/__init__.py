@@ -15,6 +15,15 @@ from hoibench.formats.hake import read_hake
 from hoibench.formats.hico_mat import read_hico_mat
 from hoibench.formats.hicodet import read_hicodet, write_hicodet
 from hoibench.formats.ppdm import read_ppdm, write_ppdm
+from hoibench.formats.predictions import (
+    PREDICTION_FORMATS,
+    LoadedPredictions,
+    detect_prediction_format,
+    load_predictions,
+    read_predictions,
+    write_matlab_detections,
+    write_predictions,
+)
 from hoibench.formats.questions import (
     AnswerSet,
     AnswerWriter,
@@ -28,11 +37,15 @@ from hoibench.formats.vcoco import read_vcoco
 
 __all__ = [
     "FORMATS",
+    "PREDICTION_FORMATS",
     "AnnotationFormat",
     "AnswerSet",
     "AnswerWriter",
+    "LoadedPredictions",
     "QuestionSet",
     "detect_format",
+    "detect_prediction_format",
+    "load_predictions",
     "read_answers",
     "read_crosshoi",
     "read_dataset",
@@ -40,11 +53,14 @@ __all__ = [
     "read_hico_mat",
     "read_hicodet",
     "read_ppdm",
+    "read_predictions",
     "read_questions",
     "read_vcoco",
     "write_answers",
     "write_dataset",
     "write_hicodet",
+    "write_matlab_detections",
     "write_ppdm",
+    "write_predictions",
     "write_questions",
 ]
