@@ -1,0 +1,39 @@
+"""``hoibench report RESULTS... --out DIR``: Markdown, CSV and a self-contained HTML page from
+evaluation results (mAP results JSON, multiple-choice metrics JSON, class-recall JSON)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hoibench.cli._common import console
+
+__all__ = ["report"]
+
+
+@click.command("report")
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for report.html, report.md, report.json, tables/ and figures/.")
+@click.option("--title", default="hoibench report", show_default=True, help="Page title.")
+@click.option("--reference", default=None,
+              help="Benchmark that ranking shifts are measured from (default: the first mAP benchmark).")
+@click.option("--bins", "n_bins", default=10, show_default=True, type=click.IntRange(1, 100),
+              help="Bins of the head-to-tail recall histogram.")
+def report(results: tuple[Path, ...], out_dir: Path, title: str, reference: str | None,
+           n_bins: int) -> None:
+    """Build a report from RESULTS files (several models, several benchmarks).
+
+    Each file holds one result object, a JSON list of them, or JSON lines: mAP results of
+    ``hoibench eval hico --json``, metrics of ``hoibench mcq score --json``, or class recall
+    (see docs/interfaces.md).
+    """
+    from hoibench.reports import build_report, load_results
+
+    loaded = load_results(list(results))
+    rep = build_report(loaded, title=title, reference_benchmark=reference, n_bins=n_bins,
+                       meta={"results": [str(p) for p in results]})
+    files = rep.write(out_dir)
+    console.print(f"{len(rep.tables)} tables, {len(rep.figures)} figures from {len(loaded)} results")
+    click.echo(str(files.html))

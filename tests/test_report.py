@@ -1,0 +1,318 @@
+"""Reports: tables, result loaders, the standard report, the HTML page (also in headless Chromium)
+and the ``hoibench report`` command."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from hoibench import FormatError, ValidationError
+from hoibench.cli import main
+from hoibench.reports import (
+    MCQ_METRICS,
+    ClassRecall,
+    MapResult,
+    MCQResult,
+    Table,
+    binned_head_to_tail,
+    build_report,
+    class_ap_spread_table,
+    load_results,
+    ranking_shift_table,
+    result_from_dict,
+)
+
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
+
+
+# ---------------------------------------------------------------------------------- tables
+def test_table_renders_markdown_csv_json_html():
+    t = Table("demo", "Demo", ("model", "map", "note"),
+              (("a|b", 12.3456, None), ("c", float("nan"), "x<y")), decimals=1)
+    md = t.to_markdown().splitlines()
+    assert md[0] == "| model | map | note |"
+    assert md[2] == "| a\\|b | 12.3 | – |"
+    assert md[3] == "| c | – | x<y |"
+    rows = list(csv.reader(io.StringIO(t.to_csv())))
+    assert rows == [["model", "map", "note"], ["a|b", "12.3456", ""], ["c", "", "x<y"]]
+    assert t.to_dict()["rows"] == [["a|b", 12.3456, None], ["c", None, "x<y"]]
+    h = t.to_html()
+    assert 'data-table="demo"' in h and "x&lt;y" in h and '<td class="num">12.3</td>' in h
+
+
+def test_table_rejects_ragged_rows_and_bad_names():
+    with pytest.raises(ValidationError, match="row 1 has 1 cells for 2 columns"):
+        Table("t", "T", ("a", "b"), ((1, 2), (3,)))
+    with pytest.raises(ValidationError, match="table name"):
+        Table("Bad Name", "T", ("a",), ())
+
+
+def test_table_from_records_keeps_first_seen_columns():
+    t = Table.from_records("r", "R", [{"a": 1, "b": 2}, {"c": 3, "a": 4}])
+    assert t.columns == ("a", "b", "c")
+    assert t.rows == ((1, 2, None), (4, None, 3))
+
+
+# ---------------------------------------------------------------------------------- results
+def _map_dict(model, bench, full, n=6, seed=0, **extra):
+    rng = np.random.default_rng(seed)
+    ap = rng.random(n).round(4).tolist()
+    ap[0] = None
+    d = {"kind": "hico_map", "model": model, "benchmark": bench, "protocol": "official",
+         "known_object": False, "full": full, "rare": full / 2, "non_rare": full * 1.1,
+         "subsets": {"unseen": full / 3}, "per_class_ap": ap, "n_gt": [0] + [3] * (n - 1),
+         "class_names": [f"c{i}" for i in range(n)], "classes": None}
+    d.update(extra)
+    return d
+
+
+def _mcq_dict(model, bench, value, ci=0.05):
+    d = {"kind": "mcq_metrics", "model": model, "benchmark": bench, "protocol": "paper",
+         "n_questions": 100, "confidence": 0.95}
+    d.update({k: value for k in MCQ_METRICS})
+    d["ci"] = {k: [value - ci, value + ci] for k in MCQ_METRICS}
+    return d
+
+
+def test_map_result_reads_contract_and_drops_classes_without_gt():
+    r = result_from_dict(_map_dict("m", "b", 20.0))
+    assert isinstance(r, MapResult) and r.full == 20.0 and r.subsets == {"unseen": 20.0 / 3}
+    assert len(r.class_ap_percent) == 5  # class 0 has no ground truth
+    # without "kind" the shape is still recognised
+    d = _map_dict("m", "b", 1.0)
+    del d["kind"]
+    assert isinstance(result_from_dict(d), MapResult)
+
+
+@pytest.mark.parametrize(("mutate", "message"), [
+    (lambda d: d.pop("full"), "full: missing number"),
+    (lambda d: d.update(full="12"), "full: expected a number"),
+    (lambda d: d.update(per_class_ap=[0.5, 1.5, None, 0, 0, 0]), "per_class_ap: per-class AP must be fractions"),
+    (lambda d: d.update(n_gt=[1, 2]), "n_gt: expected 6 entries, got 2"),
+    (lambda d: d.update(kind="nope"), "kind: kind must be one of"),
+])
+def test_map_result_errors_name_file_and_field(tmp_path, mutate, message):
+    d = _map_dict("m", "b", 20.0)
+    mutate(d)
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(d))
+    with pytest.raises(FormatError) as exc:
+        load_results([p])
+    assert str(exc.value).startswith(str(p)) and message in str(exc.value)
+
+
+def test_mcq_result_checks_fractions_and_intervals(tmp_path):
+    r = result_from_dict(_mcq_dict("p", "q", 0.4))
+    assert isinstance(r, MCQResult) and r.ci["macro_f1"] == pytest.approx((0.35, 0.45))
+    bad = _mcq_dict("p", "q", 0.4)
+    bad["macro_f1"] = 40.0
+    with pytest.raises(FormatError, match="macro_f1: expected a fraction"):
+        result_from_dict(bad, file="x.json")
+    bad = _mcq_dict("p", "q", 0.4)
+    bad["ci"]["micro_f1"] = [0.5, 0.3]
+    with pytest.raises(FormatError, match=r"ci.micro_f1: low 0.5 above high 0.3"):
+        result_from_dict(bad, file="x.json")
+
+
+def test_results_load_from_list_and_jsonl(tmp_path):
+    a = tmp_path / "many.json"
+    a.write_text(json.dumps([_map_dict("m1", "b", 1.0), _mcq_dict("p", "q", 0.2)]))
+    b = tmp_path / "lines.jsonl"
+    b.write_text(json.dumps(_mcq_dict("r", "q", 0.3)) + "\n\n" + "{broken\n")
+    with pytest.raises(FormatError, match=r"lines.jsonl: record 2: not valid JSON"):
+        load_results([a, b])
+    b.write_text(json.dumps(_mcq_dict("r", "q", 0.3)) + "\n")
+    kinds = [type(r).__name__ for r in load_results([a, b])]
+    assert kinds == ["MapResult", "MCQResult", "MCQResult"]
+
+
+# ---------------------------------------------------------------------------------- analyses
+def test_ranking_shift_table_on_hand_made_results():
+    rs = [MapResult(model=m, benchmark=b, protocol="official", full=f)
+          for m, b, f in [("A", "orig", 30), ("B", "orig", 20), ("C", "orig", 10),
+                          ("A", "bal", 5), ("B", "bal", 15), ("C", "bal", 25)]]
+    t = ranking_shift_table(rs, reference="orig", other="bal")
+    assert t.column("model") == ["A", "B", "C"]
+    assert t.column("rank orig") == [1, 2, 3]
+    assert t.column("rank bal") == [3, 2, 1]
+    assert t.column("shift") == ["↓2", "–", "↑2"]
+    with pytest.raises(ValidationError, match="at least two models"):
+        ranking_shift_table(rs[:1] + rs[3:4], reference="orig", other="bal")
+
+
+def test_class_ap_spread_matches_numpy():
+    ap = np.array([0.0, 0.1, 0.2, 0.9, np.nan])
+    r = MapResult(model="m", benchmark="b", protocol="official", full=30.0, per_class_ap=ap)
+    row = class_ap_spread_table([r]).rows[0]
+    pct = np.array([0, 10, 20, 90.0])
+    assert row[2] == 4
+    assert row[3] == pytest.approx(pct.mean())
+    assert row[5] == pytest.approx(pct.var())
+    assert row[6] == pytest.approx(np.percentile(pct, 75) - np.percentile(pct, 25))
+    assert row[9] == pytest.approx(25.0)
+
+
+def test_binned_head_to_tail_orders_by_train_count():
+    counts = [1, 100, 50, 10, 5, 0]
+    recall = [0.0, 1.0, 0.8, np.nan, 0.4, 0.2]
+    mean_count, mean_recall, sizes = binned_head_to_tail(counts, recall, n_bins=2)
+    # NaN class dropped; order 100, 50, 5, 1, 0 → bins [100, 50, 5], [1, 0]
+    assert sizes.tolist() == [3, 2]
+    assert mean_count.tolist() == pytest.approx([155 / 3, 0.5])
+    assert mean_recall.tolist() == pytest.approx([(1.0 + 0.8 + 0.4) / 3, 0.1])
+
+
+# ---------------------------------------------------------------------------------- report
+def _results():
+    out = []
+    for i, m in enumerate(("prior", "prior-top3", "other")):
+        out.append(result_from_dict(_map_dict(m, "HICO-DET", 20.0 - i, n=40, seed=i)))
+        out.append(result_from_dict(_map_dict(m, "B-RIGHT", 5.0 + 3 * i, n=40, seed=10 + i)))
+        out.append(result_from_dict(_map_dict(m, "HICO-DET-SG", 1.0 + i, n=40, seed=20 + i)))
+    out.append(result_from_dict(_mcq_dict("prior-top1", "MCQ", 0.4)))
+    out.append(result_from_dict(_mcq_dict("random", "MCQ", 0.3)))
+    rng = np.random.default_rng(0)
+    out.append(ClassRecall(model="prior-top1", benchmark="MCQ", train_counts=rng.integers(0, 500, 60),
+                           recall=rng.random(60)))
+    return out
+
+
+def _decode_images(page: str) -> list[Image.Image]:
+    srcs = re.findall(r'<img [^>]*src="data:image/png;base64,([^"]+)"', page)
+    return [Image.open(io.BytesIO(base64.b64decode(s))) for s in srcs]
+
+
+def test_report_writes_every_output_self_contained(tmp_path):
+    rep = build_report(_results(), title="Test report",
+                       stats_tables=[Table("stats-x", "Stats", ("split", "images"), (("test", 3),))])
+    files = rep.write(tmp_path / "out")
+    page = files.html.read_text()
+    names = {t.name for t in rep.tables}
+    assert {"stats-x", "map", "class-ap-spread", "ranking-shift-hico-det-vs-b-right",
+            "ranking-shift-hico-det-vs-hico-det-sg", "mcq-metrics", "head-to-tail-recall"} <= names
+    assert len(files.tables) == len(rep.tables) and all(p.exists() for p in files.tables)
+    assert {p.name for p in files.figures} == {"map-bars.png", "class-ap-boxplot.png", "mcq-mcq.png",
+                                                "head-to-tail-mcq.png"}
+    images = _decode_images(page)
+    assert len(images) == len(rep.figures) == 4
+    assert all(im.size[0] > 100 and im.size[1] > 100 for im in images)
+    # nothing is fetched from elsewhere
+    assert not re.search(r'(src|href)="(?!data:|#)', page)
+    assert page.count("<table ") == len(rep.tables)
+    # the Markdown links the PNGs that were written; the JSON keeps raw numbers
+    md = files.markdown.read_text()
+    assert all(f"(figures/{p.name})" in md for p in files.figures)
+    rep_json = json.loads(files.json.read_text())
+    map_rows = next(t for s in rep_json["sections"] for t in s["tables"] if t["name"] == "map")["rows"]
+    assert map_rows[0][:4] == ["prior", "HICO-DET", "official", 20.0]
+
+
+def test_report_is_byte_reproducible(tmp_path):
+    a = build_report(_results()).write(tmp_path / "a")
+    b = build_report(_results()).write(tmp_path / "b")
+    assert a.html.read_bytes() == b.html.read_bytes()
+    assert a.json.read_bytes() == b.json.read_bytes()
+
+
+def test_report_needs_results():
+    with pytest.raises(ValidationError, match="at least one result"):
+        build_report([])
+
+
+# ---------------------------------------------------------------------------------- Chromium
+_CHECK_SCRIPT = """<script>
+window.addEventListener('load', function () {
+  var imgs = Array.prototype.slice.call(document.images);
+  var decoded = imgs.filter(function (i) {
+    return i.complete && i.naturalWidth > 0 && i.getBoundingClientRect().width > 0; }).length;
+  var tables = Array.prototype.slice.call(document.querySelectorAll('table[data-table]'));
+  var shown = tables.filter(function (t) {
+    return t.rows.length > 1 && t.getBoundingClientRect().height > 0; }).length;
+  var m = document.createElement('pre');
+  m.id = 'render-check';
+  m.textContent = 'RENDER images=' + imgs.length + ' decoded=' + decoded +
+                  ' tables=' + tables.length + ' shown=' + shown + ' END';
+  document.body.appendChild(m);
+});
+</script>"""
+
+
+def _chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess[str]:
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           f"--user-data-dir={profile}", "--virtual-time-budget=5000", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+
+
+def check_html_in_chromium(html_path: Path, work: Path, *, n_images: int, n_tables: int,
+                           screenshot_name: str) -> Path:
+    """Open a report in headless Chromium: every image decoded and every table shown; returns the
+    screenshot (also copied to $HOIBENCH_ARTIFACTS when set)."""
+    probe = work / "probe.html"
+    probe.write_text(html_path.read_text().replace("</body>", _CHECK_SCRIPT + "</body>"))
+    dom = _chromium(["--dump-dom", probe.as_uri()], work / "profile-dom")
+    found = re.search(r"RENDER images=(\d+) decoded=(\d+) tables=(\d+) shown=(\d+) END", dom.stdout)
+    assert found, f"no render marker in Chromium's DOM (rc={dom.returncode}): {dom.stderr[-2000:]}"
+    images, decoded, tables, shown = map(int, found.groups())
+    assert (images, decoded) == (n_images, n_images)
+    assert (tables, shown) == (n_tables, n_tables)
+    shot = work / screenshot_name
+    res = _chromium([f"--screenshot={shot}", "--window-size=1280,4000", html_path.as_uri()],
+                    work / "profile-shot")
+    assert shot.exists() and shot.stat().st_size > 10_000, res.stderr[-2000:]
+    with Image.open(shot) as im:
+        assert im.size == (1280, 4000)
+        assert len(np.unique(np.asarray(im.convert("L")))) > 10  # not a blank page
+    artefacts = os.environ.get("HOIBENCH_ARTIFACTS")
+    if artefacts:
+        Path(artefacts).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(artefacts) / screenshot_name)
+    return shot
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs Debian's "
+                                             "chromium package: apt-get install -y chromium)")
+def test_report_renders_in_headless_chromium(tmp_path):
+    rep = build_report(_results(), title="Chromium check")
+    files = rep.write(tmp_path / "out")
+    check_html_in_chromium(files.html, tmp_path, n_images=len(rep.figures), n_tables=len(rep.tables),
+                           screenshot_name="report-screenshot.png")
+
+
+# ---------------------------------------------------------------------------------- CLI
+def test_report_cli_builds_report_from_result_files(tmp_path, capsys):
+    paths = []
+    for i, r in enumerate([_map_dict("A", "orig", 30.0), _map_dict("B", "orig", 20.0),
+                           _map_dict("A", "bal", 10.0), _map_dict("B", "bal", 15.0),
+                           _mcq_dict("prior", "mcq", 0.5)]):
+        p = tmp_path / f"r{i}.json"
+        p.write_text(json.dumps(r))
+        paths.append(str(p))
+    out = tmp_path / "rep"
+    main(["report", *paths, "--out", str(out), "--title", "CLI"])
+    printed = capsys.readouterr().out.strip().splitlines()[-1]
+    assert printed == str(out / "report.html")
+    shift = list(csv.reader((out / "tables" / "ranking-shift-orig-vs-bal.csv").open()))
+    assert shift[1] == ["A", "30.0", "1", "10.0", "2", "↓1"]
+    assert (out / "tables" / "mcq-metrics.csv").exists()
+
+
+def test_report_cli_bad_file_is_one_line_error(tmp_path, capsys):
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps({"kind": "hico_map", "model": "m"}))
+    with pytest.raises(SystemExit) as exc:
+        main(["report", str(p), "--out", str(tmp_path / "o")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {p}: full: missing number"
