@@ -1,0 +1,140 @@
+"""Spread of class-wise AP per model and benchmark (B-RIGHT section 5.2, Figure 6 and S5).
+
+A balanced test set should shrink the class-AP variance: with 10 test instances in every class,
+no class's AP hinges on one or two detections. These functions compute the spread (variance,
+IQR, ...) from mAP result files and draw the box plots; tables and figures are rendered with
+:mod:`hoibench.reports`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from hoibench._exceptions import ValidationError
+
+__all__ = [
+    "ClassAPSpread",
+    "class_ap_boxplot_figure",
+    "class_ap_spread",
+    "class_ap_spread_table",
+    "class_ap_values",
+    "variance_reduction",
+]
+
+
+@dataclass(frozen=True)
+class ClassAPSpread:
+    """Summary of one model's class APs on one benchmark (AP in percent)."""
+
+    model: str
+    benchmark: str
+    n_classes: int
+    mean: float
+    median: float
+    variance: float
+    std: float
+    q1: float
+    q3: float
+    iqr: float
+    min: float
+    max: float
+    zero_ap_share: float  # percent of classes with AP 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def class_ap_values(result: Any, *, classes: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+    """Class APs in percent of a :class:`~hoibench.reports.MapResult`.
+
+    Classes without ground truth (null AP or ``n_gt == 0``) are left out; ``classes`` restricts
+    to a subset of class indices (e.g. the 351 B-RIGHT classes on HICO-DET).
+    """
+    ap = result.per_class_ap
+    if ap is None:
+        raise ValidationError(f"{result.source or result.model}: per_class_ap is needed for class-AP "
+                              f"analyses but the result has none")
+    keep = ~np.isnan(ap)
+    if result.n_gt is not None:
+        keep &= result.n_gt > 0
+    if classes is not None:
+        cls = np.asarray(classes, dtype=np.int64)
+        if len(cls) and (cls.min() < 0 or cls.max() >= len(ap)):
+            raise ValidationError(f"class indices must be in [0, {len(ap)}); got {cls.min()}..{cls.max()}")
+        sub = np.zeros(len(ap), dtype=bool)
+        sub[cls] = True
+        keep &= sub
+    return 100.0 * ap[keep]
+
+
+def class_ap_spread(ap_percent: Sequence[float] | np.ndarray, *, model: str = "",
+                    benchmark: str = "") -> ClassAPSpread:
+    """Mean, median, population variance, IQR and range of class APs (percent; NaN dropped)."""
+    a = np.asarray(ap_percent, dtype=np.float64)
+    a = a[~np.isnan(a)]
+    if not len(a):
+        raise ValidationError(f"{model or 'result'} on {benchmark or 'benchmark'}: no class with an AP")
+    q1, med, q3 = np.percentile(a, [25, 50, 75])
+    return ClassAPSpread(model=model, benchmark=benchmark, n_classes=len(a), mean=float(a.mean()),
+                         median=float(med), variance=float(a.var()), std=float(a.std()), q1=float(q1),
+                         q3=float(q3), iqr=float(q3 - q1), min=float(a.min()), max=float(a.max()),
+                         zero_ap_share=float(100.0 * np.mean(a == 0)))
+
+
+def _spreads(results: Sequence[Any], classes: Sequence[int] | None) -> list[ClassAPSpread]:
+    return [class_ap_spread(class_ap_values(r, classes=classes), model=r.model, benchmark=r.benchmark)
+            for r in results]
+
+
+def variance_reduction(spreads: Sequence[ClassAPSpread], *, reference: str, other: str) -> dict[str, float]:
+    """Per model, class-AP variance on ``other`` divided by that on ``reference`` (< 1: reduced)."""
+    var = {(s.model, s.benchmark): s.variance for s in spreads}
+    out = {}
+    for s in spreads:
+        if s.benchmark == reference and (s.model, other) in var and s.variance > 0:
+            out[s.model] = var[(s.model, other)] / s.variance
+    return out
+
+
+def class_ap_spread_table(results: Sequence[Any], *, classes: Sequence[int] | None = None,
+                          reference: str | None = None, other: str | None = None) -> Any:
+    """A :class:`~hoibench.reports.Table` of :class:`ClassAPSpread` rows, one per result.
+
+    With ``reference`` and ``other`` benchmark names, a ``variance_ratio`` column gives each
+    model's variance on ``other`` relative to ``reference``.
+    """
+    from hoibench.reports import Table
+
+    spreads = _spreads(results, classes)
+    ratio = variance_reduction(spreads, reference=reference, other=other) if reference and other else {}
+    cols = ("model", "benchmark", "classes", "mean", "median", "variance", "std", "q1", "q3", "iqr",
+            "min", "max", "zero_ap_share")
+    rows = []
+    for s in spreads:
+        row = (s.model, s.benchmark, s.n_classes, s.mean, s.median, s.variance, s.std, s.q1, s.q3,
+               s.iqr, s.min, s.max, s.zero_ap_share)
+        if ratio:
+            row = (*row, ratio.get(s.model) if s.benchmark == other else None)
+        rows.append(row)
+    if ratio:
+        cols = (*cols, f"variance_ratio_vs_{reference}")
+    return Table("class-ap-spread", "Class-AP spread (%)", cols, tuple(rows),
+                 caption="AP in percent over the classes with ground truth; variance is the "
+                         "population variance (percent points squared); zero_ap_share is the "
+                         "percentage of classes with AP 0.")
+
+
+def class_ap_boxplot_figure(results: Sequence[Any], *, classes: Sequence[int] | None = None,
+                            title: str = "Class-AP distribution per model", name: str = "class-ap-boxplot") -> Any:
+    """Box plots of class AP, one box per (model, benchmark), like Figure 6 (PNG via reports)."""
+    from hoibench.reports import class_ap_boxplot
+
+    data: dict[str, dict[str, np.ndarray]] = {}
+    for r in results:
+        data.setdefault(r.model, {})[r.benchmark] = class_ap_values(r, classes=classes)
+    return class_ap_boxplot(name, title, data=data,
+                            caption="Median (line), interquartile range (box), outliers (dots).")

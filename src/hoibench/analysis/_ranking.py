@@ -1,0 +1,185 @@
+"""Ranking shifts between two benchmarks (B-RIGHT Table 3) and how stable a ranking is.
+
+:func:`ranking_shift` ranks models by mAP on a reference and another benchmark and reports the
+shift, printed like the paper (``4 (↓ 3)``). Beyond the paper, :func:`rank_stability` bootstraps
+the classes of a benchmark (the same resample for every model) to say how often each model keeps
+its rank, and :func:`kendall_tau` measures the agreement of two rankings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from hoibench._exceptions import ConfigError, ValidationError
+
+__all__ = [
+    "RankShift",
+    "RankStability",
+    "competition_ranks",
+    "kendall_tau",
+    "rank_stability",
+    "ranking_shift",
+    "ranking_shift_markdown",
+    "ranking_shift_table",
+]
+
+
+def competition_ranks(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Ranks with 1 = highest; ties share the better rank ("1224" ranking)."""
+    v = np.asarray(values, dtype=np.float64)
+    if np.isnan(v).any():
+        raise ValidationError("cannot rank NaN scores")
+    return (v[None, :] > v[:, None]).sum(axis=1) + 1
+
+
+@dataclass(frozen=True)
+class RankShift:
+    """One model's mAP and rank on two benchmarks; ``shift > 0`` means it ranks higher on ``other``."""
+
+    model: str
+    map_reference: float
+    rank_reference: int
+    map_other: float
+    rank_other: int
+
+    @property
+    def shift(self) -> int:
+        return self.rank_reference - self.rank_other
+
+    @property
+    def arrow(self) -> str:
+        """``↑ 2``, ``↓ 3`` or ``–`` as in Table 3."""
+        return f"↑ {self.shift}" if self.shift > 0 else (f"↓ {-self.shift}" if self.shift < 0 else "–")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "shift": self.shift}
+
+
+def ranking_shift(reference: Mapping[str, float], other: Mapping[str, float]) -> list[RankShift]:
+    """Rank the models present in both mappings on each; rows in reference-rank order."""
+    models = [m for m in reference if m in other]
+    missing = sorted(set(reference) ^ set(other))
+    if len(models) < 2:
+        raise ValidationError(f"ranking shifts need at least two models scored on both benchmarks; "
+                              f"common: {models}, only on one: {missing}")
+    a = np.array([float(reference[m]) for m in models])
+    b = np.array([float(other[m]) for m in models])
+    ra, rb = competition_ranks(a), competition_ranks(b)
+    rows = [RankShift(m, float(a[i]), int(ra[i]), float(b[i]), int(rb[i])) for i, m in enumerate(models)]
+    return sorted(rows, key=lambda r: (r.rank_reference, r.model))
+
+
+def ranking_shift_markdown(rows: Sequence[RankShift], *, reference: str, other: str,
+                           decimals: int = 2) -> str:
+    """Table 3 in Markdown: ``| model | mAP | rank | mAP | rank (arrow) |``."""
+    lines = [f"| Model | {reference} mAP | {reference} rank | {other} mAP | {other} rank |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        arrow = "" if r.shift == 0 else f" ({r.arrow})"
+        lines.append(f"| {r.model} | {r.map_reference:.{decimals}f} | {r.rank_reference} | "
+                     f"{r.map_other:.{decimals}f} | {r.rank_other}{arrow} |")
+    return "\n".join(lines) + "\n"
+
+
+def ranking_shift_table(rows: Sequence[RankShift], *, reference: str, other: str) -> Any:
+    """The same rows as a :class:`~hoibench.reports.Table` (for CSV/JSON output)."""
+    from hoibench.reports import Table
+
+    return Table("ranking-shift", f"Ranking shift: {reference} → {other}",
+                 ("model", f"map_{reference}", f"rank_{reference}", f"map_{other}", f"rank_{other}",
+                  "shift", "arrow"),
+                 tuple((r.model, r.map_reference, r.rank_reference, r.map_other, r.rank_other, r.shift,
+                        r.arrow) for r in rows),
+                 caption=f"Rank 1 = highest mAP; shift > 0 (↑): the model ranks higher on {other}.")
+
+
+def kendall_tau(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
+    """Kendall's tau-b between two score lists over the same models (1: same order)."""
+    from scipy.stats import kendalltau
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) != len(b) or len(a) < 2:
+        raise ValidationError(f"kendall_tau needs two equally long lists of >= 2 scores; got {len(a)}, {len(b)}")
+    return float(kendalltau(a, b).statistic)
+
+
+@dataclass(frozen=True)
+class RankStability:
+    """How a model's rank varies when the benchmark's classes are resampled."""
+
+    model: str
+    benchmark: str
+    map: float
+    rank: int
+    mean_rank: float
+    rank_low: int
+    rank_high: int
+    p_same_rank: float  # share of replicates with the observed rank
+    p_first: float  # share of replicates ranked first
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def rank_stability(
+    per_class_ap: Mapping[str, np.ndarray],
+    *,
+    benchmark: str = "",
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator = 0,
+) -> list[RankStability]:
+    """Bootstrap over classes of one benchmark: rank distribution of every model.
+
+    Parameters
+    ----------
+    per_class_ap:
+        model → class APs on the same classes (same order; NaN where a class has no ground
+        truth, which must agree across models).
+    n_resamples, confidence:
+        Bootstrap replicates and the coverage of the reported rank interval.
+    random_state:
+        Seed or generator; the same class resample is used for every model in a replicate.
+    """
+    if not isinstance(n_resamples, int) or n_resamples < 1:
+        raise ConfigError(f"n_resamples must be a positive integer; got {n_resamples!r}")
+    if not 0 < confidence < 1:
+        raise ConfigError(f"confidence must be in (0, 1); got {confidence!r}")
+    if isinstance(random_state, np.random.Generator):
+        rng = random_state
+    elif isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        rng = np.random.default_rng(int(random_state))
+    else:
+        raise ConfigError(f"random_state must be an integer seed or a numpy Generator; got {random_state!r}")
+    models = list(per_class_ap)
+    if len(models) < 2:
+        raise ValidationError("rank stability needs at least two models")
+    mat = np.stack([np.asarray(per_class_ap[m], dtype=np.float64) for m in models])
+    if len({len(per_class_ap[m]) for m in models}) != 1:
+        raise ValidationError("every model needs APs for the same classes")
+    valid = ~np.isnan(mat)
+    if not (valid == valid[0]).all():
+        raise ValidationError("models disagree on which classes have an AP (compare results on the same test set)")
+    mat = mat[:, valid[0]]
+    n = mat.shape[1]
+    if n == 0:
+        raise ValidationError("no class has an AP")
+    observed = competition_ranks(mat.mean(axis=1))
+    ranks = np.empty((n_resamples, len(models)), dtype=np.int64)
+    for b in range(n_resamples):
+        idx = rng.integers(0, n, size=n)
+        ranks[b] = competition_ranks(mat[:, idx].mean(axis=1))
+    alpha = (1 - confidence) / 2
+    out = []
+    for j, m in enumerate(models):
+        r = ranks[:, j]
+        lo, hi = np.quantile(r, [alpha, 1 - alpha], method="inverted_cdf")
+        out.append(RankStability(model=m, benchmark=benchmark, map=float(100 * mat[j].mean()),
+                                 rank=int(observed[j]), mean_rank=float(r.mean()), rank_low=int(lo),
+                                 rank_high=int(hi), p_same_rank=float(np.mean(r == observed[j])),
+                                 p_first=float(np.mean(r == 1))))
+    return sorted(out, key=lambda s: (s.rank, s.model))
