@@ -38,11 +38,18 @@ class ImagePart:
     path: str | None = None
     data: bytes | None = field(default=None, repr=False)
     mime: str = "image/jpeg"
+    #: sha256 of the bytes when the caller already knows it (saves re-hashing per request)
+    digest: str | None = field(default=None, compare=False)
 
     def content_hash(self) -> str:
         """sha256 of the image bytes (the cache key uses content, not the path)."""
-        raw = self.data if self.data is not None else Path(str(self.path)).read_bytes()
-        return hashlib.sha256(raw).hexdigest()
+        if self.digest is not None:
+            return self.digest
+        return hashlib.sha256(self.read_bytes()).hexdigest()
+
+    def read_bytes(self) -> bytes:
+        """The encoded image: ``data`` when given, else the file's bytes."""
+        return self.data if self.data is not None else Path(str(self.path)).read_bytes()
 
 
 @dataclass(frozen=True)
@@ -131,7 +138,7 @@ class ScriptedBackend(ChatBackend):
             self.calls.append(req)
             try:
                 resp = ChatResponse(self.reply(req))
-            except Exception as exc:  # noqa: BLE001 - a scripted failure becomes an error response
+            except Exception as exc:
                 resp = ChatResponse(None, error=f"{type(exc).__name__}: {exc}")
             if on_response is not None:
                 on_response(i, resp)

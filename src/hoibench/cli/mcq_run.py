@@ -1,0 +1,179 @@
+"""``hoibench mcq run`` (VLMs on the multiple-choice benchmark) and ``hoibench mcq analyze``
+(the paper's error analyses). Thin: parse arguments, call :mod:`hoibench.runners`, render."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import click
+
+from hoibench.cli._common import console, echo_json
+
+__all__ = ["analyze", "run"]
+
+
+def _file_id(path: str) -> str:
+    data = Path(path).read_bytes()
+    return f"{Path(path).name}:sha256:{hashlib.sha256(data).hexdigest()[:16]}"
+
+
+@click.command()
+@click.option("--questions", "questions_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Question JSONL (hoibench mcq build) or a released CrossHOI-Bench JSON file.")
+@click.option("--images", required=True, type=click.Path(exists=True, file_okay=False),
+              help="Folder that the questions' file names are relative to.")
+@click.option("--model", required=True, help="Model name (server name, HF id or local path).")
+@click.option("--backend", type=click.Choice(["openai", "vllm", "transformers"]), default="openai",
+              show_default=True)
+@click.option("--base-url", "base_urls", multiple=True, default=("http://127.0.0.1:8000/v1",),
+              show_default=True, help="OpenAI-compatible server; repeat to spread requests round-robin.")
+@click.option("--concurrency", type=int, default=16, show_default=True, help="Requests in flight (openai).")
+@click.option("--batch-size", type=int, default=32, show_default=True, help="Batch size (vllm, transformers).")
+@click.option("--setting", type=click.Choice(["1", "2", "3"]), default=None,
+              help="Override the questions' setting (3 = detect people first).")
+@click.option("--box-convention", default="auto", show_default=True,
+              type=click.Choice(["auto", "qwen2.5", "qwen3", "internvl", "relative-1000", "original"]))
+@click.option("--detections", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Setting 3: person boxes from an external detector (JSON) instead of the model's.")
+@click.option("--limit", type=int, default=None, help="Only the first N questions.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Answers JSONL (resumed if present).")
+@click.option("--cache", type=click.Path(dir_okay=False), default=None,
+              help="SQLite response cache [default: OUT.cache.sqlite].")
+@click.option("--template", default="crosshoi", show_default=True, help="Bundled template name or YAML file.")
+@click.option("--answer-format", default="letters", show_default=True,
+              type=click.Choice(["letters", "answer_tag", "reasoning_first", "answer_first"]))
+@click.option("--seed", type=int, default=0, show_default=True, help="Choice-order seed.")
+@click.option("--permutation", type=int, default=0, show_default=True)
+@click.option("--max-tokens", type=int, default=512, show_default=True)
+@click.option("--temperature", type=float, default=0.0, show_default=True)
+@click.option("--max-retries", type=int, default=5, show_default=True)
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per request (openai).")
+@click.option("--iou-threshold", type=float, default=0.5, show_default=True)
+@click.option("--strict-iou", is_flag=True, help="IoU > threshold (released code) instead of >= (paper).")
+@click.option("--strict-detection-parser", is_flag=True, help="Only fenced ```json blocks (released code).")
+@click.option("--box-shift", type=float, default=0.0, show_default=True,
+              help="Add to target boxes in prompts (1 reproduces the released prompts on HICO-DET).")
+@click.option("--overwrite", is_flag=True, help="Start over instead of resuming OUT.")
+@click.option("--no-progress", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def run(questions_path: str, images: str, model: str, backend: str, base_urls: tuple[str, ...],
+        concurrency: int, batch_size: int, setting: str | None, box_convention: str,
+        detections: str | None, limit: int | None, out: str, cache: str | None, template: str,
+        answer_format: str, seed: int, permutation: int, max_tokens: int, temperature: float,
+        max_retries: int, timeout: float, iou_threshold: float, strict_iou: bool,
+        strict_detection_parser: bool, box_shift: float, overwrite: bool, no_progress: bool,
+        as_json: bool) -> None:
+    """Answer multiple-choice HOI questions with a VLM; resumable, every response cached."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.formats import read_questions
+    from hoibench.runners import (
+        CachedBackend,
+        GenerationParams,
+        MCQRunner,
+        load_detections,
+        make_backend,
+    )
+
+    if limit is not None and limit < 0:
+        raise ConfigError(f"--limit must be >= 0; got {limit}")
+    s = int(setting) if setting is not None else None
+    if detections is not None and s not in (None, 3):
+        raise ConfigError("--detections is only used with --setting 3")
+    qs = read_questions(questions_path, setting=s)
+    qlist = list(qs)[:limit] if limit is not None else list(qs)
+    if backend == "openai":
+        inner = make_backend("openai", model=model, base_urls=base_urls, concurrency=concurrency,
+                             max_retries=max_retries, timeout=timeout)
+    else:
+        inner = make_backend(backend, model=model, batch_size=batch_size)
+    cache_path = cache if cache is not None else str(out) + ".cache.sqlite"
+    cached = CachedBackend(inner, cache_path)
+    runner = MCQRunner(
+        cached, images=images, model=model, setting=s, box_convention=box_convention,
+        template=template, answer_format=answer_format, seed=seed, permutation=permutation,
+        params=GenerationParams(max_tokens=max_tokens, temperature=temperature, seed=seed),
+        detections=load_detections(detections) if detections else None,
+        detections_id=_file_id(detections) if detections else None,
+        iou_threshold=iou_threshold, strict_iou=strict_iou,
+        strict_detection_parser=strict_detection_parser, box_shift=box_shift,
+        progress=not no_progress,
+        extra_header={"questions": _file_id(questions_path), "limit": limit})
+    try:
+        summary = runner.run(qlist, out, overwrite=overwrite)
+    finally:
+        cached.cache.close()
+    if as_json:
+        echo_json(summary.as_dict())
+        return
+    from rich.table import Table
+
+    table = Table(title=f"hoibench mcq run: {model} ({backend})", show_header=False)
+    for key, label in (("total", "questions"), ("resumed", "kept from an earlier run"),
+                       ("ok", "answered"), ("parse_error", "parse failures"),
+                       ("no_person_match", "no person matched (setting 3)"), ("error", "errors"),
+                       ("requests", "requests sent"), ("cache_hits", "cache hits")):
+        table.add_row(label, str(getattr(summary, key)))
+    table.add_row("seconds", f"{summary.seconds:.1f}")
+    table.add_row("answers", summary.out)
+    console.print(table)
+
+
+@click.command()
+@click.option("--questions", "questions_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--answers", "answers_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--dataset", default="hico-det:test", show_default=True,
+              help="Annotations of the questions' images (for the other people's interactions).")
+@click.option("--train-counts", default="official", show_default=True,
+              help="Class frequency for head-to-tail: 'official' HICO-DET train counts or a dataset.")
+@click.option("--bins", type=int, default=10, show_default=True, help="Frequency bins, head to tail.")
+@click.option("--iou-threshold", type=float, default=0.5, show_default=True,
+              help="Overlap above which an annotated person is the target itself.")
+@click.option("--out-dir", type=click.Path(file_okay=False), default=None, help="Write JSON, CSV and plots here.")
+@click.option("--json", "as_json", is_flag=True)
+def analyze(questions_path: str, answers_path: str, dataset: str, train_counts: str, bins: int,
+            iou_threshold: float, out_dir: str | None, as_json: bool) -> None:
+    """Error analysis: Finding 1 (false positives that are other people's interactions) and
+    head-to-tail recall by class frequency (Figure 3)."""
+    from hoibench.datasets import resolve_dataset
+    from hoibench.formats import read_answers, read_questions
+    from hoibench.runners._analysis import (
+        head_to_tail_recall,
+        misattribution_share,
+        plot_head_to_tail,
+        train_class_counts,
+    )
+
+    qs = list(read_questions(questions_path))
+    answers = read_answers(answers_path, qs)
+    ds = resolve_dataset(dataset)
+    mis = misattribution_share(qs, answers, ds, iou_threshold=iou_threshold)
+    counts = train_class_counts(train_counts)
+    h2t = head_to_tail_recall(qs, answers, counts, n_bins=bins)
+    result = {"kind": "mcq_error_analysis", "answers": str(answers_path),
+              "misattribution": mis.as_dict(), "head_to_tail": h2t.as_dict()}
+    if out_dir is not None:
+        from hoibench._io import atomic_write_json
+
+        d = Path(out_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(d / "mcq_error_analysis.json", result, indent=True)
+        h2t.write_csv(d / "head_to_tail_recall.csv")
+        plot_head_to_tail(h2t, d / "head_to_tail_recall.png")
+    if as_json:
+        echo_json(result)
+        return
+    from rich.table import Table
+
+    console.print(f"Finding 1: {mis.misattributed} of {mis.false_positives} false positives "
+                  f"({100 * mis.share:.1f}%) are interactions of other people in the image "
+                  f"({mis.questions_with_others} questions with other annotated people).")
+    table = Table(title="Recall by class frequency (head → tail)")
+    for col in ("bin", "train count range", "classes", "gt answers", "recall %"):
+        table.add_column(col, justify="right")
+    for b in h2t.bins:
+        table.add_row(str(b.index), f"{b.min_count}–{b.max_count}", str(b.n_classes), str(b.n_gt),
+                      "–" if b.recall is None else f"{100 * b.recall:.1f}")
+    console.print(table)
+    if out_dir is not None:
+        console.print(f"wrote {Path(out_dir) / 'mcq_error_analysis.json'}, head_to_tail_recall.csv/.png")
