@@ -40,6 +40,8 @@ __all__ = [
     "AnswerSet",
     "AnswerWriter",
     "QuestionSet",
+    "answer_permutation",
+    "answer_to_dict",
     "question_from_dict",
     "question_to_dict",
     "read_answers",
@@ -98,7 +100,24 @@ class AnswerSet(Sequence[MCAnswer]):
         return iter(self.answers)
 
     def by_id(self) -> dict[str, MCAnswer]:
-        return {a.question_id: a for a in self.answers}
+        """Answers by question id (the first permutation's when a file holds several)."""
+        out: dict[str, MCAnswer] = {}
+        for a in self.answers:
+            out.setdefault(a.question_id, a)
+        return out
+
+    def permutations(self) -> list[int]:
+        """Permutation numbers present (answers without one count as permutation 0)."""
+        return sorted({answer_permutation(a) for a in self.answers})
+
+    def for_permutation(self, permutation: int) -> dict[str, MCAnswer]:
+        """Answers of one presentation order, by question id."""
+        return {a.question_id: a for a in self.answers if answer_permutation(a) == permutation}
+
+
+def answer_permutation(a: MCAnswer) -> int:
+    """The presentation order an answer was given under (``meta["permutation"]``, default 0)."""
+    return int(a.meta.get("permutation", 0) or 0)
 
 
 # ----------------------------------------------------------------------------- questions
@@ -283,6 +302,8 @@ def _with_setting(q: MCQuestion, setting: int, file: object) -> MCQuestion:
 def answer_to_dict(a: MCAnswer) -> dict[str, Any]:
     out: dict[str, Any] = {"question_id": a.question_id, "selected": sorted(a.selected),
                            "raw": a.raw, "status": a.status}
+    if "permutation" in a.meta:
+        out["permutation"] = int(a.meta["permutation"])
     if a.meta:
         out["meta"] = dict(a.meta)
     return out
@@ -314,6 +335,8 @@ class AnswerWriter:
         self.path = Path(path)
         self.header = dict(header or {})
         self.done: set[str] = set()
+        #: ``(question id, permutation)`` of the answers already in the file
+        self.done_keys: set[tuple[str, int]] = set()
         self._fh: IO[bytes] | None = None
 
     def __enter__(self) -> AnswerWriter:
@@ -332,7 +355,9 @@ class AnswerWriter:
                 cut = data.rfind(b"\n") + 1
                 with open(self.path, "r+b") as fh:
                     fh.truncate(cut)
-            self.done = {a.question_id for a in read_answers(self.path)}
+            previous = read_answers(self.path)
+            self.done = {a.question_id for a in previous}
+            self.done_keys = {(a.question_id, answer_permutation(a)) for a in previous}
         self._fh = open(self.path, "ab")  # noqa: SIM115 - closed in close()
         if fresh:
             self._fh.write(dumps_json({"header": self.header}) + b"\n")
@@ -345,6 +370,7 @@ class AnswerWriter:
         self._fh.write(dumps_json(answer_to_dict(answer)) + b"\n")
         self._fh.flush()
         self.done.add(answer.question_id)
+        self.done_keys.add((answer.question_id, answer_permutation(answer)))
 
     def close(self) -> None:
         if self._fh is not None:
@@ -403,7 +429,7 @@ def read_answers(
     else:
         by_id = {q.id: q for q in questions}
     header: dict[str, Any] = {}
-    answers: dict[str, MCAnswer] = {}
+    answers: dict[tuple[str, int], MCAnswer] = {}
     replaced = truncated = 0
     for line, obj, _is_last in _jsonl_lines(data, p):
         if obj is None:
@@ -435,10 +461,13 @@ def read_answers(
         k = permutation if permutation is not None else int(obj.get("permutation", header.get("permutation", 0)) or 0)
         q = None if by_id is None else by_id.get(qid)
         selected = _resolve_selected(sel, q, s, k, p, line)
-        meta = obj.get("meta") if isinstance(obj.get("meta"), dict) else {}
-        if qid in answers:
+        meta = dict(obj["meta"]) if isinstance(obj.get("meta"), dict) else {}
+        if "permutation" in obj:
+            meta["permutation"] = k
+        key = (qid, k)
+        if key in answers:
             replaced += 1
-        answers[qid] = MCAnswer(qid, selected, raw if raw is None or isinstance(raw, str) else str(raw),
+        answers[key] = MCAnswer(qid, selected, raw if raw is None or isinstance(raw, str) else str(raw),
                                 status, meta)
     if replaced:
         logger.warning("%s: %d questions answered more than once; the last answer counts", p, replaced)

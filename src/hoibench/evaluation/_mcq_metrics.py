@@ -1,0 +1,448 @@
+"""Set metrics of the multiple-answer multiple-choice HOI benchmark (``001_*.txt`` eqs. 1–4).
+
+Two protocols, chosen by name and echoed in the result:
+
+``paper`` — the equations as printed. ``P_q`` = selected choices of question ``q`` (selections
+that are not among its choices are ignored and counted), ``G_q`` = its correct choices.
+
+- Macro-F1 (eq. 1): mean over HOI classes ``c`` that occur in some ``P_q`` or ``G_q`` of
+  ``2 Σ 1[c∈P∩G] / (Σ 1[c∈P] + Σ 1[c∈G])``.
+- Instance-F1 (eq. 2): mean over questions of ``2|P∩G| / (|P|+|G|)``.
+- Micro-F1 (eq. 3): ``2 Σ|P∩G| / (Σ|P| + Σ|G|)``.
+- Exact match (eq. 4): share of questions with ``P = G``.
+- Average precision / recall: means over questions of ``|P∩G|/|P|`` and ``|P∩G|/|G|``.
+- An empty denominator (both sets empty, or an empty ``P`` for precision, an empty ``G`` for
+  recall) gives ``zero_division`` (default 1.0, as scikit-learn's ``zero_division=1``).
+
+``crosshoi`` — the counting of the released evaluation script (ChelsieLei/CrossHOI-Bench,
+``newbench_question_func.py``): per question the selected texts are walked once; a text still in
+the (raw, possibly duplicated) correct list is a true positive and is removed from it, a text in
+the wrong list is a false positive, anything else is ignored. Then
+
+- Instance-F1: per-question F1 from those counts; a question with no answer scores 1 if it has
+  no correct choice, else 0; an answer with no true positive scores 0.
+- Micro-F1: from precision and recall pooled over all answers; "average precision/recall" are
+  those pooled values.
+- Macro-F1: choice texts are filed under ``(action, object)`` keys
+  (:func:`~hoibench.formats.crosshoi.reference_class_key`); for HICO-DET questions only keys that
+  are HICO-DET classes count, the padding text ``"None"`` never counts; mean F1 over keys with any
+  true positive, false positive or ground truth.
+- Exact match: the in-choice selections equal the correct list (non-empty), divided by the
+  number of *images* (the script divides by the number of file entries, which differs from the
+  number of questions when an image holds several).
+
+Class counting, bootstrap resampling and the final numbers share one vectorised path: per-question
+counts, and ``(question × class)`` sparse count matrices, combined with resampling weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from hoibench._exceptions import ConfigError
+from hoibench.data import MCAnswer, MCQuestion
+
+__all__ = ["MCQ_METRIC_NAMES", "MCQ_PROTOCOLS", "MCQMetrics", "MCQResult", "mcq_scores"]
+
+MCQ_PROTOCOLS = ("paper", "crosshoi")
+MCQ_METRIC_NAMES = ("macro_f1", "instance_f1", "micro_f1", "exact_match", "avg_precision", "avg_recall")
+
+
+@dataclass(frozen=True)
+class MCQResult:
+    """Scores (fractions in [0, 1]) and what went into them.
+
+    ``ci`` maps each metric name to its bootstrap ``(low, high)`` interval when requested.
+    ``per_class`` maps a class name to ``{"tp", "pred", "gt", "f1"}``.
+    """
+
+    macro_f1: float
+    instance_f1: float
+    micro_f1: float
+    exact_match: float
+    avg_precision: float
+    avg_recall: float
+    protocol: str
+    zero_division: float
+    n_questions: int
+    n_images: int
+    n_classes: int
+    n_answered: int
+    n_missing: int
+    n_empty: int
+    n_out_of_choice: int
+    n_unknown_answers: int
+    missing_ids: tuple[str, ...] = ()
+    per_class: Mapping[str, Mapping[str, float]] = field(default_factory=dict, repr=False)
+    ci: Mapping[str, tuple[float, float]] | None = None
+    confidence: float | None = None
+    n_bootstrap: int = 0
+
+    def metrics(self) -> dict[str, float]:
+        """The six headline numbers under their JSON keys."""
+        return {name: float(getattr(self, name)) for name in MCQ_METRIC_NAMES}
+
+    def as_dict(self, *, per_class: bool = False) -> dict[str, Any]:
+        """The JSON object of ``hoibench mcq score --json``."""
+        out: dict[str, Any] = self.metrics()
+        out.update(protocol=self.protocol, zero_division=self.zero_division, n_questions=self.n_questions,
+                   n_images=self.n_images, n_classes=self.n_classes, n_answered=self.n_answered,
+                   n_missing=self.n_missing, n_empty=self.n_empty, n_out_of_choice=self.n_out_of_choice,
+                   n_unknown_answers=self.n_unknown_answers, missing_ids=list(self.missing_ids))
+        if self.ci is not None:
+            out["ci"] = {k: [float(lo), float(hi)] for k, (lo, hi) in self.ci.items()}
+            out["confidence"] = self.confidence
+            out["n_bootstrap"] = self.n_bootstrap
+        if per_class:
+            out["per_class"] = {k: dict(v) for k, v in self.per_class.items()}
+        return out
+
+
+# ----------------------------------------------------------------------------- class keys
+
+def _hico_class_keys() -> frozenset[tuple[str, str]]:
+    from hoibench.vocab import hico_det
+
+    v = hico_det()
+    return frozenset((v.verbs[a], v.objects[b]) for a, b in v.hoi_verb_object)
+
+
+def _class_name(key: tuple[str, str]) -> str:
+    return f"{key[0]} {key[1]}"
+
+
+class _ClassIndex:
+    def __init__(self) -> None:
+        self.index: dict[tuple[str, str], int] = {}
+
+    def __call__(self, key: tuple[str, str]) -> int:
+        i = self.index.get(key)
+        if i is None:
+            i = self.index[key] = len(self.index)
+        return i
+
+    def names(self) -> list[str]:
+        return [_class_name(k) for k in self.index]
+
+
+def _paper_key(q: MCQuestion, i: int) -> tuple[str, str]:
+    from hoibench.formats.crosshoi import reference_class_key
+
+    c = q.choices[i]
+    if c.hoi >= 0 and q.label_space == "hico-det":
+        from hoibench.vocab import hico_det
+
+        v = hico_det()
+        verb, obj = v.hoi_verb_object[c.hoi]
+        return v.verbs[verb], v.objects[obj]
+    return reference_class_key(c.text)
+
+
+# ----------------------------------------------------------------------------- counting
+
+@dataclass
+class _Rows:
+    """Per-question counts of one protocol (lists grown by ``update``)."""
+
+    tp: list[float] = field(default_factory=list)
+    pred: list[float] = field(default_factory=list)
+    gt: list[float] = field(default_factory=list)
+    f1: list[float] = field(default_factory=list)
+    prec: list[float] = field(default_factory=list)
+    rec: list[float] = field(default_factory=list)
+    exact: list[float] = field(default_factory=list)
+    image: list[str] = field(default_factory=list)
+    # sparse (question, class) triplets
+    cq: list[int] = field(default_factory=list)
+    cc: list[int] = field(default_factory=list)
+    c_tp: list[float] = field(default_factory=list)
+    c_pred: list[float] = field(default_factory=list)
+    c_gt: list[float] = field(default_factory=list)
+
+    def add_class(self, q: int, c: int, tp: float, pred: float, gt: float) -> None:
+        self.cq.append(q)
+        self.cc.append(c)
+        self.c_tp.append(tp)
+        self.c_pred.append(pred)
+        self.c_gt.append(gt)
+
+
+def _ratio(num: float, den: float, zero: float) -> float:
+    return num / den if den > 0 else zero
+
+
+def _count_paper(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: frozenset[str],
+                 zero: float) -> None:
+    qi = len(rows.tp)
+    texts = q.choice_texts
+    chosen = {i for i, t in enumerate(texts) if t in selected}
+    correct = set(q.correct)
+    tp = len(chosen & correct)
+    rows.tp.append(tp)
+    rows.pred.append(len(chosen))
+    rows.gt.append(len(correct))
+    rows.f1.append(_ratio(2.0 * tp, len(chosen) + len(correct), zero))
+    rows.prec.append(_ratio(tp, len(chosen), zero))
+    rows.rec.append(_ratio(tp, len(correct), zero))
+    rows.exact.append(float(chosen == correct))
+    rows.image.append(q.file_name)
+    pred_keys = {_paper_key(q, i) for i in chosen}
+    gt_keys = {_paper_key(q, i) for i in correct}
+    for key in pred_keys | gt_keys:
+        rows.add_class(qi, classes(key), float(key in pred_keys and key in gt_keys),
+                       float(key in pred_keys), float(key in gt_keys))
+
+
+def _count_crosshoi(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: frozenset[str] | None,
+                    hico_keys: frozenset[tuple[str, str]]) -> None:
+    from hoibench.formats.crosshoi import reference_class_key
+
+    qi = len(rows.tp)
+    texts = q.choice_texts
+    gt_list = list(q.meta["raw_gt"]) if "raw_gt" in q.meta else [texts[i] for i in sorted(q.correct)]
+    wrong_list = (list(q.meta["raw_wrong"]) if "raw_wrong" in q.meta
+                  else [t for i, t in enumerate(texts) if i not in q.correct])
+    per_text: dict[str, list[float]] = {}
+
+    def bump(text: str, slot: int) -> None:
+        per_text.setdefault(text, [0.0, 0.0, 0.0])[slot] += 1.0
+
+    tp = fp = 0
+    exact = 0.0
+    if not selected:
+        f1 = 0.0 if gt_list else 1.0
+    else:
+        pool = list(gt_list)
+        for t in sorted(selected):
+            if t in pool:
+                tp += 1
+                pool.remove(t)
+                bump(t, 0)
+            elif t in wrong_list:
+                fp += 1
+                bump(t, 1)
+        f1 = 2.0 * tp / (tp + fp + len(gt_list)) if tp > 0 else 0.0
+        true_pred = [t for t in sorted(selected) if t in gt_list or t in wrong_list]
+        exact = float(bool(true_pred) and len(true_pred) == len(gt_list) and set(true_pred) == set(gt_list))
+    for t in gt_list:
+        bump(t, 2)
+    rows.tp.append(tp)
+    rows.pred.append(tp + fp)
+    rows.gt.append(len(gt_list))
+    rows.f1.append(f1)
+    rows.prec.append(0.0)
+    rows.rec.append(0.0)
+    rows.exact.append(exact)
+    rows.image.append(q.file_name)
+    for text, (c_tp, c_fp, c_gt) in per_text.items():
+        if text == "None":
+            continue
+        key = reference_class_key(text)
+        if q.label_space == "hico-det" and key not in hico_keys:
+            continue
+        rows.add_class(qi, classes(key), c_tp, c_tp + c_fp, c_gt)
+
+
+# ----------------------------------------------------------------------------- weighted metrics
+
+def _safe_div(num: np.ndarray, den: np.ndarray, zero: float) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), zero)
+
+
+@dataclass(frozen=True)
+class _Arrays:
+    protocol: str
+    zero: float
+    tp: np.ndarray
+    pred: np.ndarray
+    gt: np.ndarray
+    f1: np.ndarray
+    prec: np.ndarray
+    rec: np.ndarray
+    exact: np.ndarray
+    image_share: np.ndarray  # 1 / (questions of the same image)
+    m_tp: sp.csc_matrix
+    m_pred: sp.csc_matrix
+    m_gt: sp.csc_matrix
+
+    def metrics(self, w: np.ndarray) -> np.ndarray:
+        """``(B, 6)`` metrics for a ``(B, Q)`` weight matrix (rows: resamples)."""
+        zero = self.zero if self.protocol == "paper" else 0.0
+        sw = w.sum(axis=1)
+        tp, pred, gt = w @ self.tp, w @ self.pred, w @ self.gt
+        instance = _safe_div(w @ self.f1, sw, zero)
+        micro = _safe_div(2.0 * tp, pred + gt, zero)
+        if self.protocol == "paper":
+            exact = _safe_div(w @ self.exact, sw, zero)
+            prec = _safe_div(w @ self.prec, sw, zero)
+            rec = _safe_div(w @ self.rec, sw, zero)
+        else:
+            exact = _safe_div(w @ self.exact, w @ self.image_share, 0.0)
+            prec = _safe_div(tp, pred, 0.0)
+            rec = _safe_div(tp, gt, 0.0)
+        c_tp = np.asarray((self.m_tp.T @ w.T).T)
+        c_den = np.asarray((self.m_pred.T @ w.T).T) + np.asarray((self.m_gt.T @ w.T).T)
+        present = c_den > 0
+        f1c = _safe_div(2.0 * c_tp, c_den, 0.0)
+        n_present = present.sum(axis=1)
+        macro = _safe_div((f1c * present).sum(axis=1), n_present.astype(np.float64), zero)
+        return np.stack([macro, instance, micro, exact, prec, rec], axis=1)
+
+
+def _check_protocol(protocol: str, zero_division: float) -> None:
+    if protocol not in MCQ_PROTOCOLS:
+        raise ConfigError(f"protocol must be one of {list(MCQ_PROTOCOLS)}; got {protocol!r}")
+    if not isinstance(zero_division, (int, float)) or not 0.0 <= float(zero_division) <= 1.0:
+        raise ConfigError(f"zero_division must be a number in [0, 1]; got {zero_division!r}")
+
+
+class MCQMetrics:
+    """Macro-F1, Instance-F1, Micro-F1, exact match, average precision and recall of
+    multiple-choice answers, optionally with bootstrap confidence intervals (questions resampled).
+
+    Parameters
+    ----------
+    protocol:
+        ``"paper"`` (equations 1–4) or ``"crosshoi"`` (the released script's counting); see the
+        module docstring for every difference.
+    zero_division:
+        Value of a ratio with an empty denominator under ``paper``.
+    n_bootstrap:
+        Number of bootstrap resamples (0: no intervals).
+    confidence:
+        Coverage of the percentile intervals.
+    random_state:
+        Seed or Generator of the resampling.
+
+    Examples
+    --------
+    >>> m = MCQMetrics(protocol="paper")
+    >>> m.update(questions, answers)  # doctest: +SKIP
+    >>> m.compute().macro_f1  # doctest: +SKIP
+    """
+
+    higher_is_better = True
+
+    def __init__(self, *, protocol: str = "paper", zero_division: float = 1.0, n_bootstrap: int = 0,
+                 confidence: float = 0.95, random_state: int | np.random.Generator | None = None) -> None:
+        _check_protocol(protocol, zero_division)
+        if n_bootstrap < 0:
+            raise ConfigError(f"n_bootstrap must be >= 0; got {n_bootstrap}")
+        if not 0.0 < confidence < 1.0:
+            raise ConfigError(f"confidence must be in (0, 1); got {confidence!r}")
+        self.protocol = protocol
+        self.zero_division = float(zero_division)
+        self.n_bootstrap = int(n_bootstrap)
+        self.confidence = float(confidence)
+        self.random_state = random_state
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every question seen so far."""
+        self._rows = _Rows()
+        self._classes = _ClassIndex()
+        self._ids: list[str] = []
+        self._missing: list[str] = []
+        self._answer_ids: set[str] = set()
+        self._answered = self._empty = self._out_of_choice = 0
+        self._cache: MCQResult | None = None
+
+    def update(self, questions: Iterable[MCQuestion],
+               answers: Mapping[str, MCAnswer] | Iterable[MCAnswer]) -> None:
+        """Add questions with their answers; a question without an answer (or with status
+        ``missing``) counts as an empty prediction and is listed in ``missing_ids``."""
+        by_id = answers if isinstance(answers, Mapping) else {a.question_id: a for a in answers}
+        hico_keys = _hico_class_keys() if self.protocol == "crosshoi" else frozenset()
+        for q in questions:
+            a = by_id.get(q.id)
+            if a is None or a.status == "missing":
+                self._missing.append(q.id)
+                selected: frozenset[str] = frozenset()
+            else:
+                self._answered += 1
+                selected = a.selected
+            if not selected:
+                self._empty += 1
+            if selected - set(q.choice_texts):
+                self._out_of_choice += 1
+            if self.protocol == "paper":
+                _count_paper(self._rows, self._classes, q, selected, self.zero_division)
+            else:
+                _count_crosshoi(self._rows, self._classes, q, selected, hico_keys)
+            self._ids.append(q.id)
+        self._answer_ids.update(by_id)
+        self._cache = None
+
+    def _arrays(self) -> _Arrays:
+        r = self._rows
+        n, c = len(r.tp), max(len(self._classes.index), 1)
+        images: dict[str, int] = {}
+        for f in r.image:
+            images[f] = images.get(f, 0) + 1
+
+        def mat(values: list[float]) -> sp.csc_matrix:
+            return sp.csc_matrix((np.asarray(values, dtype=np.float64), (r.cq, r.cc)), shape=(n, c))
+
+        return _Arrays(self.protocol, self.zero_division,
+                       *(np.asarray(getattr(r, k), dtype=np.float64)
+                         for k in ("tp", "pred", "gt", "f1", "prec", "rec", "exact")),
+                       np.asarray([1.0 / images[f] for f in r.image], dtype=np.float64),
+                       mat(r.c_tp), mat(r.c_pred), mat(r.c_gt))
+
+    def compute(self) -> MCQResult:
+        """The scores of everything added since the last :meth:`reset` (cached until ``update``)."""
+        if self._cache is not None:
+            return self._cache
+        if not self._ids:
+            raise ConfigError("no questions to score: call update() first")
+        arr = self._arrays()
+        point = arr.metrics(np.ones((1, len(self._ids))))[0]
+        ci = None
+        if self.n_bootstrap:
+            from hoibench.analysis._bootstrap import bootstrap_ci
+
+            boot = bootstrap_ci(arr.metrics, len(self._ids), n_resamples=self.n_bootstrap,
+                                confidence=self.confidence, random_state=self.random_state)
+            ci = {name: (float(boot.low[k]), float(boot.high[k])) for k, name in enumerate(MCQ_METRIC_NAMES)}
+        c_tp = np.asarray(arr.m_tp.sum(axis=0)).ravel()
+        c_pred = np.asarray(arr.m_pred.sum(axis=0)).ravel()
+        c_gt = np.asarray(arr.m_gt.sum(axis=0)).ravel()
+        per_class = {
+            name: {"tp": float(c_tp[k]), "pred": float(c_pred[k]), "gt": float(c_gt[k]),
+                   "f1": float(2 * c_tp[k] / (c_pred[k] + c_gt[k])) if c_pred[k] + c_gt[k] > 0 else float("nan")}
+            for k, name in enumerate(self._classes.names())
+        }
+        n_classes = int(sum(1 for v in per_class.values() if v["pred"] + v["gt"] > 0))
+        self._cache = MCQResult(
+            *(float(x) for x in point), protocol=self.protocol, zero_division=self.zero_division,
+            n_questions=len(self._ids), n_images=len(set(self._rows.image)), n_classes=n_classes,
+            n_answered=self._answered, n_missing=len(self._missing), n_empty=self._empty,
+            n_out_of_choice=self._out_of_choice, n_unknown_answers=len(self._answer_ids - set(self._ids)),
+            missing_ids=tuple(self._missing), per_class=per_class, ci=ci,
+            confidence=self.confidence if ci is not None else None,
+            n_bootstrap=self.n_bootstrap if ci is not None else 0,
+        )
+        return self._cache
+
+
+def mcq_scores(
+    questions: Sequence[MCQuestion] | Iterable[MCQuestion],
+    answers: Mapping[str, MCAnswer] | Iterable[MCAnswer],
+    *,
+    protocol: str = "paper",
+    zero_division: float = 1.0,
+    n_bootstrap: int = 0,
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = None,
+) -> MCQResult:
+    """Functional twin of :class:`MCQMetrics` (same parameters, one call)."""
+    m = MCQMetrics(protocol=protocol, zero_division=zero_division, n_bootstrap=n_bootstrap,
+                   confidence=confidence, random_state=random_state)
+    m.update(questions, answers)
+    return m.compute()
