@@ -19,51 +19,23 @@ from hoibench.evaluation._hico_map import (
     read_image_labels,
 )
 from hoibench.evaluation._iou import IOU_CONVENTIONS, box_iou, pair_iou, paired_box_iou
-from hoibench.evaluation._mcq_metrics import (
-    MCQ_METRIC_NAMES,
-    MCQ_PROTOCOLS,
-    MCQMetrics,
-    MCQResult,
-    mcq_scores,
-)
-from hoibench.evaluation._vcoco import (
-    VCOCODetections,
-    VCOCOGroundTruth,
-    VCOCOResult,
-    VCOCORoleAP,
-    vcoco_action_names,
-    vcoco_role_ap,
-    vcoco_role_classes,
-)
 
 __all__ = [
     "HICO_PROTOCOLS",
     "IOU_CONVENTIONS",
-    "MCQ_METRIC_NAMES",
-    "MCQ_PROTOCOLS",
     "RECALL_THRESHOLDS",
     "HICOMapResult",
     "HICOMatches",
     "HICOMeanAP",
     "HICOProtocol",
-    "MCQMetrics",
-    "MCQResult",
-    "VCOCODetections",
-    "VCOCOGroundTruth",
-    "VCOCOResult",
-    "VCOCORoleAP",
     "all_point_ap",
     "box_iou",
     "hico_mean_ap",
     "match_hico_detections",
-    "mcq_scores",
     "pair_iou",
     "paired_box_iou",
     "precision_recall",
     "read_image_labels",
     "recall_thresholds",
-    "vcoco_action_names",
-    "vcoco_role_ap",
-    "vcoco_role_classes",
     "voc11_ap",
 ]

@@ -1,0 +1,617 @@
+"""HICO-DET mAP: one vectorised evaluator, each reference protocol reproduced as named options.
+
+The three implementations people report numbers from disagree in small ways (see
+``docs/evaluation.md`` for the sources and what was verified against each):
+
+``official`` (ywchao/ho-rcnn ``eval_one.m`` + ``VOCevaldet_bboxpair.m``)
+    Per HOI class, detections sorted by score (stable); each takes the ground-truth pair with the
+    largest ``min(IoU_h, IoU_o)`` (first one on ties); TP when that is >= 0.5 and the pair is not
+    matched yet, otherwise FP (even when another pair would still match). IoU with +1 pixel areas
+    on 1-based boxes (detections shifted by +1). 11-point AP over MATLAB's ``0:0.1:1``. Every
+    test image, no cap per image. Full = mean over all classes (no ground truth: AP 0).
+``qpic`` (hitachi-rd-cv/qpic ``datasets/hico_eval.py``; CDN and HOTR copy it)
+    Top 100 (pair, verb) triplets per image after dropping invalid verb-object combinations;
+    same greedy matching; QPIC's IoU (empty intersection test before the +1); 11-point AP over
+    ``np.arange(0., 1.1, 0.1)``; ranking with numpy's default (unstable) ``argsort`` of the
+    scores in QPIC's append order; means over classes that have ground truth; and QPIC's bug:
+    detections in images without ground-truth pairs are never counted.
+``pocket`` (fredzzhang/upt and pvic through ``pocket.utils``)
+    Each detection is associated with its highest-IoU pair, a TP candidate when that IoU is
+    strictly > 0.5 (no +1 pixel); the best-scoring candidate of each pair is the TP. 11-point AP
+    over ``torch.linspace(0, 1, 11)``; images without pairs dropped; means over all classes.
+
+Known-Object (any protocol): a class's detections count only in images whose labels contain the
+class's object (HICO's image-level ``anno.mat`` labels when given, otherwise the objects of the
+image's annotated pairs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from hoibench._exceptions import ConfigError, FormatError, ValidationError
+from hoibench.data import HOIDataset, HOIPredictions
+from hoibench.evaluation._ap import recall_thresholds, voc11_ap
+from hoibench.evaluation._iou import IOU_CONVENTIONS, pair_iou
+
+__all__ = [
+    "HICO_PROTOCOLS",
+    "HICOMapResult",
+    "HICOMatches",
+    "HICOMeanAP",
+    "HICOProtocol",
+    "hico_mean_ap",
+    "match_hico_detections",
+    "read_image_labels",
+]
+
+logger = logging.getLogger(__name__)
+
+
+# ----------------------------------------------------------------------------- protocols
+@dataclass(frozen=True)
+class HICOProtocol:
+    """Every choice that makes two HICO-DET evaluators disagree, as a named field.
+
+    Use a preset (:meth:`preset` / :data:`HICO_PROTOCOLS`) and ``dataclasses.replace`` (or
+    :meth:`replace`) to vary one choice.
+
+    Attributes
+    ----------
+    name:
+        Label echoed in results.
+    iou:
+        Box IoU convention: ``"pixel"`` (+1 areas), ``"qpic"`` or ``"continuous"``
+        (see :mod:`hoibench.evaluation._iou`).
+    box_offset:
+        Added to every box before the IoU (official: +1, MATLAB's 1-based frame). Only
+        rounding can depend on it, but it makes the arithmetic identical to the reference.
+    iou_threshold, strict:
+        A pair matches when its overlap is ``>= iou_threshold`` (``> `` when ``strict``).
+    recall_thresholds:
+        11-point flavour: ``"matlab"``, ``"arange"``, ``"linspace"`` or ``"decimal"``.
+    max_per_image:
+        Keep only the best ``max_per_image`` detections per image (ranked by score, stable),
+        after dropping detections whose (verb, object) is no HOI class. ``None``: no cap.
+    count_images_without_pairs:
+        Whether detections in ground-truth images that have no pair count (as FPs).
+    mean_over:
+        ``"all"``: means over every class of the subset, classes without ground truth count as
+        0; ``"with_gt"``: means over the classes that have ground truth.
+    ranking:
+        Order of tied scores when ranking a class's detections for AP: ``"stable"`` (image
+        order, then file order) or ``"numpy"`` (numpy's default argsort of the scores in QPIC's
+        append order, reproducing QPIC's tie order exactly).
+    """
+
+    name: str = "official"
+    iou: Literal["continuous", "pixel", "qpic"] = "pixel"
+    box_offset: float = 1.0
+    iou_threshold: float = 0.5
+    strict: bool = False
+    recall_thresholds: str = "matlab"
+    max_per_image: int | None = None
+    count_images_without_pairs: bool = True
+    mean_over: Literal["all", "with_gt"] = "all"
+    ranking: Literal["stable", "numpy"] = "stable"
+
+    def __post_init__(self) -> None:
+        if self.iou not in IOU_CONVENTIONS:
+            raise ConfigError(f"iou must be one of {list(IOU_CONVENTIONS)}; got {self.iou!r}")
+        recall_thresholds(self.recall_thresholds)
+        if not 0.0 <= self.iou_threshold <= 1.0:
+            raise ConfigError(f"iou_threshold must be in [0, 1]; got {self.iou_threshold!r}")
+        if self.max_per_image is not None and self.max_per_image < 1:
+            raise ConfigError(f"max_per_image must be a positive integer or None; got {self.max_per_image!r}")
+        if self.mean_over not in ("all", "with_gt"):
+            raise ConfigError(f"mean_over must be one of ['all', 'with_gt']; got {self.mean_over!r}")
+        if self.ranking not in ("stable", "numpy"):
+            raise ConfigError(f"ranking must be one of ['numpy', 'stable']; got {self.ranking!r}")
+
+    @classmethod
+    def preset(cls, name: str | HICOProtocol) -> HICOProtocol:
+        """The protocol called ``name`` (``official``, ``qpic``, ``pocket``)."""
+        if isinstance(name, HICOProtocol):
+            return name
+        try:
+            return HICO_PROTOCOLS[name.lower()]
+        except KeyError:
+            raise ConfigError(f"protocol must be one of {sorted(HICO_PROTOCOLS)}; got {name!r}") from None
+
+    def replace(self, **changes: Any) -> HICOProtocol:
+        """A copy with some choices changed (``name`` becomes ``"<name>+custom"`` unless given)."""
+        changes.setdefault("name", f"{self.name}+custom" if not self.name.endswith("+custom") else self.name)
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+HICO_PROTOCOLS: dict[str, HICOProtocol] = {
+    "official": HICOProtocol(),
+    "qpic": HICOProtocol(name="qpic", iou="qpic", box_offset=0.0, recall_thresholds="arange",
+                         max_per_image=100, count_images_without_pairs=False, mean_over="with_gt",
+                         ranking="numpy"),
+    "pocket": HICOProtocol(name="pocket", iou="continuous", box_offset=0.0, strict=True,
+                           recall_thresholds="linspace", count_images_without_pairs=False),
+}
+
+
+# ----------------------------------------------------------------------------- image labels
+def read_image_labels(path: str | os.PathLike[str], *, split: str = "test",
+                      vocab: Any = None) -> dict[str, frozenset[int]]:
+    """Image-level object labels for Known-Object evaluation: file name -> object indices.
+
+    Reads HICO's ``anno.mat`` (``list_<split>`` and ``anno_<split>``, 600 HOI labels per image;
+    an image has an object when any of its HOI classes is labelled 1, as ``eval_one.m``
+    decides) or a JSON object ``{file_name: [object index or name, ...]}``.
+    """
+    from hoibench._io import read_json
+    from hoibench.vocab import hico_det
+
+    vocab = vocab or hico_det()
+    p = Path(path)
+    if not p.exists():
+        raise FormatError("no such file", file=p)
+    if p.suffix.lower() == ".mat":
+        from scipy.io import loadmat
+
+        try:
+            m = loadmat(p, variable_names=[f"list_{split}", f"anno_{split}"])
+        except (ValueError, OSError) as exc:
+            raise FormatError(f"not a readable .mat file ({exc})", file=p) from None
+        for key in (f"list_{split}", f"anno_{split}"):
+            if key not in m:
+                raise FormatError(f"missing variable {key!r} (expected HICO's anno.mat)", file=p)
+        names = [str(np.asarray(x).ravel()[0]) for x in np.asarray(m[f"list_{split}"]).ravel()]
+        anno = np.asarray(m[f"anno_{split}"], dtype=np.float64)
+        if anno.shape != (vocab.n_hois, len(names)):
+            raise FormatError(f"anno_{split} has shape {anno.shape}, expected ({vocab.n_hois}, {len(names)})",
+                              file=p)
+        obj_of_hoi = vocab.hoi_verb_object[:, 1]
+        out: dict[str, frozenset[int]] = {}
+        for j, fn in enumerate(names):
+            out[fn] = frozenset(int(o) for o in np.unique(obj_of_hoi[anno[:, j] == 1]))
+        return out
+    data = read_json(p)
+    if not isinstance(data, dict):
+        raise FormatError("expected an object {file_name: [objects]}", file=p)
+    out = {}
+    for fn, objs in data.items():
+        if not isinstance(objs, list):
+            raise FormatError("expected a list of objects", file=p, record=fn)
+        ids = set()
+        for k, o in enumerate(objs):
+            if isinstance(o, str):
+                try:
+                    ids.add(vocab.object_index(o))
+                except ConfigError as exc:
+                    raise FormatError(str(exc), file=p, record=fn, field=f"[{k}]") from None
+            elif isinstance(o, int) and not isinstance(o, bool) and 0 <= o < vocab.n_objects:
+                ids.add(o)
+            else:
+                raise FormatError(f"expected an object index 0..{vocab.n_objects - 1} or name, got {o!r}",
+                                  file=p, record=fn, field=f"[{k}]")
+        out[fn] = frozenset(ids)
+    return out
+
+
+# ----------------------------------------------------------------------------- matching
+@dataclass(frozen=True)
+class HICOMatches:
+    """Per-class ranked detections with their TP flags: what the AP is computed from.
+
+    Class ``c``'s detections are rows ``class_offsets[c]:class_offsets[c+1]``, in the order the
+    protocol ranks them for AP. ``det_index`` points into the evaluated predictions
+    (concatenated over ``update`` calls), ``image_index`` into the ground-truth images and
+    ``gt_pair`` to the matched ground-truth pair (``-1`` for FPs).
+    """
+
+    protocol: HICOProtocol
+    class_offsets: np.ndarray
+    scores: np.ndarray
+    tp: np.ndarray
+    det_index: np.ndarray
+    image_index: np.ndarray
+    gt_pair: np.ndarray
+    n_gt: np.ndarray
+    n_dropped: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.n_gt)
+
+    def for_class(self, c: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(scores, tp)`` of class ``c`` in ranked order."""
+        s = slice(int(self.class_offsets[c]), int(self.class_offsets[c + 1]))
+        return self.scores[s], self.tp[s]
+
+    def average_precision(self) -> np.ndarray:
+        """Per-class AP (fractions); NaN for classes without ground truth."""
+        ap = np.full(self.n_classes, np.nan)
+        for c in range(self.n_classes):
+            n = int(self.n_gt[c])
+            if n == 0:
+                continue
+            _, tp = self.for_class(c)
+            ap[c] = _class_ap(tp, n, self.protocol.recall_thresholds)
+        return ap
+
+
+def _class_ap(tp: np.ndarray, n_gt: int, flavour: str) -> float:
+    tpf = tp.astype(np.float64)
+    ctp = np.cumsum(tpf)
+    cfp = np.cumsum(1.0 - tpf)
+    rec = ctp / n_gt
+    prec = ctp / (cfp + ctp)
+    return voc11_ap(rec, prec, thresholds=flavour)  # type: ignore[arg-type]
+
+
+@dataclass
+class _Aligned:
+    """Detections restricted to known images and valid classes, in ground-truth image indices."""
+
+    image: np.ndarray
+    hoi: np.ndarray
+    objects: np.ndarray
+    boxes_h: np.ndarray
+    boxes_o: np.ndarray
+    scores: np.ndarray
+    det_index: np.ndarray
+    dropped: Counter[str]
+
+
+def _align(preds: HOIPredictions, target: HOIDataset, *, lenient: bool, det_base: int = 0) -> _Aligned:
+    if preds.vocab.n_hois != target.vocab.n_hois or preds.vocab.n_hois == 0:
+        raise ConfigError(f"predictions ({preds.vocab.name}) and ground truth ({target.vocab.name}) "
+                          "need the same label space with HOI classes (HICO-DET)")
+    index = {f: i for i, f in enumerate(target.file_names)}
+    img_map = np.fromiter((index.get(f, -1) for f in preds.file_names), dtype=np.int64,
+                          count=preds.n_images)
+    dropped: Counter[str] = Counter()
+    unknown = np.flatnonzero(img_map < 0)
+    counts = np.diff(preds.offsets)
+    if len(unknown):
+        n_unknown = int(counts[unknown].sum())
+        if not lenient and n_unknown:
+            i = int(unknown[np.argmax(counts[unknown] > 0)])
+            raise ValidationError(f"predictions: record {i}: file_name: image {preds.file_names[i]!r} "
+                                  f"is not in the ground truth {target.name or ''}".rstrip()
+                                  + " (use --lenient to drop such detections)")
+        if n_unknown:
+            dropped["image not in the ground truth"] += n_unknown
+    image = img_map[preds.image_index]
+    hoi = preds.hois
+    keep = image >= 0
+    no_class = keep & (hoi < 0)
+    if no_class.any():
+        dropped["(verb, object) is no HOI class"] += int(no_class.sum())
+    keep &= hoi >= 0
+    idx = np.flatnonzero(keep)
+    return _Aligned(image[idx], hoi[idx], preds.objects[idx], preds.boxes_h[idx], preds.boxes_o[idx],
+                    preds.scores[idx], idx + det_base, dropped)
+
+
+def _ranks_within(keys: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Position of each element inside its key group, following ``order``."""
+    sk = keys[order]
+    start = np.r_[0, np.flatnonzero(sk[1:] != sk[:-1]) + 1]
+    grp_start = np.repeat(start, np.diff(np.r_[start, len(sk)]))
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[order] = np.arange(len(keys)) - grp_start
+    return rank
+
+
+def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
+           image_labels: np.ndarray | None, dropped: Counter[str]) -> HICOMatches:
+    n_cls = target.vocab.n_hois
+    n_img = target.n_images
+    # --- per-image cap (QPIC: top-100 after masking invalid combinations), stable by score
+    keep = np.ones(len(det.scores), dtype=bool)
+    within = np.lexsort((det.det_index, -det.scores, det.image))
+    if protocol.max_per_image is not None:
+        rank = _ranks_within(det.image, within)
+        over = rank >= protocol.max_per_image
+        if over.any():
+            dropped[f"beyond the top {protocol.max_per_image} of its image"] += int(over.sum())
+        keep &= ~over
+    pairs_per_image = target.pairs_per_image
+    if not protocol.count_images_without_pairs:
+        nopair = keep & (pairs_per_image[det.image] == 0)
+        if nopair.any():
+            dropped["image without ground-truth pairs (not counted by this protocol)"] += int(nopair.sum())
+        keep &= ~nopair
+    if image_labels is not None:
+        unlabelled = keep & ~image_labels[det.image, det.objects]
+        if unlabelled.any():
+            dropped["Known-Object: object not in the image"] += int(unlabelled.sum())
+        keep &= ~unlabelled
+    sel = np.flatnonzero(keep)
+    image, hoi, scores = det.image[sel], det.hoi[sel], det.scores[sel]
+    off = protocol.box_offset
+    bh, bo = det.boxes_h[sel] + off, det.boxes_o[sel] + off
+    det_index = det.det_index[sel]
+    n = len(sel)
+
+    # --- ground truth pairs grouped by (class, image)
+    g_hoi = target.pair_hoi
+    g_valid = np.flatnonzero(g_hoi >= 0)
+    g_key = g_hoi[g_valid] * n_img + target.pair_image[g_valid]
+    g_order = np.argsort(g_key, kind="stable")
+    g_pairs = g_valid[g_order]  # global pair indices, sorted by key, file order inside a key
+    g_key = g_key[g_order]
+    gh = target.pair_subject_boxes[g_pairs] + off
+    go = target.pair_object_boxes[g_pairs] + off
+    n_gt = np.bincount(g_hoi[g_valid], minlength=n_cls)
+
+    key = hoi * n_img + image
+    lo = np.searchsorted(g_key, key, side="left")
+    hi = np.searchsorted(g_key, key, side="right")
+    n_cand = hi - lo
+    d_rep = np.repeat(np.arange(n), n_cand)
+    c_start = np.repeat(np.cumsum(n_cand) - n_cand, n_cand)
+    g_rep = np.repeat(lo, n_cand) + (np.arange(len(d_rep)) - c_start)
+    ov = pair_iou(bh[d_rep], bo[d_rep], gh[g_rep], go[g_rep], convention=protocol.iou)
+    ov = np.where(np.isnan(ov), 0.0, ov)
+    best = np.full(n, -np.inf)
+    np.maximum.at(best, d_rep, ov)
+    # first ground-truth pair reaching the maximum (MATLAB's strict ">" scan; QPIC and pocket alike)
+    is_best = ov == best[d_rep]
+    first = np.full(n, -1, dtype=np.int64)
+    pos = np.flatnonzero(is_best)
+    hit, at = np.unique(d_rep[pos], return_index=True)  # d_rep is sorted: first occurrence
+    first[hit] = g_rep[pos[at]]
+    ok = (best > protocol.iou_threshold) if protocol.strict else (best >= protocol.iou_threshold)
+    ok &= first >= 0
+    # --- greedy assignment in score order (stable): the first detection to claim a pair is TP
+    m_order = np.lexsort((det_index, -scores, image, hoi))
+    rank = np.empty(n, dtype=np.int64)
+    rank[m_order] = np.arange(n)
+    tp = np.zeros(n, dtype=bool)
+    claim = np.flatnonzero(ok)
+    if len(claim):
+        c_order = claim[np.lexsort((rank[claim], first[claim]))]
+        fg = first[c_order]
+        winners = c_order[np.r_[True, fg[1:] != fg[:-1]]]
+        tp[winners] = True
+    gt_pair = np.where(tp, g_pairs[np.where(first >= 0, first, 0)], -1)
+
+    # --- ranking for AP
+    if protocol.ranking == "stable":
+        a_order = np.lexsort((det_index, image, -scores, hoi))
+    else:
+        # QPIC appends per image (dataset order) in its stable score order, then ranks each
+        # class with np.argsort(-score) (numpy's default, unstable kind)
+        append = np.lexsort((det_index, -scores, image))
+        by_cls = append[np.argsort(hoi[append], kind="stable")]
+        bounds = np.searchsorted(hoi[by_cls], np.arange(n_cls + 1))
+        parts = []
+        for c in range(n_cls):
+            seg = by_cls[bounds[c]:bounds[c + 1]]
+            if len(seg):
+                parts.append(seg[np.argsort(-scores[seg])])
+        a_order = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    class_offsets = np.searchsorted(hoi[a_order], np.arange(n_cls + 1))
+    return HICOMatches(protocol=protocol, class_offsets=class_offsets, scores=scores[a_order],
+                       tp=tp[a_order], det_index=det_index[a_order], image_index=image[a_order],
+                       gt_pair=gt_pair[a_order], n_gt=n_gt, n_dropped=dropped)
+
+
+def _image_label_matrix(target: HOIDataset, image_labels: Mapping[str, Iterable[int]] | None
+                        ) -> tuple[np.ndarray, str]:
+    m = np.zeros((target.n_images, target.vocab.n_objects), dtype=bool)
+    if image_labels is None:
+        lab = target.pair_object_label
+        has = lab >= 0
+        m[target.pair_image[has], lab[has]] = True
+        return m, "objects of the annotated pairs"
+    missing = [f for f in target.file_names if f not in image_labels]
+    if missing:
+        raise ValidationError(f"image labels: {len(missing)} ground-truth images have no labels "
+                              f"(first: {missing[0]!r})")
+    for i, f in enumerate(target.file_names):
+        objs = list(image_labels[f])
+        if objs:
+            m[i, objs] = True
+    return m, "image-level labels"
+
+
+def match_hico_detections(preds: HOIPredictions, target: HOIDataset, *,
+                          protocol: str | HICOProtocol = "official", known_object: bool = False,
+                          image_labels: Mapping[str, Iterable[int]] | None = None,
+                          lenient: bool = False) -> HICOMatches:
+    """Per-class ranked scores and TP flags (plus ``n_gt``) under a protocol.
+
+    This is the matching step of :func:`hico_mean_ap`, exposed for analyses that need the
+    ranked TP/FP sequence (e.g. B-RIGHT's TP -> FP sensitivity).
+    """
+    proto = HICOProtocol.preset(protocol)
+    det = _align(preds, target, lenient=lenient)
+    labels = _image_label_matrix(target, image_labels)[0] if known_object else None
+    return _match(det, target, proto, labels, Counter(det.dropped))
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class HICOMapResult:
+    """HICO-DET mAP: ``full``, ``rare``, ``non_rare`` and ``subsets`` in percent; per-class AP
+    as fractions (NaN where a class has no ground truth)."""
+
+    protocol: HICOProtocol
+    known_object: bool
+    known_object_source: str | None
+    full: float
+    rare: float
+    non_rare: float
+    subsets: dict[str, float]
+    per_class_ap: np.ndarray
+    n_gt: np.ndarray
+    n_detections: np.ndarray
+    classes: np.ndarray | None
+    class_names: tuple[str, ...]
+    n_dropped: dict[str, int]
+
+    def to_json(self, *, model: str = "", benchmark: str = "") -> dict[str, Any]:
+        """The "mAP results" object of ``docs/interfaces.md``."""
+        return {
+            "kind": "hico_map", "model": model, "benchmark": benchmark,
+            "protocol": self.protocol.name, "known_object": self.known_object,
+            "known_object_source": self.known_object_source,
+            "full": _num(self.full), "rare": _num(self.rare), "non_rare": _num(self.non_rare),
+            "subsets": {k: _num(v) for k, v in self.subsets.items()},
+            "per_class_ap": [None if np.isnan(a) else float(a) for a in self.per_class_ap],
+            "n_gt": [int(x) for x in self.n_gt],
+            "class_names": list(self.class_names),
+            "classes": None if self.classes is None else [int(c) for c in self.classes],
+            "protocol_options": self.protocol.to_dict(),
+            "n_detections": [int(x) for x in self.n_detections],
+            "dropped": dict(self.n_dropped),
+        }
+
+
+def _num(v: float) -> float | None:
+    return None if np.isnan(v) else float(v)
+
+
+def _mean(ap: np.ndarray, classes: np.ndarray, mean_over: str) -> float:
+    vals = ap[classes]
+    vals = vals[~np.isnan(vals)] if mean_over == "with_gt" else np.nan_to_num(vals, nan=0.0)
+    return float(np.mean(vals)) * 100.0 if len(vals) else float("nan")
+
+
+def _result(matches: HICOMatches, target: HOIDataset, known_object: bool, source: str | None,
+            class_subsets: Mapping[str, Sequence[int] | np.ndarray] | None,
+            classes: np.ndarray | None) -> HICOMapResult:
+    vocab = target.vocab
+    ap = matches.average_precision()
+    proto = matches.protocol
+    all_cls = np.arange(vocab.n_hois)
+    rare = vocab.rare_classes() if vocab.name == "hico-det" else np.zeros(0, dtype=np.int64)
+    non_rare = np.setdiff1d(all_cls, rare)
+    subsets = {}
+    for name, cls in (class_subsets or {}).items():
+        cls = np.asarray(cls, dtype=np.int64)
+        if len(cls) and (cls.min() < 0 or cls.max() >= vocab.n_hois):
+            raise ConfigError(f"class subset {name!r} has ids outside 0..{vocab.n_hois - 1}")
+        subsets[name] = _mean(ap, cls, proto.mean_over)
+    return HICOMapResult(
+        protocol=proto, known_object=known_object, known_object_source=source,
+        full=_mean(ap, all_cls, proto.mean_over), rare=_mean(ap, rare, proto.mean_over),
+        non_rare=_mean(ap, non_rare, proto.mean_over), subsets=subsets, per_class_ap=ap,
+        n_gt=matches.n_gt, n_detections=np.diff(matches.class_offsets), classes=classes,
+        class_names=tuple(vocab.hoi_name(c) for c in all_cls), n_dropped=dict(matches.n_dropped))
+
+
+# ----------------------------------------------------------------------------- metric
+class HICOMeanAP:
+    """HICO-DET mAP as a metric object: ``update`` per batch of images, then ``compute``.
+
+    Parameters
+    ----------
+    protocol:
+        ``"official"`` (default), ``"qpic"``, ``"pocket"`` or a :class:`HICOProtocol`.
+    known_object:
+        Known-Object setting instead of Default.
+    image_labels:
+        Image-level object labels for Known-Object (:func:`read_image_labels`); default: the
+        objects of each image's annotated pairs.
+    class_subsets:
+        Extra class sets to report (name -> HOI ids), e.g. ``{"unseen": ..., "seen": ...}``.
+    classes:
+        The class selection echoed in the result (``classes`` of the results JSON).
+    lenient:
+        Drop detections on images that are not in the ground truth instead of raising.
+
+    Examples
+    --------
+    >>> metric = HICOMeanAP(protocol="official")            # doctest: +SKIP
+    >>> metric.update(predictions, ground_truth)             # doctest: +SKIP
+    >>> metric.compute().full                                # doctest: +SKIP
+    """
+
+    higher_is_better = True
+
+    def __init__(self, *, protocol: str | HICOProtocol = "official", known_object: bool = False,
+                 image_labels: Mapping[str, Iterable[int]] | None = None,
+                 class_subsets: Mapping[str, Sequence[int] | np.ndarray] | None = None,
+                 classes: Sequence[int] | np.ndarray | None = None, lenient: bool = False) -> None:
+        self.protocol = HICOProtocol.preset(protocol)
+        if image_labels is not None and not known_object:
+            raise ConfigError("image_labels only apply with known_object=True")
+        self.known_object = known_object
+        self.image_labels = image_labels
+        self.class_subsets = dict(class_subsets or {})
+        self.classes = None if classes is None else np.asarray(classes, dtype=np.int64)
+        self.lenient = lenient
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every update."""
+        self._preds: list[HOIPredictions] = []
+        self._targets: list[HOIDataset] = []
+        self._names: set[str] = set()
+        self._cache: HICOMapResult | None = None
+
+    def update(self, preds: HOIPredictions, target: HOIDataset) -> None:
+        """Add the detections of ``preds`` on the images of ``target`` (images must not repeat
+        across updates; ground-truth images without detections count their pairs)."""
+        dup = self._names.intersection(target.file_names)
+        if dup:
+            raise ValidationError(f"image {sorted(dup)[0]!r} was already added by an earlier update")
+        self._names.update(target.file_names)
+        self._preds.append(preds)
+        self._targets.append(target)
+        self._cache = None
+
+    def _matches(self) -> tuple[HICOMatches, HOIDataset, str | None]:
+        if not self._targets:
+            raise ValidationError("compute() called before any update()")
+        target = self._targets[0] if len(self._targets) == 1 else HOIDataset.concat(self._targets)
+        parts, base, img_base = [], 0, 0
+        for p, t in zip(self._preds, self._targets):
+            a = _align(p, t, lenient=self.lenient, det_base=base)
+            a.image = a.image + img_base
+            parts.append(a)
+            base += len(p)
+            img_base += t.n_images
+        det = parts[0] if len(parts) == 1 else _Aligned(
+            *(np.concatenate([getattr(a, f) for a in parts]) for f in
+              ("image", "hoi", "objects", "boxes_h", "boxes_o", "scores", "det_index")),
+            dropped=sum((a.dropped for a in parts), Counter()))
+        labels, source = (None, None)
+        if self.known_object:
+            labels, source = _image_label_matrix(target, self.image_labels)
+        return _match(det, target, self.protocol, labels, Counter(det.dropped)), target, source
+
+    def matches(self) -> HICOMatches:
+        """The matching behind :meth:`compute` (see :func:`match_hico_detections`)."""
+        return self._matches()[0]
+
+    def compute(self) -> HICOMapResult:
+        """mAP over everything added so far (cached until the next update)."""
+        if self._cache is None:
+            m, target, source = self._matches()
+            self._cache = _result(m, target, self.known_object, source, self.class_subsets, self.classes)
+        return self._cache
+
+
+def hico_mean_ap(preds: HOIPredictions, target: HOIDataset, *,
+                 protocol: str | HICOProtocol = "official", known_object: bool = False,
+                 image_labels: Mapping[str, Iterable[int]] | None = None,
+                 class_subsets: Mapping[str, Sequence[int] | np.ndarray] | None = None,
+                 classes: Sequence[int] | np.ndarray | None = None,
+                 lenient: bool = False) -> HICOMapResult:
+    """Functional twin of :class:`HICOMeanAP` (same parameters, one call)."""
+    metric = HICOMeanAP(protocol=protocol, known_object=known_object, image_labels=image_labels,
+                        class_subsets=class_subsets, classes=classes, lenient=lenient)
+    metric.update(preds, target)
+    return metric.compute()
