@@ -23,7 +23,7 @@ from hoibench.reports import (
     MCQ_METRICS,
     ClassRecall,
     MapResult,
-    MCQResult,
+    MCQMetricsResult,
     Table,
     binned_head_to_tail,
     build_report,
@@ -114,7 +114,7 @@ def test_map_result_errors_name_file_and_field(tmp_path, mutate, message):
 
 def test_mcq_result_checks_fractions_and_intervals(tmp_path):
     r = result_from_dict(_mcq_dict("p", "q", 0.4))
-    assert isinstance(r, MCQResult) and r.ci["macro_f1"] == pytest.approx((0.35, 0.45))
+    assert isinstance(r, MCQMetricsResult) and r.ci["macro_f1"] == pytest.approx((0.35, 0.45))
     bad = _mcq_dict("p", "q", 0.4)
     bad["macro_f1"] = 40.0
     with pytest.raises(FormatError, match="macro_f1: expected a fraction"):
@@ -134,7 +134,7 @@ def test_results_load_from_list_and_jsonl(tmp_path):
         load_results([a, b])
     b.write_text(json.dumps(_mcq_dict("r", "q", 0.3)) + "\n")
     kinds = [type(r).__name__ for r in load_results([a, b])]
-    assert kinds == ["MapResult", "MCQResult", "MCQResult"]
+    assert kinds == ["MapResult", "MCQMetricsResult", "MCQMetricsResult"]
 
 
 # ---------------------------------------------------------------------------------- analyses

@@ -27,7 +27,7 @@ from hoibench._io import read_json
 __all__ = [
     "MCQ_METRICS",
     "ClassRecall",
-    "MCQResult",
+    "MCQMetricsResult",
     "MapResult",
     "StatsResult",
     "load_result",
@@ -147,7 +147,7 @@ class MapResult:
 
 
 @dataclass(frozen=True)
-class MCQResult:
+class MCQMetricsResult:
     """Multiple-choice metrics (fractions) of one model on one question set, with optional CIs."""
 
     model: str
@@ -162,7 +162,7 @@ class MCQResult:
     kind = "mcq_metrics"
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], *, file: Any = None) -> MCQResult:
+    def from_dict(cls, d: Mapping[str, Any], *, file: Any = None) -> MCQMetricsResult:
         metrics = {}
         for k in MCQ_METRICS:
             v = _num(d, k, file, optional=True)
@@ -256,8 +256,8 @@ class StatsResult:
                    rows=tuple(rows), source=str(file or ""))
 
 
-Result = MapResult | MCQResult | ClassRecall | StatsResult
-_KINDS: dict[str, Any] = {c.kind: c for c in (MapResult, MCQResult, ClassRecall, StatsResult)}
+Result = MapResult | MCQMetricsResult | ClassRecall | StatsResult
+_KINDS: dict[str, Any] = {c.kind: c for c in (MapResult, MCQMetricsResult, ClassRecall, StatsResult)}
 
 
 def result_from_dict(d: Any, *, file: Any = None) -> Result:

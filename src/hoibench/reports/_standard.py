@@ -33,7 +33,7 @@ from hoibench.reports._results import (
     MCQ_METRICS,
     ClassRecall,
     MapResult,
-    MCQResult,
+    MCQMetricsResult,
     Result,
     StatsResult,
 )
@@ -157,7 +157,7 @@ def ranking_shift_table(results: Sequence[MapResult], *, reference: str, other: 
 
 
 # ---------------------------------------------------------------------- multiple choice
-def mcq_table(results: Sequence[MCQResult]) -> Table:
+def mcq_table(results: Sequence[MCQMetricsResult]) -> Table:
     """Long format: one row per (model, benchmark, metric) with the value and its CI (percent)."""
     rows = []
     for r in results:
@@ -174,7 +174,7 @@ def mcq_table(results: Sequence[MCQResult]) -> Table:
                                       f"{ci_text} (empty when not computed).")
 
 
-def mcq_figures(results: Sequence[MCQResult]) -> list[Figure]:
+def mcq_figures(results: Sequence[MCQMetricsResult]) -> list[Figure]:
     """Per benchmark, bars per metric with one bar per model and CI error bars."""
     figs = []
     for bench in _unique([r.benchmark for r in results]):
@@ -228,7 +228,7 @@ def build_report(
     Parameters
     ----------
     results:
-        Any mix of :class:`MapResult`, :class:`MCQResult`, :class:`ClassRecall` and
+        Any mix of :class:`MapResult`, :class:`MCQMetricsResult`, :class:`ClassRecall` and
         :class:`StatsResult`.
     stats_tables:
         Extra statistics tables (Table 1 of each benchmark), shown first.
@@ -241,7 +241,7 @@ def build_report(
         raise ValidationError("a report needs at least one result")
     report = Report(title=title, intro=intro, meta=meta)
     maps = [r for r in results if isinstance(r, MapResult)]
-    mcqs = [r for r in results if isinstance(r, MCQResult)]
+    mcqs = [r for r in results if isinstance(r, MCQMetricsResult)]
     recalls = [r for r in results if isinstance(r, ClassRecall)]
     stats = [r for r in results if isinstance(r, StatsResult)]
 
