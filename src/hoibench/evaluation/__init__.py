@@ -19,19 +19,31 @@ from hoibench.evaluation._hico_map import (
     read_image_labels,
 )
 from hoibench.evaluation._iou import IOU_CONVENTIONS, box_iou, pair_iou, paired_box_iou
+from hoibench.evaluation._mcq_metrics import (
+    MCQ_METRIC_NAMES,
+    MCQ_PROTOCOLS,
+    MCQMetrics,
+    MCQResult,
+    mcq_scores,
+)
 
 __all__ = [
     "HICO_PROTOCOLS",
     "IOU_CONVENTIONS",
+    "MCQ_METRIC_NAMES",
+    "MCQ_PROTOCOLS",
     "RECALL_THRESHOLDS",
     "HICOMapResult",
     "HICOMatches",
     "HICOMeanAP",
     "HICOProtocol",
+    "MCQMetrics",
+    "MCQResult",
     "all_point_ap",
     "box_iou",
     "hico_mean_ap",
     "match_hico_detections",
+    "mcq_scores",
     "pair_iou",
     "paired_box_iou",
     "precision_recall",
