@@ -1,1 +1,78 @@
-"""hoibench.augment (see docs/ARCHITECTURE.md)."""
+"""The B-RIGHT generate-and-filter pipeline (paper ``002``, sections 4.2-4.3): fill the deficits of
+a balanced split with generated (or crawled) images, verified by VLM/LLM stages and
+pseudo-labelled. Heavy models load lazily (``pip install 'hoibench[augment]'``).
+
+See ``docs/augment.md``.
+"""
+
+from hoibench.augment._chat_stages import ChatStages, PairVerdict, StageError, derive_seed
+from hoibench.augment._config import (
+    AugmentConfig,
+    ChatStageConfig,
+    DetectorConfig,
+    GeneratorConfig,
+    load_config,
+)
+from hoibench.augment._manifest import Manifest, read_manifests
+from hoibench.augment._models import (
+    Detection,
+    Detector,
+    DiffusersGenerator,
+    FakeDetector,
+    ImageGenerator,
+    TransformersDetector,
+    build_detector,
+    build_generator,
+)
+from hoibench.augment._pipeline import (
+    AugmentPipeline,
+    AugmentResult,
+    TargetClass,
+    augment_deficits,
+    collect_augmented,
+    filter_images,
+    read_deficits,
+    write_augmented,
+)
+from hoibench.augment._prompts import PromptSet, parse_yes_no, verb_gerund
+from hoibench.augment._shard import parse_shard, run_sharded, shard_targets
+
+__all__ = [
+    "AugmentConfig",
+    "AugmentPipeline",
+    "AugmentResult",
+    "ChatStageConfig",
+    "ChatStages",
+    "Detection",
+    "Detector",
+    "DetectorConfig",
+    "DiffusersGenerator",
+    "FakeDetector",
+    "GeneratorConfig",
+    "ImageGenerator",
+    "Manifest",
+    "PairVerdict",
+    "PromptSet",
+    "StageError",
+    "TargetClass",
+    "TransformersDetector",
+    "augment_deficits",
+    "build_detector",
+    "build_generator",
+    "collect_augmented",
+    "derive_seed",
+    "filter_images",
+    "load_config",
+    "parse_shard",
+    "parse_yes_no",
+    "read_deficits",
+    "read_manifests",
+    "run_sharded",
+    "shard_targets",
+    "verb_gerund",
+    "write_augmented",
+]
+
+for _name in __all__:  # public names report the package, not the private module
+    globals()[_name].__module__ = __name__
+del _name

@@ -1,0 +1,199 @@
+"""The one configuration file of the augmentation pipeline: YAML → frozen dataclasses.
+
+Unknown keys are errors (a misspelt key never silently falls back to a default), and every field
+has one meaning. ``max_attempts`` may change between runs of one output folder (raise it to give
+unfilled classes more tries); every other field is part of the run's fingerprint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints
+
+from hoibench._exceptions import ConfigError
+
+__all__ = [
+    "AugmentConfig",
+    "ChatStageConfig",
+    "DetectorConfig",
+    "GeneratorConfig",
+    "load_config",
+]
+
+
+@dataclass(frozen=True)
+class ChatStageConfig:
+    """A VLM or LLM role served through :mod:`hoibench.runners` backends.
+
+    ``kind``: ``"openai"`` (any OpenAI-compatible server: vLLM, SGLang, hosted APIs) or
+    ``"constant"`` (answers ``reply`` to everything: dry runs of the plumbing).
+    ``cache``: SQLite response cache file (relative paths are inside the output folder).
+    """
+
+    kind: str = "openai"
+    model: str = ""
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    max_concurrency: int = 8
+    temperature: float = 0.0
+    max_tokens: int = 256
+    cache: str | None = "chat_cache.sqlite"
+    reply: str = "Yes"
+
+
+@dataclass(frozen=True)
+class GeneratorConfig:
+    """Text-to-image model. ``kind``: ``"sdxl_lightning"`` (the paper's model: SDXL base with the
+    SDXL-Lightning UNet, trailing Euler, no guidance), ``"diffusers"`` (any pipeline id) or
+    ``"tiny"`` (a randomly initialised tiny SDXL built from configs; tests and dry runs)."""
+
+    kind: str = "sdxl_lightning"
+    model: str = "stabilityai/stable-diffusion-xl-base-1.0"
+    lightning_repo: str = "ByteDance/SDXL-Lightning"
+    lightning_steps: int = 4
+    steps: int = 4
+    guidance_scale: float = 0.0
+    width: int = 1024
+    height: int = 1024
+    device: str = "auto"
+    dtype: str = "float16"
+
+
+@dataclass(frozen=True)
+class DetectorConfig:
+    """Open-vocabulary detector. ``kind``: ``"grounding_dino"`` (the paper's detector) or
+    ``"owlv2"`` through ``transformers``, or ``"fake"`` (fixed person/object boxes; dry runs)."""
+
+    kind: str = "grounding_dino"
+    model: str = "IDEA-Research/grounding-dino-base"
+    box_threshold: float = 0.35
+    text_threshold: float = 0.25
+    max_per_label: int = 5
+    device: str = "auto"
+
+
+@dataclass(frozen=True)
+class AugmentConfig:
+    """Everything a run depends on besides its inputs.
+
+    ``max_attempts``: generated images per class at most (kept or not).
+    ``pseudo_label_verbs``: ``"object"`` asks every verb that forms an HOI class with the object
+    (HICO-DET's candidates for the pair; ``no_interaction`` only for a no-interaction target),
+    ``"target"`` asks only the target verb.
+    ``box_format``: how boxes appear in region prompts (``"pixel"`` or ``"relative1000"``).
+    ``prompts``: optional text files replacing packaged prompts, by name.
+    """
+
+    seed: int = 0
+    max_attempts: int = 10
+    pseudo_label_verbs: str = "object"
+    box_format: str = "pixel"
+    generator: GeneratorConfig = GeneratorConfig()
+    detector: DetectorConfig = DetectorConfig()
+    describe_vlm: ChatStageConfig = ChatStageConfig()
+    region_vlm: ChatStageConfig = ChatStageConfig()
+    llm: ChatStageConfig = ChatStageConfig()
+    prompts: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _choice("pseudo_label_verbs", self.pseudo_label_verbs, ("object", "target"))
+        _choice("box_format", self.box_format, ("pixel", "relative1000"))
+        _choice("generator.kind", self.generator.kind, ("sdxl_lightning", "diffusers", "tiny"))
+        _choice("detector.kind", self.detector.kind, ("grounding_dino", "owlv2", "fake"))
+        for role in ("describe_vlm", "region_vlm", "llm"):
+            _choice(f"{role}.kind", getattr(self, role).kind, ("openai", "constant"))
+        if self.max_attempts < 1:
+            raise ConfigError(f"max_attempts must be >= 1; got {self.max_attempts}")
+        if self.detector.max_per_label < 1:
+            raise ConfigError(f"detector.max_per_label must be >= 1; got {self.detector.max_per_label}")
+
+    def replace(self, **changes: Any) -> AugmentConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The settings outputs depend on (``max_attempts`` only bounds how far a run goes)."""
+        d = self.to_dict()
+        d.pop("max_attempts")
+        return d
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{name} must be one of {set(allowed)}; got {value!r}")
+
+
+def _build(cls: type, data: Any, where: str) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where or 'config'}: expected a mapping; got {type(data).__name__}")
+    hints = get_type_hints(cls)
+    names = {f.name for f in fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        key = sorted(unknown)[0]
+        raise ConfigError(f"{where + '.' if where else ''}{key}: unknown key; "
+                          f"expected one of {sorted(names)}")
+    kwargs = {}
+    for key, value in data.items():
+        path = f"{where}.{key}" if where else key
+        kwargs[key] = _convert(hints[key], value, path)
+    return cls(**kwargs)
+
+
+def _convert(tp: Any, value: Any, path: str) -> Any:
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, path)
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if origin is dict:
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                  for k, v in value.items()):
+            raise ConfigError(f"{path}: expected a mapping of names to file paths")
+        return dict(value)
+    if args and type(None) in args:  # Optional[X]
+        if value is None:
+            return None
+        tp = next(a for a in args if a is not type(None))
+    ok = {int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+          float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+          str: lambda v: isinstance(v, str)}[tp](value)
+    if not ok:
+        raise ConfigError(f"{path}: expected {tp.__name__}; got {value!r}")
+    return float(value) if tp is float else value
+
+
+def load_config(path: str | os.PathLike[str] | None = None, **overrides: Any) -> AugmentConfig:
+    """Read a YAML config (``None``: all defaults) and apply keyword overrides of top-level keys."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        import yaml
+
+        try:
+            text = Path(path).read_text("utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+        if loaded is not None:
+            if not isinstance(loaded, dict):
+                raise ConfigError(f"{path}: expected a mapping at the top level")
+            data = loaded
+        base = Path(path).resolve().parent
+        # prompt files are relative to the config file
+        if isinstance(data.get("prompts"), dict):
+            data = {**data, "prompts": {k: str(base / v) if isinstance(v, str) else v
+                                        for k, v in data["prompts"].items()}}
+    data = {**data, **{k: v for k, v in overrides.items() if v is not None}}
+    try:
+        return _build(AugmentConfig, data, "")
+    except ConfigError as exc:
+        if path is not None:
+            raise ConfigError(f"{path}: {exc}") from None
+        raise

@@ -1,0 +1,621 @@
+"""The B-RIGHT generate-and-filter loop (paper ``002``, sections 4.2-4.3, supplementary D, F).
+
+Per class with a deficit: **retrieve** a real image of the class, **describe** it into a prompt
+(VLM), **generate** an image, **detect** people and objects, **verify** each person-object pair
+(region VLM description → LLM yes/no), and on "no" **paraphrase** the prompt (LLM) and
+regenerate, until the class has its missing instances or ``max_attempts`` images were made. The
+annotations of a kept image come from **pseudo-labelling** every person-object candidate pair
+with region-VLM yes/no questions; a kept image counts for as many instances of the target class
+as the pseudo-labels confirm.
+
+Everything is seeded from the run seed, the class and the attempt number (never from the order
+of work), so shards, resumed runs and uninterrupted runs make the same images and decisions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hoibench._exceptions import ConfigError, FormatError
+from hoibench._io import atomic_write_bytes, atomic_write_json, read_json
+from hoibench.augment._chat_stages import ChatStages, derive_seed
+from hoibench.augment._config import AugmentConfig, ChatStageConfig
+from hoibench.augment._manifest import Manifest, manifest_name, read_manifests
+from hoibench.augment._models import (
+    Detection,
+    Detector,
+    ImageGenerator,
+    build_detector,
+    build_generator,
+)
+from hoibench.augment._prompts import PromptSet
+from hoibench.data import DatasetBuilder, HOIDataset
+from hoibench.runners import ChatBackend, GenerationParams, ScriptedBackend
+from hoibench.vocab import LabelSpace
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+__all__ = [
+    "AugmentPipeline",
+    "AugmentResult",
+    "TargetClass",
+    "augment_deficits",
+    "collect_augmented",
+    "filter_images",
+    "read_deficits",
+    "write_augmented",
+]
+
+logger = logging.getLogger(__name__)
+
+#: files of an output folder
+IMAGES_DIR = "images"
+PPDM_FILE = "annotations/trainval_augment.json"
+HICODET_FILE = "annotations/instances_augment.json"
+SUMMARY_FILE = "summary.json"
+RUN_FILE = "run.json"
+
+
+# ------------------------------------------------------------------------------------- targets
+@dataclass(frozen=True)
+class TargetClass:
+    """A class to fill: HOI index, its verb and object indices, and how many instances to add
+    (``need = 0`` in :func:`filter_images` means "keep every image that passes")."""
+
+    hoi: int
+    verb: int
+    object: int
+    need: int
+    name: str = ""
+
+    @classmethod
+    def of(cls, vocab: LabelSpace, hoi: int, need: int) -> TargetClass:
+        v, o = (int(x) for x in vocab.hoi_verb_object[hoi])
+        return cls(hoi=int(hoi), verb=v, object=o, need=int(need), name=vocab.hoi_name(hoi))
+
+
+def _int_field(rec: dict[str, Any], key: str, path: object, n: int) -> int:
+    val = rec.get(key)
+    if not isinstance(val, int) or isinstance(val, bool):
+        raise FormatError(f"expected an integer; got {val!r}", file=path, record=n, field=key)
+    return val
+
+
+def read_deficits(path: str | os.PathLike[str], vocab: LabelSpace, *,
+                  split: str = "train") -> list[TargetClass]:
+    """The classes of ``deficits.json`` (contract in ``docs/interfaces.md``) that lack instances in
+    ``split``. Test-set deficits are never filled with synthetic images (the paper's test set is
+    real images only), so only ``split="train"`` entries are returned by default."""
+    data = read_json(path)
+    if not isinstance(data, dict) or data.get("kind") != "balanced_deficits":
+        raise FormatError("not a deficits file (expected \"kind\": \"balanced_deficits\")", file=path,
+                          field="kind")
+    classes = data.get("classes")
+    if not isinstance(classes, list):
+        raise FormatError("expected a list", file=path, field="classes")
+    out: list[TargetClass] = []
+    seen: set[int] = set()
+    for n, rec in enumerate(classes):
+        if not isinstance(rec, dict):
+            raise FormatError("expected an object", file=path, record=n, field="classes")
+        hoi, verb, obj = (_int_field(rec, k, path, n) for k in ("hoi", "verb", "object"))
+        deficit = _int_field(rec, "deficit", path, n)
+        if not 0 <= hoi < vocab.n_hois:
+            raise FormatError(f"HOI class {hoi} is outside 0..{vocab.n_hois - 1} of {vocab.name}",
+                              file=path, record=n, field="hoi")
+        if tuple(vocab.hoi_verb_object[hoi]) != (verb, obj):
+            raise FormatError(f"HOI class {hoi} is ({vocab.hoi_name(hoi)}), not verb {verb} "
+                              f"and object {obj}", file=path, record=n, field="verb")
+        if "need" in rec and "have" in rec and rec["need"] - rec["have"] != deficit:
+            raise FormatError(f"deficit {deficit} differs from need - have = {rec['need'] - rec['have']}",
+                              file=path, record=n, field="deficit")
+        if deficit < 0:
+            raise FormatError(f"deficit must be >= 0; got {deficit}", file=path, record=n, field="deficit")
+        rec_split = rec.get("split", "train")
+        if rec_split not in ("train", "test", "zero_shot"):
+            raise FormatError(f"split must be 'train', 'test' or 'zero_shot'; got {rec_split!r}",
+                              file=path, record=n, field="split")
+        if rec_split != split or deficit == 0:
+            continue
+        if hoi in seen:
+            raise FormatError(f"HOI class {hoi} is listed twice", file=path, record=n, field="hoi")
+        seen.add(hoi)
+        out.append(TargetClass.of(vocab, hoi, deficit))
+    return out
+
+
+# --------------------------------------------------------------------------------- the stages
+class AugmentPipeline:
+    """The models of a run: generator, detector and the chat stages, plus the run settings.
+
+    Build it from a config with :meth:`from_config`, or pass stage objects directly (tests inject
+    a tiny generator, a fake detector and scripted chat backends).
+    """
+
+    def __init__(self, *, generator: ImageGenerator | None, detector: Detector, chat: ChatStages,
+                 config: AugmentConfig) -> None:
+        self.generator = generator
+        self.detector = detector
+        self.chat = chat
+        self.config = config
+
+    @classmethod
+    def from_config(cls, config: AugmentConfig, *, out_dir: str | os.PathLike[str] | None = None,
+                    generate: bool = True) -> AugmentPipeline:
+        """Load the models a config names (``generate=False`` skips the generator: filtering)."""
+        out = Path(out_dir) if out_dir is not None else None
+        backends = {role: _backend(getattr(config, role), out) for role in _ROLES}
+        return cls(generator=build_generator(config.generator) if generate else None,
+                   detector=build_detector(config.detector), chat=_chat_stages(config, backends),
+                   config=config)
+
+    @classmethod
+    def with_stages(cls, *, generator: ImageGenerator | None, detector: Detector,
+                    describe_vlm: ChatBackend, region_vlm: ChatBackend, llm: ChatBackend,
+                    config: AugmentConfig | None = None) -> AugmentPipeline:
+        """A pipeline from ready-made stages and the prompts and settings of ``config``."""
+        config = config or AugmentConfig()
+        chat = _chat_stages(config, {"describe_vlm": describe_vlm, "region_vlm": region_vlm, "llm": llm})
+        return cls(generator=generator, detector=detector, chat=chat, config=config)
+
+    def models(self) -> dict[str, Any]:
+        """Model versions and settings (recorded in ``run.json``)."""
+        return {"generator": None if self.generator is None else self.generator.fingerprint(),
+                "detector": self.detector.fingerprint(), **self.chat.fingerprint()}
+
+    # ------------------------------------------------------------------------- steps 4 to 6
+    def inspect(self, image_path: Path, image: Image.Image, target: TargetClass, vocab: LabelSpace,
+                key: Sequence[object]) -> dict[str, Any]:
+        """Detect, verify and pseudo-label one image for ``target``; the manifest fields."""
+        verb, obj = vocab.verbs[target.verb], vocab.objects[target.object]
+        person_target = target.object == vocab.person
+        queries = ["person"] if person_target else ["person", obj.replace("_", " ")]
+        dets = self.detector.detect(image, queries)
+        obj_query = 0 if person_target else 1
+        pairs = [(i, j) for i, hd in enumerate(dets) if hd.query == 0
+                 for j, od in enumerate(dets) if od.query == obj_query and i != j]
+        w, h = image.width, image.height
+        rec: dict[str, Any] = {"width": w, "height": h, "detections": [_det_dict(d) for d in dets],
+                               "pairs": [], "labels": [], "annotation": None, "target_instances": 0}
+        if not pairs:
+            return {**rec, "status": "rejected", "reason": "no person-object pair detected"}
+        verdicts = self.chat.verify(image_path, width=w, height=h, verb=verb, obj=obj, key=key,
+                                    pairs=[(dets[i].box, dets[j].box) for i, j in pairs])
+        rec["pairs"] = [{"subject": i, "object": j, "description": v.description, "answer": v.answer,
+                         "verdict": v.yes} for (i, j), v in zip(pairs, verdicts, strict=True)]
+        if not any(v.yes for v in verdicts):
+            return {**rec, "status": "rejected", "reason": "verification answered no"}
+        verbs = self._candidate_verbs(target, vocab)
+        cands = [(i, j, v) for i, j in pairs for v in verbs]
+        answers = self.chat.pseudo_label(image_path, width=w, height=h, obj=obj, key=key,
+                                         candidates=[(dets[i].box, dets[j].box, vocab.verbs[v])
+                                                     for i, j, v in cands])
+        rec["labels"] = [{"subject": i, "object": j, "verb": v, "answer": a, "yes": y}
+                         for (i, j, v), (a, y) in zip(cands, answers, strict=True)]
+        confirmed = [(i, j, v) for (i, j, v), (_, y) in zip(cands, answers, strict=True) if y]
+        n_target = sum(1 for _, _, v in confirmed if v == target.verb)
+        rec["annotation"] = _annotation(dets, confirmed, vocab, target.object)
+        rec["target_instances"] = n_target
+        if n_target == 0:
+            return {**rec, "status": "rejected", "reason": "pseudo-labelling confirmed no target pair"}
+        return {**rec, "status": "kept", "reason": None}
+
+    def _candidate_verbs(self, target: TargetClass, vocab: LabelSpace) -> list[int]:
+        no_interaction = vocab.verbs.index("no_interaction") if "no_interaction" in vocab.verbs else -1
+        if self.config.pseudo_label_verbs == "target" or target.verb == no_interaction:
+            return [target.verb]
+        verbs = [int(v) for v in vocab.valid_verbs_for_object()[target.object] if v != no_interaction]
+        return verbs if target.verb in verbs else [*verbs, target.verb]
+
+
+_ROLES = ("describe_vlm", "region_vlm", "llm")
+
+
+def _chat_stages(config: AugmentConfig, backends: dict[str, ChatBackend]) -> ChatStages:
+    return ChatStages(**backends, prompts=PromptSet.load(config.prompts), seed=config.seed,
+                      box_format=config.box_format,
+                      params={role: _params(getattr(config, role)) for role in _ROLES})
+
+
+def _params(cfg: ChatStageConfig) -> GenerationParams:
+    return GenerationParams(max_tokens=cfg.max_tokens, temperature=cfg.temperature)
+
+
+def _backend(cfg: ChatStageConfig, out: Path | None) -> ChatBackend:
+    if cfg.kind == "constant":
+        reply = cfg.reply
+        backend: ChatBackend = ScriptedBackend(lambda _req: reply, model=f"constant:{reply}")
+    else:
+        import hoibench.runners as runners
+
+        factory = getattr(runners, "OpenAIBackend", None)
+        if factory is None:
+            raise ConfigError("the OpenAI-compatible backend is not available in hoibench.runners")
+        if not cfg.model:
+            raise ConfigError("an openai chat stage needs a model name")
+        backend = factory(model=cfg.model, base_url=cfg.base_url,
+                          api_key=os.environ.get(cfg.api_key_env, "EMPTY"),
+                          max_concurrency=cfg.max_concurrency)
+    if cfg.cache is not None and out is not None:
+        from hoibench.runners._cache import CachedBackend
+
+        cache = Path(cfg.cache) if os.path.isabs(cfg.cache) else out / cfg.cache
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        backend = CachedBackend(backend, cache)
+    return backend
+
+
+def _det_dict(d: Detection) -> dict[str, Any]:
+    return {"box": [float(v) for v in d.box], "query": int(d.query), "score": round(float(d.score), 4)}
+
+
+def _annotation(dets: Sequence[Detection], confirmed: Sequence[tuple[int, int, int]],
+                vocab: LabelSpace, obj: int) -> dict[str, Any]:
+    """Boxes used by confirmed pairs (person or target object) and the pairs, locally indexed."""
+    used = sorted({i for i, _, _ in confirmed} | {j for _, j, _ in confirmed})
+    local = {d: k for k, d in enumerate(used)}
+    return {"boxes": [[float(v) for v in dets[d].box] for d in used],
+            "labels": [vocab.person if dets[d].query == 0 else obj for d in used],
+            "pairs": [[local[i], local[j], v] for i, j, v in confirmed]}
+
+
+# --------------------------------------------------------------------------------- run state
+@dataclass
+class _ClassState:
+    attempts: int = 0
+    filled: int = 0
+    kept: int = 0
+    prompt: str | None = None  # prompt of the next attempt (a paraphrase), None: describe anew
+    descriptions: dict[int, str] = field(default_factory=dict)
+    generated: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+def _states(records: Sequence[dict[str, Any]]) -> dict[int, _ClassState]:
+    states: dict[int, _ClassState] = {}
+    attempts: dict[tuple[int, int], dict[str, Any]] = {}
+    for rec in records:
+        st = states.setdefault(int(rec.get("hoi", -1)), _ClassState())
+        ev = rec["event"]
+        if ev == "describe":
+            st.descriptions[int(rec["slot"])] = rec["prompt"]
+        elif ev == "generated":
+            st.generated[int(rec["attempt"])] = rec
+        elif ev == "attempt":
+            attempts[(int(rec["hoi"]), int(rec["attempt"]))] = rec
+    for (hoi, _), rec in sorted(attempts.items()):
+        st = states[hoi]
+        st.attempts += 1
+        if rec["status"] == "kept":
+            st.kept += 1
+            st.filled += int(rec["target_instances"])
+            st.prompt = None
+        else:
+            st.prompt = rec.get("next_prompt")
+    return states
+
+
+class _Retriever:
+    """Reference images of a class: the images containing it, in a seeded order; slot ``k`` of a
+    class uses the ``k``-th (cycling), so every kept image starts from a different real image."""
+
+    def __init__(self, dataset: HOIDataset | None, images_dir: Path | None, seed: int) -> None:
+        self.dataset = dataset
+        self.images_dir = images_dir
+        self.seed = seed
+        self._pair_hoi = None if dataset is None else dataset.pair_hoi
+
+    def reference(self, hoi: int, slot: int) -> tuple[str, Path] | None:
+        if self.dataset is None or self.images_dir is None:
+            return None
+        rows = np.unique(self.dataset.pair_image[self._pair_hoi == hoi])
+        if len(rows) == 0:
+            return None
+        order = np.random.default_rng(derive_seed(self.seed, "retrieve", hoi)).permutation(rows)
+        name = self.dataset.file_names[int(order[slot % len(order)])]
+        return name, _find_image(self.images_dir, name)
+
+
+def _find_image(root: Path, name: str) -> Path:
+    """``root/name``, or HICO-DET's ``train2015/`` / ``test2015/`` sub-folders."""
+    for cand in (root / name, root / "train2015" / name, root / "test2015" / name,
+                 root / "images" / "train2015" / name, root / "images" / "test2015" / name):
+        if cand.is_file():
+            return cand
+    raise FormatError(f"reference image not found under {root} (also tried train2015/, test2015/)",
+                      file=name)
+
+
+def _png_bytes(image: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+@contextmanager
+def _progress(enabled: bool, total: int, what: str) -> Iterator[Any]:
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), transient=False) as prog:
+        yield (prog, prog.add_task(what, total=total))
+
+
+# ------------------------------------------------------------------------------------ the run
+@dataclass(frozen=True)
+class AugmentResult:
+    """What an output folder holds after a run: the augmented dataset (images under
+    ``images_root``), one summary row per class, and the counts of this call's work."""
+
+    dataset: HOIDataset
+    classes: list[dict[str, Any]]
+    images_root: Path
+    generated: int = 0
+    reused: int = 0
+
+    @property
+    def unfilled(self) -> list[dict[str, Any]]:
+        return [c for c in self.classes if c["filled"] < c["need"]]
+
+
+def _check_run_file(out: Path, header: dict[str, Any]) -> None:
+    path = out / RUN_FILE
+    if path.exists():
+        old = read_json(path)
+        for key in ("kind", "config", "classes"):
+            if old.get(key) != header.get(key):
+                raise ConfigError(f"{out} holds a run with a different {key}; use a new --out folder "
+                                  f"(or the same {key}) to resume")
+    else:
+        atomic_write_json(path, header, indent=True)
+
+
+def _header(kind: str, pipeline: AugmentPipeline, targets: Sequence[TargetClass],
+            extra: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": kind, "config": pipeline.config.fingerprint(),
+            "classes": [[t.hoi, t.need] for t in targets], "models": pipeline.models(), **extra}
+
+
+def augment_deficits(
+    targets: Sequence[TargetClass],
+    *,
+    vocab: LabelSpace,
+    out_dir: str | os.PathLike[str],
+    pipeline: AugmentPipeline,
+    dataset: HOIDataset | None = None,
+    images_dir: str | os.PathLike[str] | None = None,
+    max_attempts: int | None = None,
+    shard: tuple[int, int] = (0, 1),
+    progress: bool = False,
+) -> AugmentResult:
+    """Generate, filter and pseudo-label images until every target class has its ``need`` new
+    instances or ``max_attempts`` generated images (default: the config's).
+
+    ``dataset`` and ``images_dir`` give the real images to retrieve references from; without them
+    the paper's basic prompt is used (its ablation (a)). ``shard=(i, n)`` processes the classes
+    :func:`~hoibench.augment.shard_targets` gives shard ``i``; results of all shards land in the
+    same ``out_dir`` and :func:`collect_augmented` merges them. Resumes from ``out_dir``.
+    """
+    from hoibench.augment._shard import shard_targets
+
+    if pipeline.generator is None:
+        raise ConfigError("this pipeline has no generator (built with generate=False)")
+    limit = pipeline.config.max_attempts if max_attempts is None else int(max_attempts)
+    if limit < 1:
+        raise ConfigError(f"max_attempts must be >= 1; got {limit}")
+    out = Path(out_dir)
+    (out / IMAGES_DIR).mkdir(parents=True, exist_ok=True)
+    index, n_shards = shard
+    _check_run_file(out, _header("augment_generate", pipeline, targets,
+                                 {"dataset": None if dataset is None else dataset.name}))
+    mine = shard_targets(targets, n_shards)[index]
+    manifest = Manifest(out / manifest_name(index, n_shards))
+    states = _states(read_manifests(out))
+    retriever = _Retriever(dataset, None if images_dir is None else Path(images_dir), pipeline.config.seed)
+    counts = {"generated": 0, "reused": 0}
+    total = sum(t.need for t in mine)
+    done = sum(min(states.get(t.hoi, _ClassState()).filled, t.need) for t in mine)
+    with _progress(progress, total, "instances") as bar:
+        if bar is not None:
+            bar[0].update(bar[1], completed=done)
+        for target in mine:
+            st = states.setdefault(target.hoi, _ClassState())
+            _fill_class(pipeline, target, st, vocab=vocab, out=out, manifest=manifest,
+                        retriever=retriever, limit=limit, counts=counts, bar=bar)
+    result = collect_augmented(out, vocab)
+    return AugmentResult(result.dataset, result.classes, result.images_root,
+                         generated=counts["generated"], reused=counts["reused"])
+
+
+def _fill_class(pipeline: AugmentPipeline, target: TargetClass, st: _ClassState, *, vocab: LabelSpace,
+                out: Path, manifest: Manifest, retriever: _Retriever, limit: int,
+                counts: dict[str, int], bar: Any) -> None:
+    verb, obj = vocab.verbs[target.verb], vocab.objects[target.object]
+    chat = pipeline.chat
+    seed = pipeline.config.seed
+    while st.filled < target.need and st.attempts < limit:
+        attempt, slot = st.attempts, st.kept
+        if bar is not None:
+            bar[0].update(bar[1], description=f"{target.name} (attempt {attempt + 1}/{limit})")
+        prompt = st.prompt or st.descriptions.get(slot)
+        if prompt is None:
+            ref = retriever.reference(target.hoi, slot)
+            if ref is None:
+                prompt = chat.basic_prompt(verb, obj)
+            else:
+                prompt = chat.describe(ref[1], verb=verb, obj=obj, key=(target.hoi, "slot", slot))
+            manifest.append({"event": "describe", "hoi": target.hoi, "slot": slot,
+                             "reference": None if ref is None else ref[0], "prompt": prompt})
+            st.descriptions[slot] = prompt
+        gen_seed = derive_seed(seed, "generate", target.hoi, attempt)
+        name = f"aug_h{target.hoi:03d}_a{attempt:04d}.png"
+        path = out / IMAGES_DIR / name
+        image = _reuse(st.generated.get(attempt), path, prompt, gen_seed)
+        if image is None:
+            assert pipeline.generator is not None
+            image = pipeline.generator.generate(prompt, seed=gen_seed)
+            data = _png_bytes(image)
+            atomic_write_bytes(path, data)
+            manifest.append({"event": "generated", "hoi": target.hoi, "attempt": attempt, "slot": slot,
+                             "prompt": prompt, "seed": gen_seed, "image": f"{IMAGES_DIR}/{name}",
+                             "sha256": hashlib.sha256(data).hexdigest()})
+            counts["generated"] += 1
+        else:
+            counts["reused"] += 1
+        rec = pipeline.inspect(path, image, target, vocab, key=(target.hoi, attempt))
+        next_prompt = None
+        if rec["status"] != "kept":
+            next_prompt = chat.paraphrase(prompt, verb=verb, obj=obj, key=(target.hoi, attempt))
+        manifest.append({"event": "attempt", "hoi": target.hoi, "attempt": attempt, "slot": slot,
+                         "prompt": prompt, "seed": gen_seed, "image": f"{IMAGES_DIR}/{name}", **rec,
+                         "next_prompt": next_prompt})
+        st.attempts += 1
+        if rec["status"] == "kept":
+            st.kept += 1
+            gained = min(int(rec["target_instances"]), target.need - st.filled)
+            st.filled += int(rec["target_instances"])
+            st.prompt = None
+            if bar is not None:
+                bar[0].advance(bar[1], gained)
+        else:
+            st.prompt = next_prompt
+    if st.filled < target.need:
+        logger.warning("%s: %d of %d instances after %d attempts (limit reached)", target.name,
+                       st.filled, target.need, st.attempts)
+
+
+def _reuse(gen: dict[str, Any] | None, path: Path, prompt: str, seed: int) -> Image.Image | None:
+    """The image an earlier run generated for this attempt, if it is intact and matches."""
+    if gen is None or gen.get("prompt") != prompt or gen.get("seed") != seed or not path.is_file():
+        return None
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != gen.get("sha256"):
+        return None
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(data))
+    image.load()
+    return image.convert("RGB")
+
+
+def filter_images(
+    items: Sequence[tuple[str | os.PathLike[str], TargetClass]],
+    *,
+    vocab: LabelSpace,
+    images_root: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    pipeline: AugmentPipeline,
+    progress: bool = False,
+) -> AugmentResult:
+    """Steps 4-6 (detect, verify, pseudo-label) on existing images, e.g. crawled ones (supp. F).
+
+    ``items`` pairs each image path (under ``images_root``) with the class it was collected for;
+    a class with ``need > 0`` stops once it has that many instances. Resumes from ``out_dir``.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    root = Path(images_root)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    targets = sorted({t.hoi: t for _, t in items}.values(), key=lambda t: t.hoi)
+    _check_run_file(out, _header("augment_filter", pipeline, targets, {"images_root": str(root.resolve())}))
+    manifest = Manifest(out / manifest_name())
+    done = {rec["image"]: rec for rec in read_manifests(out) if rec["event"] == "filtered"}
+    filled: dict[int, int] = {}
+    for rec in done.values():
+        if rec["status"] == "kept":
+            filled[rec["hoi"]] = filled.get(rec["hoi"], 0) + int(rec["target_instances"])
+    with _progress(progress, len(items), "images") as bar:
+        for path, target in items:
+            rel = Path(path).resolve().relative_to(root.resolve()).as_posix()
+            if bar is not None:
+                bar[0].advance(bar[1])
+            if rel in done or (target.need > 0 and filled.get(target.hoi, 0) >= target.need):
+                continue
+            try:
+                with Image.open(root / rel) as im:
+                    image = im.convert("RGB")
+            except (OSError, UnidentifiedImageError) as exc:
+                raise FormatError(f"cannot read image ({exc})", file=root / rel) from None
+            rec = pipeline.inspect(root / rel, image, target, vocab, key=(target.hoi, "file", rel))
+            manifest.append({"event": "filtered", "hoi": target.hoi, "image": rel, **rec})
+            done[rel] = rec
+            if rec["status"] == "kept":
+                filled[target.hoi] = filled.get(target.hoi, 0) + int(rec["target_instances"])
+    return collect_augmented(out, vocab)
+
+
+# ------------------------------------------------------------------------------------ outputs
+def collect_augmented(out_dir: str | os.PathLike[str], vocab: LabelSpace, *,
+                      write: bool = True) -> AugmentResult:
+    """Merge the manifests of every shard into the augmented dataset and the per-class summary,
+    and (``write=True``) write them: ``annotations/trainval_augment.json`` (PPDM/QPIC layout),
+    ``annotations/instances_augment.json`` (hicodet layout) and ``summary.json``."""
+    out = Path(out_dir)
+    run = read_json(out / RUN_FILE)
+    records = read_manifests(out)
+    needs = {int(h): int(n) for h, n in run["classes"]}
+    limit_cfg = run.get("config", {})
+    kept: dict[tuple[int, object], dict[str, Any]] = {}
+    per_class: dict[int, dict[str, Any]] = {h: {"attempts": 0, "kept_images": 0, "filled": 0}
+                                            for h in needs}
+    for rec in records:
+        if rec["event"] not in ("attempt", "filtered"):
+            continue
+        k = (int(rec["hoi"]), rec["attempt"] if rec["event"] == "attempt" else rec["image"])
+        kept[k] = rec
+    for (hoi, _), rec in kept.items():
+        row = per_class.setdefault(hoi, {"attempts": 0, "kept_images": 0, "filled": 0})
+        row["attempts"] += 1
+        if rec["status"] == "kept":
+            row["kept_images"] += 1
+            row["filled"] += int(rec["target_instances"])
+    b = DatasetBuilder(vocab)
+    for _, rec in sorted(kept.items(), key=lambda kv: (kv[0][0], str(kv[0][1]).zfill(12))):
+        if rec["status"] != "kept":
+            continue
+        ann = rec["annotation"]
+        pairs = ann["pairs"]
+        name = rec["image"].split("/", 1)[1] if rec["event"] == "attempt" else rec["image"]
+        b.add_image(name, ann["boxes"], ann["labels"], [p[0] for p in pairs], [p[1] for p in pairs],
+                    [p[2] for p in pairs], width=int(rec["width"]), height=int(rec["height"]))
+    ds = b.build(name=f"augmented:{out}")
+    classes = []
+    for hoi in sorted(per_class):
+        row = per_class[hoi]
+        need = needs.get(hoi, 0)
+        status = "filled" if row["filled"] >= need and need > 0 else (
+            "open" if need == 0 else "unfilled")
+        classes.append({"hoi": hoi, "name": vocab.hoi_name(hoi), "need": need, **row, "status": status})
+    root = out / IMAGES_DIR if run["kind"] == "augment_generate" else Path(run.get("images_root", out))
+    result = AugmentResult(ds, classes, root)
+    if write:
+        write_augmented(result, out, seed=limit_cfg.get("seed"))
+    return result
+
+
+def write_augmented(result: AugmentResult, out_dir: str | os.PathLike[str], *, seed: int | None = None) -> None:
+    """Write the dataset in both layouts and the summary (atomically)."""
+    from hoibench.formats import write_hicodet, write_ppdm
+
+    out = Path(out_dir)
+    (out / "annotations").mkdir(parents=True, exist_ok=True)
+    write_ppdm(result.dataset, out / PPDM_FILE)
+    write_hicodet(result.dataset, out / HICODET_FILE)
+    atomic_write_json(out / SUMMARY_FILE, {
+        "kind": "augment_summary", "seed": seed, "images_root": str(result.images_root),
+        "images": result.dataset.n_images, "instances": result.dataset.n_pairs,
+        "classes": result.classes}, indent=True)
