@@ -26,6 +26,15 @@ from hoibench.evaluation._mcq_metrics import (
     MCQResult,
     mcq_scores,
 )
+from hoibench.evaluation._vcoco import (
+    VCOCODetections,
+    VCOCOGroundTruth,
+    VCOCOResult,
+    VCOCORoleAP,
+    vcoco_action_names,
+    vcoco_role_ap,
+    vcoco_role_classes,
+)
 
 __all__ = [
     "HICO_PROTOCOLS",
@@ -39,6 +48,10 @@ __all__ = [
     "HICOProtocol",
     "MCQMetrics",
     "MCQResult",
+    "VCOCODetections",
+    "VCOCOGroundTruth",
+    "VCOCOResult",
+    "VCOCORoleAP",
     "all_point_ap",
     "box_iou",
     "hico_mean_ap",
@@ -49,5 +62,8 @@ __all__ = [
     "precision_recall",
     "read_image_labels",
     "recall_thresholds",
+    "vcoco_action_names",
+    "vcoco_role_ap",
+    "vcoco_role_classes",
     "voc11_ap",
 ]
