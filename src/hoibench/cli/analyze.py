@@ -1,0 +1,178 @@
+"""``hoibench analyze``: re-evaluation analyses over mAP result files (B-RIGHT section 5, Figure 3).
+
+Commands read the JSON files of ``hoibench eval hico --json`` (contract "mAP results" in
+``docs/interfaces.md``), print a Markdown table and write Markdown, CSV and PNG to ``--out``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hoibench.cli._common import console
+
+__all__ = ["analyze"]
+
+
+@click.group("analyze")
+def analyze() -> None:
+    """Class-AP spread, ranking shifts between benchmarks, TP→FP sensitivity."""
+
+
+def _map_results(paths: tuple[str, ...]) -> list[Any]:
+    from hoibench._exceptions import ConfigError
+    from hoibench.reports import MapResult, load_results
+
+    results = [r for r in load_results(list(paths)) if isinstance(r, MapResult)]
+    if not results:
+        raise ConfigError(f"no mAP results (kind 'hico_map') in {', '.join(paths)}")
+    return results
+
+
+def _read_classes(path: str | None) -> list[int] | None:
+    """Class indices from a ``classes.json`` of ``hoibench split balanced`` or a JSON list."""
+    if path is None:
+        return None
+    from hoibench._exceptions import FormatError
+    from hoibench._io import read_json
+
+    data = read_json(path)
+    if isinstance(data, dict) and data.get("kind") == "balanced_classes":
+        data = [c.get("hoi") if isinstance(c, dict) else c for c in data.get("classes") or []]
+    if not isinstance(data, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in data):
+        raise FormatError("expected a JSON list of 0-based class indices or a balanced classes.json",
+                          file=path, field="classes")
+    return data
+
+
+def _write(out_dir: str | None, tables: list[Any], figures: list[Any]) -> None:
+    from hoibench._io import atomic_write_bytes
+
+    if out_dir is None:
+        return
+    out = Path(out_dir)
+    for t in tables:
+        atomic_write_bytes(out / f"{t.name}.md", (f"## {t.title}\n\n" + t.to_markdown() +
+                                                  (f"\n{t.caption}\n" if t.caption else "")).encode())
+        atomic_write_bytes(out / f"{t.name}.csv", t.to_csv().encode())
+    for f in figures:
+        atomic_write_bytes(out / f"{f.name}.png", f.png)
+    console.print(f"wrote {len(tables) * 2 + len(figures)} files to {out}")
+
+
+@analyze.command("class-ap")
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--classes", "classes_file", default=None, type=click.Path(dir_okay=False),
+              help="Restrict to these classes (balanced classes.json or a JSON list of indices).")
+@click.option("--reference", default=None, help="Benchmark to compare variances against (e.g. hico-det).")
+@click.option("--other", default=None, help="Benchmark whose variance is divided by the reference's.")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write class-ap-spread.{md,csv} and class-ap-boxplot.png here.")
+def class_ap(results: tuple[str, ...], classes_file: str | None, reference: str | None,
+             other: str | None, out_dir: str | None) -> None:
+    """Class-AP variance and IQR per model and benchmark, with box plots (Figure 6)."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.analysis import class_ap_boxplot_figure, class_ap_spread_table
+
+    if (reference is None) != (other is None):
+        raise ConfigError("--reference and --other go together")
+    rs = _map_results(results)
+    classes = _read_classes(classes_file)
+    table = class_ap_spread_table(rs, classes=classes, reference=reference, other=other)
+    console.print(table.to_markdown(), markup=False)
+    figures = [class_ap_boxplot_figure(rs, classes=classes)] if out_dir else []
+    _write(out_dir, [table], figures)
+
+
+@analyze.command("ranking")
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--reference", required=True, help="Benchmark of the reference ranking (e.g. hico-det).")
+@click.option("--other", required=True, help="Benchmark of the new ranking (e.g. b-right).")
+@click.option("--metric", default="full", show_default=True,
+              help="Ranked score: full, rare, non_rare or a subset name of the result files.")
+@click.option("--bootstrap", "n_resamples", type=int, default=0, show_default=True,
+              help="Class-bootstrap replicates for rank stability (0: off).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write ranking-shift.{md,csv} (and rank-stability-*.{md,csv}) here.")
+def ranking(results: tuple[str, ...], reference: str, other: str, metric: str, n_resamples: int,
+            seed: int, out_dir: str | None) -> None:
+    """Ranking shift of models between two benchmarks (Table 3), optional rank stability."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.analysis import kendall_tau, rank_stability, ranking_shift, ranking_shift_table
+    from hoibench.reports import Table
+
+    rs = _map_results(results)
+    scores: dict[str, dict[str, float]] = {reference: {}, other: {}}
+    for r in rs:
+        if r.benchmark not in scores:
+            continue
+        value = {"full": r.full, "rare": r.rare, "non_rare": r.non_rare}.get(metric, r.subsets.get(metric))
+        if value is None:
+            raise ConfigError(f"{r.source}: no {metric!r} score (have full, rare, non_rare, "
+                              f"{', '.join(r.subsets) or 'no subsets'})")
+        if r.model in scores[r.benchmark]:
+            raise ConfigError(f"{r.source}: a second result for {r.model} on {r.benchmark}")
+        scores[r.benchmark][r.model] = value
+    rows = ranking_shift(scores[reference], scores[other])
+    table = ranking_shift_table(rows, reference=reference, other=other)
+    tau = kendall_tau([r.map_reference for r in rows], [r.map_other for r in rows])
+    from hoibench.analysis import ranking_shift_markdown
+
+    console.print(ranking_shift_markdown(rows, reference=reference, other=other), markup=False)
+    console.print(f"Kendall tau between the rankings: {tau:.3f}")
+    tables = [table]
+    if n_resamples:
+        for bench in (reference, other):
+            aps = {r.model: r.per_class_ap for r in rs if r.benchmark == bench and r.per_class_ap is not None}
+            if len(aps) < 2:
+                raise ConfigError(f"rank stability on {bench} needs per-class AP of at least two models")
+            stab = rank_stability(aps, benchmark=bench, n_resamples=n_resamples, random_state=seed)
+            t = Table.from_records(f"rank-stability-{_slug(bench)}", f"Rank stability on {bench} "
+                                   f"({n_resamples} class-bootstrap replicates, seed {seed})",
+                                   [s.to_dict() for s in stab],
+                                   caption="rank_low/rank_high: 95% bootstrap interval of the rank; "
+                                           "p_same_rank: share of replicates with the observed rank.")
+            console.print(t.to_markdown(), markup=False)
+            tables.append(t)
+    _write(out_dir, tables, [])
+
+
+def _slug(s: str) -> str:
+    import re
+
+    return re.sub(r"[^a-z0-9_.-]+", "-", s.lower()).strip("-") or "benchmark"
+
+
+@analyze.command("sensitivity")
+@click.option("--matches", "matches_file", required=True, type=click.Path(dir_okay=False),
+              help="Matched detections (kind 'hoi_matches', see docs/interfaces.md).")
+@click.option("--ap-method", type=click.Choice(["voc11", "all_point"]), default="voc11", show_default=True)
+@click.option("--thresholds", type=click.Choice(["matlab", "linspace", "arange", "decimal"]),
+              default="matlab", show_default=True, help="11-point recall thresholds flavour.")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write tp-fp-sensitivity.{md,csv,png} here.")
+def sensitivity(matches_file: str, ap_method: str, thresholds: str, out_dir: str | None) -> None:
+    """AP drop when each class's top true positive becomes a false positive (Figure 3)."""
+    from hoibench.analysis import sensitivity_figure, sensitivity_table, tp_fp_sensitivity
+    from hoibench.analysis._sensitivity import read_matches
+
+    m = read_matches(matches_file)
+    res = tp_fp_sensitivity(m["hoi"], m["score"], m["tp"], m["n_gt"], ap_method=ap_method,
+                            thresholds=thresholds, class_names=m["class_names"])
+    table = sensitivity_table(res)
+    rel = res.relative_drop
+    import numpy as np
+
+    ok = ~np.isnan(rel)
+    if ok.any():
+        for lo, hi in ((1, 10), (10, 50), (50, 10**9)):
+            sel = ok & (res.n_gt >= lo) & (res.n_gt < hi)
+            if sel.any():
+                label = f"{lo}-{hi - 1}" if hi < 10**9 else f">={lo}"
+                console.print(f"classes with {label} test instances: {sel.sum()}, median relative AP "
+                              f"drop {np.median(rel[sel]):.1f}%")
+    figures = [sensitivity_figure(res, ap_method=ap_method, thresholds=thresholds)] if out_dir else []
+    _write(out_dir, [table], figures)

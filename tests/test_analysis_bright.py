@@ -1,0 +1,301 @@
+"""B-RIGHT re-evaluation analyses: class-AP spread, ranking shifts, TP→FP sensitivity, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from hoibench._exceptions import ConfigError, FormatError, ValidationError
+from hoibench.analysis import (
+    TPFPSensitivity,
+    class_ap_boxplot_figure,
+    class_ap_spread,
+    class_ap_spread_table,
+    class_ap_values,
+    competition_ranks,
+    flip_top_true_positive,
+    ideal_sensitivity,
+    kendall_tau,
+    rank_stability,
+    ranking_shift,
+    ranking_shift_markdown,
+    tp_fp_sensitivity,
+    variance_reduction,
+)
+from hoibench.analysis._sensitivity import ap_function, read_matches
+from hoibench.reports import MapResult
+
+# B-RIGHT Table 3 (default setting): HICO-DET mAP, B-RIGHT mAP, and the printed B-RIGHT rank cell
+TABLE3 = {
+    "DP-HOI": (36.56, 40.85, "4 (↓ 3)"),
+    "RLIPv2": (35.46, 41.61, "3 (↓ 1)"),
+    "PViC": (34.69, 43.73, "1 (↑ 2)"),
+    "HOICLIP": (34.56, 39.14, "5 (↓ 1)"),
+    "GEN-VLKT": (33.61, 38.02, "6 (↓ 1)"),
+    "UPT": (31.65, 42.34, "2 (↑ 4)"),
+    "CQL": (31.58, 33.59, "9 (↓ 2)"),
+    "CDN": (31.36, 35.24, "7 (↑ 1)"),
+    "QPIC": (29.11, 34.00, "8 (↑ 1)"),
+}
+
+
+# ------------------------------------------------------------------------------ ranking
+def test_competition_ranks_share_ties():
+    assert competition_ranks([3.0, 5.0, 3.0, 1.0]).tolist() == [2, 1, 2, 4]
+    with pytest.raises(ValidationError):
+        competition_ranks([1.0, float("nan")])
+
+
+def test_ranking_shift_reproduces_table3():
+    rows = ranking_shift({m: v[0] for m, v in TABLE3.items()}, {m: v[1] for m, v in TABLE3.items()})
+    assert [r.model for r in rows] == list(TABLE3)  # reference order = HICO-DET ranks 1..9
+    assert [r.rank_reference for r in rows] == list(range(1, 10))
+    md = ranking_shift_markdown(rows, reference="HICO-DET", other="B-RIGHT")
+    for m, (_, _, cell) in TABLE3.items():
+        assert f"| {m} |" in md and f"| {cell} |" in md
+    by = {r.model: r for r in rows}
+    assert by["UPT"].shift == 4 and by["DP-HOI"].shift == -3 and by["DP-HOI"].arrow == "↓ 3"
+
+
+def test_ranking_shift_needs_common_models():
+    with pytest.raises(ValidationError, match="two models"):
+        ranking_shift({"a": 1.0, "b": 2.0}, {"a": 1.0, "c": 3.0})
+
+
+def test_kendall_tau():
+    assert kendall_tau([1, 2, 3], [10, 20, 30]) == pytest.approx(1.0)
+    assert kendall_tau([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    a = [v[0] for v in TABLE3.values()]
+    b = [v[1] for v in TABLE3.values()]
+    # B-RIGHT ranks in HICO-DET order are 4 3 1 5 6 2 9 7 8: 9 of the 36 pairs swap, tau = 18/36
+    assert kendall_tau(a, b) == pytest.approx(0.5)
+
+
+def test_rank_stability_clear_winner_and_determinism():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.2, 0.6, size=200)
+    aps = {"strong": np.clip(base + 0.3, 0, 1), "mid": base, "weak": np.clip(base - 0.15, 0, 1),
+           "twin": base + rng.normal(0, 0.001, size=200)}
+    s1 = rank_stability(aps, n_resamples=300, random_state=5)
+    s2 = rank_stability(aps, n_resamples=300, random_state=5)
+    assert s1 == s2
+    by = {s.model: s for s in s1}
+    assert by["strong"].rank == 1 and by["strong"].p_first == 1.0 and by["strong"].p_same_rank == 1.0
+    assert by["weak"].rank == 4 and by["weak"].rank_low == by["weak"].rank_high == 4
+    # "mid" and "twin" are indistinguishable: their ranks swap between replicates
+    assert 0.0 < by["mid"].p_same_rank < 1.0
+    assert by["mid"].rank_low == 2 and by["mid"].rank_high == 3
+
+
+def test_rank_stability_rejects_mismatched_classes():
+    with pytest.raises(ValidationError, match="disagree"):
+        rank_stability({"a": np.array([0.1, np.nan]), "b": np.array([0.2, 0.3])})
+    with pytest.raises(ConfigError):
+        rank_stability({"a": np.ones(3), "b": np.ones(3)}, n_resamples=0)
+
+
+# ------------------------------------------------------------------------------ class AP spread
+def result(model: str, bench: str, ap: list[float | None], n_gt: list[int] | None = None) -> MapResult:
+    d = {"kind": "hico_map", "model": model, "benchmark": bench, "protocol": "official",
+         "known_object": False, "full": 100 * float(np.nanmean([np.nan if a is None else a for a in ap])),
+         "rare": 0.0, "non_rare": 0.0, "subsets": {}, "per_class_ap": ap,
+         "n_gt": n_gt if n_gt is not None else [1] * len(ap),
+         "class_names": [f"c{i}" for i in range(len(ap))], "classes": None}
+    return MapResult.from_dict(d, file=f"{model}-{bench}.json")
+
+
+def test_class_ap_spread_numbers():
+    s = class_ap_spread([0.0, 50.0, 100.0, 50.0, float("nan")], model="m", benchmark="b")
+    assert s.n_classes == 4 and s.mean == 50.0 and s.median == 50.0
+    assert s.variance == 1250.0 and s.q1 == 37.5 and s.q3 == 62.5 and s.iqr == 25.0
+    assert s.zero_ap_share == 25.0 and s.min == 0.0 and s.max == 100.0
+
+
+def test_class_ap_values_drop_classes_without_ground_truth():
+    r = result("m", "b", [0.5, None, 0.25, 1.0], n_gt=[3, 0, 2, 0])
+    assert class_ap_values(r).tolist() == [50.0, 25.0]
+    assert class_ap_values(r, classes=[2, 3]).tolist() == [25.0]
+    with pytest.raises(ValidationError):
+        class_ap_values(r, classes=[7])
+
+
+def test_variance_reduction_table_and_boxplot():
+    rs = [result("A", "hico-det", [0.0, 1.0, 0.5, 0.1]), result("A", "b-right", [0.4, 0.6, 0.5, 0.5]),
+          result("B", "hico-det", [0.2, 0.8, 0.5, 0.5]), result("B", "b-right", [0.5, 0.5, 0.5, 0.5])]
+    t = class_ap_spread_table(rs, reference="hico-det", other="b-right")
+    ratio = dict(zip(t.column("model"), t.column("variance_ratio_vs_hico-det"), strict=True))
+    spreads = [class_ap_spread(class_ap_values(r), model=r.model, benchmark=r.benchmark) for r in rs]
+    vr = variance_reduction(spreads, reference="hico-det", other="b-right")
+    assert vr["A"] == pytest.approx(np.var([40, 60, 50, 50]) / np.var([0, 100, 50, 10]))
+    assert vr["B"] == 0.0
+    assert ratio["A"] == pytest.approx(vr["A"])
+    assert "| A | b-right |" in t.to_markdown()
+    fig = class_ap_boxplot_figure(rs)
+    assert fig.png.startswith(b"\x89PNG")
+
+
+# ------------------------------------------------------------------------------ sensitivity
+def test_flip_top_true_positive_by_hand():
+    # before: prec 1, .5, .667 at rec .25, .25, .5 -> 11-point AP (3 * 1 + 3 * 2/3) / 11
+    ap, flipped = flip_top_true_positive([0.9, 0.8, 0.7], [True, False, True], 4)
+    assert ap == pytest.approx(5 / 11)
+    assert flipped == pytest.approx((3 * 1 / 3) / 11)  # prec 1/3 at rec .25 for t = 0, .1, .2
+    ap2, flipped2 = flip_top_true_positive([0.9, 0.8, 0.7], [True, False, True], 4,
+                                           ap=ap_function("all_point"))
+    assert ap2 == pytest.approx(0.25 + 0.25 * 2 / 3)
+    assert flipped2 == pytest.approx(0.25 / 3)
+    # the ranking is by score, not by input order
+    assert flip_top_true_positive([0.7, 0.8, 0.9], [True, False, True], 4)[0] == pytest.approx(5 / 11)
+    # no TP: nothing to flip
+    assert np.isnan(flip_top_true_positive([0.5], [False], 2)[1])
+
+
+def test_ideal_sensitivity_shrinks_with_instances():
+    drop = ideal_sensitivity([1, 10, 100])
+    assert drop[0] == 100.0
+    assert drop[1] == pytest.approx(100 * (1 - 10 * 0.9 / 11))  # 9 of 10 found: 10 thresholds at 0.9
+    assert ideal_sensitivity([10], ap_method="all_point")[0] == pytest.approx(19.0)
+    assert (np.diff(ideal_sensitivity([1, 2, 5, 10, 100], ap_method="all_point")) < 0).all()
+    with pytest.raises(ConfigError):
+        ideal_sensitivity([0])
+    with pytest.raises(ConfigError):
+        ap_function("auc")
+
+
+def test_metric_object_matches_functional_twin():
+    rng = np.random.default_rng(1)
+    n_classes = 5
+    cls = rng.integers(0, n_classes, size=200)
+    score = rng.random(200)
+    tp = rng.random(200) < 0.4
+    n_gt = np.bincount(cls[tp], minlength=n_classes) + 3
+    want = tp_fp_sensitivity(cls, score, tp, n_gt)
+    m = TPFPSensitivity(n_classes=n_classes)
+    m.update(cls[:120], score[:120], tp[:120], n_gt)
+    m.update(cls[120:], score[120:], tp[120:])
+    got = m.compute()
+    assert np.array_equal(got.ap, want.ap) and np.array_equal(got.ap_flipped, want.ap_flipped)
+    assert (got.drop >= 0).all()
+    m.reset()
+    with pytest.raises(ValidationError, match="more true positives"):
+        m.update(cls, score, tp, np.zeros(n_classes, dtype=int))
+        m.compute()
+
+
+def test_fewer_test_instances_mean_larger_drops_on_real_counts():
+    """Figure 3's point on HICO-DET's real per-class test counts, with one detector behaviour.
+
+    Every class gets the same detector: ranked detections alternate two hits and one miss, and
+    finds 75% of its instances (all-point AP, so that no recall lands on an 11-point threshold). The AP is then about the same for every class, yet the drop
+    from flipping the top hit grows as the class's test count shrinks.
+    """
+    from scipy.stats import spearmanr
+
+    from hoibench.datasets import load_dataset
+
+    n_gt = load_dataset("hico-det:test").hoi_counts()
+    cls, score, tp = [], [], []
+    for c, n in enumerate(n_gt.tolist()):
+        hits = max(1, int(0.75 * n))
+        pattern = []
+        while sum(pattern) < hits:
+            pattern += [True, True, False]
+        pattern = pattern[: pattern.index(True, 0) + 1] if hits == 1 else pattern
+        cls += [c] * len(pattern)
+        score += list(np.linspace(1, 0, len(pattern)))
+        tp += pattern
+    res = tp_fp_sensitivity(np.array(cls), np.array(score), np.array(tp), n_gt, ap_method="all_point")
+    rel = res.relative_drop
+    ok = ~np.isnan(rel)
+    rho = spearmanr(res.n_gt[ok], rel[ok]).statistic
+    assert rho < -0.9
+    small = np.median(rel[ok & (res.n_gt < 10)])
+    large = np.median(rel[ok & (res.n_gt >= 100)])
+    assert small > 10 * large  # measured: 50.0 % vs 3.3 %
+
+
+# ------------------------------------------------------------------------------ files and CLI
+def write_results(tmp_path):
+    rng = np.random.default_rng(3)
+    paths = []
+    for m, (h, b, _) in TABLE3.items():
+        for bench, value in (("hico-det", h), ("b-right", b)):
+            ap = np.clip(rng.normal(value / 100, 0.25 if bench == "hico-det" else 0.1, size=30), 0, 1)
+            d = {"kind": "hico_map", "model": m, "benchmark": bench, "protocol": "official",
+                 "known_object": False, "full": value, "rare": value, "non_rare": value, "subsets": {},
+                 "per_class_ap": ap.tolist(), "n_gt": [10] * 30,
+                 "class_names": [f"c{i}" for i in range(30)], "classes": None}
+            p = tmp_path / f"{m}-{bench}.json"
+            p.write_text(json.dumps(d))
+            paths.append(str(p))
+    return paths
+
+
+def test_cli_class_ap_and_ranking(tmp_path):
+    from hoibench.cli import cli
+
+    paths = write_results(tmp_path)
+    runner = CliRunner()
+    out = tmp_path / "out"
+    r = runner.invoke(cli, ["analyze", "class-ap", *paths, "--reference", "hico-det", "--other", "b-right",
+                            "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert (out / "class-ap-boxplot.png").read_bytes().startswith(b"\x89PNG")
+    csv = (out / "class-ap-spread.csv").read_text().splitlines()
+    assert len(csv) == 1 + 18 and csv[0].startswith("model,benchmark,classes,mean")
+    r = runner.invoke(cli, ["analyze", "ranking", *paths, "--reference", "hico-det", "--other", "b-right",
+                            "--bootstrap", "50", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "| UPT | 31.65 | 6 | 42.34 | 2 (↑ 4) |" in r.output
+    assert "Kendall tau between the rankings: 0.500" in r.output
+    md = (out / "ranking-shift.md").read_text()
+    assert "UPT" in md and (out / "rank-stability-b-right.csv").exists()
+
+
+def test_cli_sensitivity(tmp_path):
+    from hoibench.cli import cli
+
+    m = {"kind": "hoi_matches", "model": "x", "benchmark": "y", "n_gt": [4, 20, 0],
+         "hoi": [0, 0, 0, 1, 1, 1, 1], "score": [0.9, 0.8, 0.7, 0.9, 0.8, 0.7, 0.6],
+         "tp": [True, False, True, True, True, False, True]}
+    p = tmp_path / "matches.json"
+    p.write_text(json.dumps(m))
+    out = tmp_path / "out"
+    r = CliRunner().invoke(cli, ["analyze", "sensitivity", "--matches", str(p), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    rows = (out / "tp-fp-sensitivity.csv").read_text().splitlines()
+    assert len(rows) == 3  # header + the two classes with ground truth
+    first = rows[1].split(",")
+    assert first[2] == "4" and float(first[3]) == pytest.approx(500 / 11)
+    assert (out / "tp-fp-sensitivity.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("patch, field", [
+    ({"kind": "other"}, "kind"),
+    ({"hoi": [0, 5]}, "hoi"),
+    ({"score": [0.1]}, "score"),
+    ({"tp": [True, "yes"]}, "tp"),
+    ({"n_gt": [-1, 2]}, "n_gt"),
+])
+def test_read_matches_errors_name_the_field(tmp_path, patch, field):
+    m = {"kind": "hoi_matches", "n_gt": [1, 2], "hoi": [0, 1], "score": [0.5, 0.4], "tp": [True, False]}
+    m.update(patch)
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(m))
+    with pytest.raises(FormatError, match=field):
+        read_matches(p)
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    from hoibench.cli import main
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"kind": "hico_map", "model": "m", "benchmark": "b", "full": "high"}))
+    with pytest.raises(SystemExit) as exc:
+        main(["analyze", "class-ap", str(bad)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "bad.json" in err and "full" in err and len(err.splitlines()) == 1
