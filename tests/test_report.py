@@ -29,6 +29,7 @@ from hoibench.reports import (
     build_report,
     class_ap_spread_table,
     load_results,
+    map_table,
     ranking_shift_table,
     result_from_dict,
 )
@@ -146,21 +147,30 @@ def test_ranking_shift_table_on_hand_made_results():
     assert t.column("model") == ["A", "B", "C"]
     assert t.column("rank orig") == [1, 2, 3]
     assert t.column("rank bal") == [3, 2, 1]
-    assert t.column("shift") == ["↓2", "–", "↑2"]
+    assert t.column("shift") == ["↓ 2", "–", "↑ 2"]
     with pytest.raises(ValidationError, match="at least two models"):
         ranking_shift_table(rs[:1] + rs[3:4], reference="orig", other="bal")
+
+
+def test_headline_names_the_benchmark_number():
+    d = _map_dict("m", "sg", 12.0, headline="unseen")
+    r = result_from_dict(d)
+    assert r.headline == pytest.approx(4.0) and r.headline_name == "unseen"
+    assert map_table([r]).column("mAP") == [pytest.approx(4.0)]
+    with pytest.raises(FormatError, match="headline: must be 'full' or a key of subsets"):
+        result_from_dict({**d, "headline": "seen"}, file="r.json")
 
 
 def test_class_ap_spread_matches_numpy():
     ap = np.array([0.0, 0.1, 0.2, 0.9, np.nan])
     r = MapResult(model="m", benchmark="b", protocol="official", full=30.0, per_class_ap=ap)
-    row = class_ap_spread_table([r]).rows[0]
+    t = class_ap_spread_table([r])
     pct = np.array([0, 10, 20, 90.0])
-    assert row[2] == 4
-    assert row[3] == pytest.approx(pct.mean())
-    assert row[5] == pytest.approx(pct.var())
-    assert row[6] == pytest.approx(np.percentile(pct, 75) - np.percentile(pct, 25))
-    assert row[9] == pytest.approx(25.0)
+    assert t.column("classes") == [4]
+    assert t.column("mean") == [pytest.approx(pct.mean())]
+    assert t.column("variance") == [pytest.approx(pct.var())]
+    assert t.column("iqr") == [pytest.approx(np.percentile(pct, 75) - np.percentile(pct, 25))]
+    assert t.column("zero_ap_share") == [pytest.approx(25.0)]
 
 
 def test_binned_head_to_tail_orders_by_train_count():
@@ -304,7 +314,7 @@ def test_report_cli_builds_report_from_result_files(tmp_path, capsys):
     printed = capsys.readouterr().out.strip().splitlines()[-1]
     assert printed == str(out / "report.html")
     shift = list(csv.reader((out / "tables" / "ranking-shift-orig-vs-bal.csv").open()))
-    assert shift[1] == ["A", "30.0", "1", "10.0", "2", "↓1"]
+    assert shift[1] == ["A", "30.0", "1", "10.0", "2", "↓ 1"]
     assert (out / "tables" / "mcq-metrics.csv").exists()
 
 

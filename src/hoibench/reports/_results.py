@@ -95,6 +95,7 @@ class MapResult:
     per_class_ap: np.ndarray | None = None  # fraction, NaN = no ground truth
     n_gt: np.ndarray | None = None
     class_names: tuple[str, ...] = ()
+    headline_name: str = "full"
     source: str = ""
 
     kind = "hico_map"
@@ -118,6 +119,10 @@ class MapResult:
         subsets = d.get("subsets") or {}
         if not isinstance(subsets, dict):
             raise FormatError("expected an object {name: mAP}", file=file, field="subsets")
+        headline = _str(d, "headline", file, "full")
+        if headline != "full" and headline not in subsets:
+            raise FormatError(f"must be 'full' or a key of subsets {sorted(subsets)}; got {headline!r}",
+                              file=file, field="headline")
         return cls(
             model=_str(d, "model", file, Path(str(file)).stem if file else "model"),
             benchmark=_str(d, "benchmark", file, "benchmark"),
@@ -130,8 +135,15 @@ class MapResult:
             per_class_ap=per_class,
             n_gt=n_gt,
             class_names=names,
+            headline_name=headline,
             source=str(file or ""),
         )
+
+    @property
+    def headline(self) -> float:
+        """The benchmark's main number (percent): ``full``, or the subset named by ``headline``
+        (e.g. ``unseen`` for an SG split, whose test set holds only unseen combinations)."""
+        return self.full if self.headline_name == "full" else self.subsets[self.headline_name]
 
     @property
     def class_ap_percent(self) -> np.ndarray:

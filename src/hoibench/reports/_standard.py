@@ -24,7 +24,6 @@ from hoibench._exceptions import ValidationError
 from hoibench.reports._figures import (
     Figure,
     binned_head_to_tail,
-    class_ap_boxplot,
     grouped_bars,
     head_to_tail_recall_plot,
 )
@@ -65,12 +64,14 @@ def _unique(items: Sequence[str]) -> list[str]:
 def map_table(results: Sequence[MapResult]) -> Table:
     """One row per result: model, benchmark, protocol, Full/Rare/Non-rare and every subset."""
     subsets = _unique([k for r in results for k in r.subsets])
-    columns = ["model", "benchmark", "protocol", "full", "rare", "non_rare", *subsets]
+    columns = ["model", "benchmark", "protocol", "mAP", "classes", "full", "rare", "non_rare", *subsets]
     rows = [(r.model, r.benchmark, r.protocol + (" (known object)" if r.known_object else ""),
-             r.full, r.rare, r.non_rare, *(r.subsets.get(s) for s in subsets)) for r in results]
+             r.headline, r.headline_name, r.full, r.rare, r.non_rare,
+             *(r.subsets.get(s) for s in subsets)) for r in results]
     return Table("map", "HICO-DET mAP (%)", tuple(columns), tuple(rows),
-                 caption="Full, Rare and Non-rare mAP as the evaluator reports them; subset columns "
-                         "are the class subsets each result carries (e.g. unseen, seen).")
+                 caption="mAP: the benchmark's main number, over the classes named in 'classes' "
+                         "(full = all classes of the label space). Full, Rare, Non-rare and the "
+                         "subset columns are as the evaluator reports them.")
 
 
 def _aggregate(results: Sequence[MapResult]) -> tuple[list[str], list[str], dict[tuple[str, str], list[float]]]:
@@ -78,13 +79,14 @@ def _aggregate(results: Sequence[MapResult]) -> tuple[list[str], list[str], dict
     benches = _unique([r.benchmark for r in results])
     values: dict[tuple[str, str], list[float]] = {}
     for r in results:
-        values.setdefault((r.model, r.benchmark), []).append(r.full)
+        values.setdefault((r.model, r.benchmark), []).append(r.headline)
     return models, benches, values
 
 
 def map_bars_figure(results: Sequence[MapResult], *, name: str = "map-bars",
-                    title: str = "Full mAP per model and benchmark") -> Figure:
-    """The SG paper's Figure 2: per model, a bar per benchmark; repeated results give mean ± std."""
+                    title: str = "mAP per model and benchmark") -> Figure:
+    """The SG paper's Figure 2: per model, a bar per benchmark (its headline mAP); repeated
+    results give mean ± std."""
     models, benches, values = _aggregate(results)
     series: dict[str, list[float | None]] = {}
     errors: dict[str, list[tuple[float, float] | None]] = {}
@@ -101,58 +103,35 @@ def map_bars_figure(results: Sequence[MapResult], *, name: str = "map-bars",
             sd = float(np.std(v)) if len(v) > 1 else None
             errors[b].append(None if sd is None else (mean - sd, mean + sd))
     return grouped_bars(name, title, groups=models, series=series, errors=errors,
-                        caption="Bars: Full mAP; error bars: standard deviation over repeated "
+                        caption="Bars: each benchmark's mAP (see the table's 'classes' column); error bars: standard deviation over repeated "
                                 "results of a model on a benchmark (e.g. several SG splits).")
 
 
 def class_ap_spread_table(results: Sequence[MapResult]) -> Table:
-    """Spread of class AP (percent) per result: mean, median, variance, IQR, min, max, zero-AP share."""
-    rows = []
-    for r in results:
-        ap = r.class_ap_percent
-        if not len(ap):
-            continue
-        q1, med, q3 = np.percentile(ap, [25, 50, 75])
-        rows.append((r.model, r.benchmark, len(ap), float(ap.mean()), float(med), float(ap.var()),
-                     float(q3 - q1), float(ap.min()), float(ap.max()), float(np.mean(ap == 0) * 100)))
-    return Table("class-ap-spread", "Class-AP spread (%)",
-                 ("model", "benchmark", "classes", "mean", "median", "variance", "iqr", "min", "max",
-                  "zero_ap_share"), tuple(rows),
-                 caption="Over the classes with ground truth in each benchmark; variance is the "
-                         "population variance of class AP in percent points squared; zero_ap_share "
-                         "is the percentage of classes with AP 0.")
+    """Spread of class AP per result (:func:`hoibench.analysis.class_ap_spread_table`)."""
+    from hoibench.analysis import class_ap_spread_table as spread_table
 
-
-def _ranks(values: Sequence[float]) -> list[int]:
-    """Competition ranks, 1 = highest (ties share the better rank)."""
-    v = np.asarray(values, dtype=float)
-    return [int(np.sum(v > x)) + 1 for x in v]
+    return spread_table(results)
 
 
 def ranking_shift_table(results: Sequence[MapResult], *, reference: str, other: str) -> Table:
-    """B-RIGHT Table 3: models ranked by Full mAP on two benchmarks, with the shift in rank.
-
-    Repeated results of a (model, benchmark) are averaged. Only models with results on both
-    benchmarks are ranked.
+    """B-RIGHT Table 3: models ranked by headline mAP on two benchmarks, with the shift in rank
+    (:func:`hoibench.analysis.ranking_shift`). Repeated results of a (model, benchmark) are
+    averaged; only models with results on both benchmarks are ranked.
     """
+    from hoibench.analysis import ranking_shift
+
     models, _, values = _aggregate(results)
-    both = [m for m in models if (m, reference) in values and (m, other) in values]
-    if len(both) < 2:
-        raise ValidationError(f"ranking shift needs at least two models with results on both "
-                              f"{reference!r} and {other!r}; got {both}")
-    a = [float(np.mean(values[(m, reference)])) for m in both]
-    b = [float(np.mean(values[(m, other)])) for m in both]
-    ra, rb = _ranks(a), _ranks(b)
-    rows = []
-    for i in sorted(range(len(both)), key=lambda i: (ra[i], both[i])):
-        d = ra[i] - rb[i]
-        shift = f"↑{d}" if d > 0 else (f"↓{-d}" if d < 0 else "–")
-        rows.append((both[i], a[i], ra[i], b[i], rb[i], shift))
+    ref = {m: float(np.mean(values[(m, reference)])) for m in models if (m, reference) in values}
+    oth = {m: float(np.mean(values[(m, other)])) for m in models if (m, other) in values}
+    rows = ranking_shift(ref, oth)
     return Table(f"ranking-shift-{_slug(reference)}-vs-{_slug(other)}",
                  f"Ranking shift: {reference} → {other}",
                  ("model", f"mAP {reference}", f"rank {reference}", f"mAP {other}", f"rank {other}",
-                  "shift"), tuple(rows),
-                 caption="Rank 1 = highest Full mAP; ↑ means the model ranks higher on "
+                  "shift"),
+                 tuple((r.model, r.map_reference, r.rank_reference, r.map_other, r.rank_other, r.arrow)
+                       for r in rows),
+                 caption="Rank 1 = highest mAP; ↑ means the model ranks higher on "
                          f"{other} than on {reference}.")
 
 
@@ -237,6 +216,8 @@ def build_report(
     n_bins:
         Bins of the head-to-tail recall histogram.
     """
+    from hoibench.analysis import class_ap_boxplot_figure
+
     if not results and not stats_tables:
         raise ValidationError("a report needs at least one result")
     report = Report(title=title, intro=intro, meta=meta)
@@ -253,7 +234,7 @@ def build_report(
     if maps:
         report.add_section(
             "HOI detection mAP",
-            "Full mAP of every model on every benchmark. A drop from the original split to an SG "
+            "mAP of every model on every benchmark. A drop from the original split to an SG "
             "split measures how badly a model generalises to unseen verb-object combinations.",
             tables=[map_table(maps)], figures=[map_bars_figure(maps)])
         with_ap = [r for r in maps if len(r.class_ap_percent)]
@@ -263,11 +244,7 @@ def build_report(
                 "Box plots of per-class AP show how unevenly a model performs across classes; the "
                 "ranking tables show how model rankings change between benchmarks.",
                 tables=[class_ap_spread_table(with_ap)],
-                figures=[class_ap_boxplot(
-                    "class-ap-boxplot", "Class AP per model and benchmark",
-                    data={m: {r.benchmark: r.class_ap_percent for r in with_ap if r.model == m}
-                          for m in _unique([r.model for r in with_ap])},
-                    caption="Median, interquartile range and outliers of class AP.")])
+                figures=[class_ap_boxplot_figure(with_ap, title="Class AP per model and benchmark")])
             benches = _unique([r.benchmark for r in maps])
             ref = reference_benchmark or benches[0]
             for other in benches:
