@@ -34,6 +34,17 @@ from hoibench.formats.questions import (
     write_questions,
 )
 from hoibench.formats.vcoco import read_vcoco
+from hoibench.formats.vcoco_predictions import (
+    VCOCODetectionsFile,
+    read_vcoco_detections,
+    read_vcoco_ground_truth,
+    resolve_vcoco_ground_truth,
+    vcoco_ground_truth_from_dataset,
+    vcoco_ground_truth_from_official,
+    write_vcoco_detections,
+    write_vcoco_ground_truth,
+    write_vsrl_detections,
+)
 
 __all__ = [
     "FORMATS",
@@ -43,6 +54,7 @@ __all__ = [
     "AnswerWriter",
     "LoadedPredictions",
     "QuestionSet",
+    "VCOCODetectionsFile",
     "detect_format",
     "detect_prediction_format",
     "load_predictions",
@@ -56,6 +68,11 @@ __all__ = [
     "read_predictions",
     "read_questions",
     "read_vcoco",
+    "read_vcoco_detections",
+    "read_vcoco_ground_truth",
+    "resolve_vcoco_ground_truth",
+    "vcoco_ground_truth_from_dataset",
+    "vcoco_ground_truth_from_official",
     "write_answers",
     "write_dataset",
     "write_hicodet",
@@ -63,4 +80,7 @@ __all__ = [
     "write_ppdm",
     "write_predictions",
     "write_questions",
+    "write_vcoco_detections",
+    "write_vcoco_ground_truth",
+    "write_vsrl_detections",
 ]

@@ -1,0 +1,631 @@
+"""V-COCO agent AP and role AP, the semantics of s-gupta/v-coco ``vsrl_eval.py``, vectorised.
+
+The reference (``VCOCOeval._do_agent_eval`` / ``_do_role_eval``) works per image and per class:
+
+* ground truth is every valid COCO *person* annotation of the image (``gt_classes == 1``); people
+  that are not part of V-COCO carry no action labels and are *ignored*: a detection whose best
+  matching person (first arg-max of IoU, even when that IoU is 0) is ignored is dropped, neither
+  TP nor FP;
+* detections are taken in descending score order; a detection is a TP when the arg-max person has
+  the action, IoU(person) >= 0.5 and, for role AP, IoU(role box) >= 0.5, and that person was not
+  covered yet for the class; otherwise FP;
+* an empty ground-truth role (the person has the action but no role object): **scenario 1**
+  matches only a predicted role box that is all zeros or all NaN, **scenario 2** always matches;
+* the positives of a role class are *all* people with the action, with or without a role object;
+* boxes and scores are float32, IoU uses the +1 pixel rule in float32 arithmetic, recall is
+  float32 and precision float64 (numpy 2 promotion of the reference's expressions), AP is VOC
+  all-point (sentinels 0 and 1, precision envelope) and is stored as float32.
+
+Differences, on purpose: detections with equal scores are ranked by (image order, detection order)
+(the reference's ``argsort`` is not stable, so its tie order depends on the platform's sort);
+a class without positives gets AP NaN (the reference crashes); a class without detections gets 0
+(the reference crashes); an image without people makes all its detections FP (the reference
+crashes). Nothing here reads files: see :mod:`hoibench.formats.vcoco_predictions`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hoibench._exceptions import ConfigError, ValidationError
+from hoibench.evaluation._ap import all_point_ap
+
+__all__ = [
+    "VCOCODetections",
+    "VCOCOGroundTruth",
+    "VCOCOResult",
+    "VCOCORoleAP",
+    "vcoco_action_names",
+    "vcoco_role_ap",
+    "vcoco_role_classes",
+]
+
+#: the (action, role) pair that the 24-pair average of the literature leaves out
+EXCLUDED_FROM_24 = "point_instr"
+
+_F32 = np.float32
+_ONE = np.float32(1.0)
+
+
+# --------------------------------------------------------------------------- label space
+@functools.cache
+def _schema() -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    from hoibench.vocab import vcoco_actions
+
+    acts = vcoco_actions()
+    return (tuple(a["action_name"] for a in acts), tuple(tuple(a["role_name"]) for a in acts))
+
+
+def vcoco_action_names() -> tuple[str, ...]:
+    """The 26 V-COCO actions in the order of ``vcoco_*.json`` (the agent-AP classes)."""
+    return _schema()[0]
+
+
+@functools.cache
+def _role_table() -> tuple[tuple[str, ...], np.ndarray, np.ndarray]:
+    names, roles = _schema()
+    out, action, slot = [], [], []
+    for a, (name, rs) in enumerate(zip(names, roles)):
+        for r, role in enumerate(rs[1:]):
+            out.append(f"{name}_{role}")
+            action.append(a)
+            slot.append(r)
+    return tuple(out), np.asarray(action, dtype=np.int64), np.asarray(slot, dtype=np.int64)
+
+
+def vcoco_role_classes() -> tuple[str, ...]:
+    """The 25 (action, role) classes of role AP, ``"<action>_<role>"`` (e.g. ``"eat_instr"``).
+
+    Order: action order, then the action's role order (as ``vsrl_eval.py`` loops over them).
+    """
+    return _role_table()[0]
+
+
+def _role_action() -> np.ndarray:
+    return _role_table()[1]
+
+
+# --------------------------------------------------------------------------- data
+def _as_f32(x: Any, shape_tail: tuple[int, ...], what: str) -> np.ndarray:
+    a = np.asarray(x, dtype=_F32)
+    if a.ndim != 1 + len(shape_tail) or a.shape[1:] != shape_tail:
+        raise ValidationError(f"{what} must have shape (n, {', '.join(map(str, shape_tail))}); got {a.shape}")
+    return np.ascontiguousarray(a)
+
+
+@dataclass(frozen=True, eq=False)
+class VCOCOGroundTruth:
+    """Full V-COCO role annotations, columnar (what ``vsrl_eval.py`` builds in ``_get_vcocodb``).
+
+    Parameters
+    ----------
+    image_ids : (I,) int
+        COCO image ids, in evaluation order (the reference uses ascending ids).
+    person_offsets : (I + 1,) int
+        CSR offsets: the people of image ``i`` are rows ``person_offsets[i]:person_offsets[i+1]``,
+        in COCO annotation order (the order decides arg-max ties).
+    person_boxes : (P, 4) float
+        x1, y1, x2, y2 in the reference's inclusive-pixel convention (COCO ``x + w - 1``, clipped).
+    person_actions : (P, 26) int
+        1 = has the action, 0 = has not, -1 (whole row) = not annotated in V-COCO, ignored.
+    role_boxes : (P, 25, 4) float
+        box of each role object, NaN when the role is empty or the person lacks the action.
+    complete : bool
+        False when the source cannot express everything ``vsrl_eval.py`` sees (e.g. built from
+        pair annotations only); results then differ from the official protocol.
+    """
+
+    image_ids: np.ndarray
+    person_offsets: np.ndarray
+    person_boxes: np.ndarray
+    person_actions: np.ndarray
+    role_boxes: np.ndarray
+    file_names: tuple[str, ...] | None = None
+    complete: bool = True
+    source: str = ""
+    _index: dict[int, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        n_act, n_role = len(vcoco_action_names()), len(vcoco_role_classes())
+        ids = np.asarray(self.image_ids, dtype=np.int64).reshape(-1)
+        off = np.asarray(self.person_offsets, dtype=np.int64).reshape(-1)
+        boxes = _as_f32(self.person_boxes, (4,), "person_boxes")
+        acts = np.asarray(self.person_actions, dtype=np.int8)
+        roles = _as_f32(self.role_boxes, (n_role, 4), "role_boxes")
+        n = boxes.shape[0]
+        if off.shape != (ids.size + 1,) or off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 0):
+            raise ValidationError("person_offsets must rise from 0 to the number of people, one per image + 1")
+        if acts.shape != (n, n_act) or roles.shape[0] != n:
+            raise ValidationError(f"person_actions must be ({n}, {n_act}) and role_boxes ({n}, {n_role}, 4); "
+                                  f"got {acts.shape} and {roles.shape}")
+        if np.unique(ids).size != ids.size:
+            raise ValidationError("image_ids must be unique")
+        if not np.all(np.isfinite(boxes)):
+            raise ValidationError("person_boxes must be finite")
+        if np.any((acts < -1) | (acts > 1)):
+            raise ValidationError("person_actions must hold -1, 0 or 1")
+        ignored = acts[:, 0] == -1
+        if np.any((acts == -1).any(axis=1) != ignored) or np.any(acts[ignored] != -1):
+            raise ValidationError("an ignored person must have -1 for every action and no other person any -1")
+        if self.file_names is not None and len(self.file_names) != ids.size:
+            raise ValidationError("file_names must have one name per image")
+        for name, value in (("image_ids", ids), ("person_offsets", off), ("person_boxes", boxes),
+                            ("person_actions", acts), ("role_boxes", roles)):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_index", {int(v): i for i, v in enumerate(ids.tolist())})
+
+    @property
+    def n_images(self) -> int:
+        return int(self.image_ids.size)
+
+    @property
+    def n_persons(self) -> int:
+        return int(self.person_boxes.shape[0])
+
+    @property
+    def ignored(self) -> np.ndarray:
+        """(P,) bool: people outside V-COCO, whose detections are dropped."""
+        return self.person_actions[:, 0] == -1
+
+    def n_positives(self) -> np.ndarray:
+        """(26,) people with each action (the positives of agent AP and of its role classes)."""
+        return (self.person_actions == 1).sum(axis=0).astype(np.int64)
+
+    def image_index(self, image_ids: Iterable[int] | np.ndarray) -> np.ndarray:
+        """Row of each image id, -1 where the id is not in this ground truth."""
+        ids = np.asarray(image_ids, dtype=np.int64).reshape(-1)
+        order = np.argsort(self.image_ids, kind="stable")
+        sorted_ids = self.image_ids[order]
+        pos = np.clip(np.searchsorted(sorted_ids, ids), 0, max(sorted_ids.size - 1, 0))
+        hit = sorted_ids.size > 0
+        found = (sorted_ids[pos] == ids) if hit else np.zeros(ids.size, dtype=bool)
+        return np.where(found, order[pos] if hit else -1, -1).astype(np.int64)
+
+    def select(self, image_ids: Iterable[int] | np.ndarray) -> VCOCOGroundTruth:
+        """The ground truth of some images, in the order given (unknown ids are an error)."""
+        rows = self.image_index(image_ids)
+        if np.any(rows < 0):
+            bad = np.asarray(image_ids, dtype=np.int64).reshape(-1)[rows < 0][0]
+            raise ValidationError(f"image id {int(bad)} is not in the ground truth")
+        counts = np.diff(self.person_offsets)[rows]
+        off = np.concatenate([[0], np.cumsum(counts)])
+        take = _ranges(self.person_offsets[rows], counts)
+        names = None if self.file_names is None else tuple(self.file_names[i] for i in rows.tolist())
+        return VCOCOGroundTruth(
+            image_ids=self.image_ids[rows], person_offsets=off, person_boxes=self.person_boxes[take],
+            person_actions=self.person_actions[take], role_boxes=self.role_boxes[take],
+            file_names=names, complete=self.complete, source=self.source)
+
+    def summary(self) -> dict[str, Any]:
+        return {"images": self.n_images, "persons": self.n_persons, "ignored_persons": int(self.ignored.sum()),
+                "positives": dict(zip(vcoco_action_names(), self.n_positives().tolist())),
+                "complete": self.complete, "source": self.source}
+
+
+@dataclass(frozen=True, eq=False)
+class VCOCODetections:
+    """Scored person detections in the layout of ``vsrl_eval.py`` (one row per detected person).
+
+    Parameters
+    ----------
+    image_ids : (D,) int
+        COCO image id of each detection.
+    person_boxes : (D, 4) float
+        agent box x1, y1, x2, y2, compared with the +1 pixel rule as the reference does.
+    agent_scores : (D, 26) float
+        score of each action for this person; NaN = not predicted (the detection does not
+        take part in that class).
+    role_boxes : (D, 25, 4) float
+        predicted role object box per role class; all zeros or all NaN = "no role object".
+    role_scores : (D, 25) float
+        score of each role class (usually agent score x object score); NaN = not predicted.
+    """
+
+    image_ids: np.ndarray
+    person_boxes: np.ndarray
+    agent_scores: np.ndarray
+    role_boxes: np.ndarray
+    role_scores: np.ndarray
+
+    def __post_init__(self) -> None:
+        n_act, n_role = len(vcoco_action_names()), len(vcoco_role_classes())
+        ids = np.asarray(self.image_ids, dtype=np.int64).reshape(-1)
+        boxes = _as_f32(self.person_boxes, (4,), "person_boxes")
+        agent = _as_f32(self.agent_scores, (n_act,), "agent_scores")
+        rbox = _as_f32(self.role_boxes, (n_role, 4), "role_boxes")
+        rsc = _as_f32(self.role_scores, (n_role,), "role_scores")
+        n = ids.size
+        if not (boxes.shape[0] == agent.shape[0] == rbox.shape[0] == rsc.shape[0] == n):
+            raise ValidationError("image_ids, person_boxes, agent_scores, role_boxes and role_scores differ in length")
+        for name, value in (("image_ids", ids), ("person_boxes", boxes), ("agent_scores", agent),
+                            ("role_boxes", rbox), ("role_scores", rsc)):
+            object.__setattr__(self, name, value)
+
+    def __len__(self) -> int:
+        return int(self.image_ids.size)
+
+    @classmethod
+    def empty(cls) -> VCOCODetections:
+        n_act, n_role = len(vcoco_action_names()), len(vcoco_role_classes())
+        return cls(np.zeros(0, np.int64), np.zeros((0, 4)), np.zeros((0, n_act)),
+                   np.zeros((0, n_role, 4)), np.zeros((0, n_role)))
+
+    def subset(self, rows: np.ndarray) -> VCOCODetections:
+        return VCOCODetections(self.image_ids[rows], self.person_boxes[rows], self.agent_scores[rows],
+                               self.role_boxes[rows], self.role_scores[rows])
+
+    @classmethod
+    def concat(cls, parts: Sequence[VCOCODetections]) -> VCOCODetections:
+        if not parts:
+            return cls.empty()
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in
+                     ("image_ids", "person_boxes", "agent_scores", "role_boxes", "role_scores")))
+
+    def problems(self) -> np.ndarray:
+        """(D,) int: 0 = fine, else the first problem code of each row (see :data:`DETECTION_PROBLEMS`)."""
+        code = np.zeros(len(self), dtype=np.int64)
+
+        def mark(mask: np.ndarray, c: int) -> None:
+            code[(code == 0) & mask] = c
+
+        b = self.person_boxes
+        mark(~np.isfinite(b).all(axis=1), 1)
+        mark((b[:, 2] < b[:, 0]) | (b[:, 3] < b[:, 1]), 2)
+        mark(np.isinf(self.agent_scores).any(axis=1) | np.isinf(self.role_scores).any(axis=1), 3)
+        rb = self.role_boxes
+        nan = np.isnan(rb)
+        mark((nan.any(axis=2) & ~nan.all(axis=2)).any(axis=1) | np.isinf(rb).any(axis=(1, 2)), 4)
+        mark(((rb[..., 2] < rb[..., 0]) | (rb[..., 3] < rb[..., 1])).any(axis=1), 5)
+        return code
+
+    def check(self) -> None:
+        """Raise :class:`ValidationError` naming the first bad detection."""
+        code = self.problems()
+        bad = np.flatnonzero(code)
+        if bad.size:
+            i = int(bad[0])
+            raise ValidationError(f"detection {i} (image {int(self.image_ids[i])}): "
+                                  f"{DETECTION_PROBLEMS[int(code[i])]} ({bad.size} bad detections in all)")
+
+
+#: problem codes of :meth:`VCOCODetections.problems`
+DETECTION_PROBLEMS = {
+    1: "person_box is not finite",
+    2: "person_box is inverted (x2 < x1 or y2 < y1)",
+    3: "a score is infinite",
+    4: "a role box is partly NaN or infinite",
+    5: "a role box is inverted (x2 < x1 or y2 < y1)",
+}
+
+
+# --------------------------------------------------------------------------- result
+@dataclass(frozen=True)
+class VCOCOResult:
+    """Agent AP per action and role AP per (action, role) class, fractions in [0, 1].
+
+    ``agent_ap[a]`` / ``role_ap[s][c]`` are NaN for a class without positives. Averages skip
+    NaN; ``role_map(s)`` is the 24-pair average of the literature (without ``point_instr``) and
+    ``role_map(s, pairs=25)`` the average ``vsrl_eval.py`` prints.
+    """
+
+    action_names: tuple[str, ...]
+    role_class_names: tuple[str, ...]
+    agent_ap: np.ndarray
+    role_ap: dict[int, np.ndarray]
+    n_positives: np.ndarray
+    n_detections_agent: np.ndarray
+    n_detections_role: np.ndarray
+    n_images: int
+    iou_threshold: float
+    complete_ground_truth: bool = True
+
+    @property
+    def scenarios(self) -> tuple[int, ...]:
+        return tuple(sorted(self.role_ap))
+
+    @property
+    def agent_map(self) -> float:
+        """Mean agent AP over the actions with positives (all 26 on the official test set)."""
+        return _nanmean(self.agent_ap)
+
+    def role_map(self, scenario: int, *, pairs: int = 24) -> float:
+        """Mean role AP over the 24 (default) or 25 (action, role) classes with positives."""
+        if scenario not in self.role_ap:
+            raise ConfigError(f"scenario must be one of {list(self.scenarios)}; got {scenario!r}")
+        if pairs not in (24, 25):
+            raise ConfigError(f"pairs must be 24 or 25; got {pairs!r}")
+        ap = self.role_ap[scenario]
+        if pairs == 24:
+            ap = ap[np.asarray([n != EXCLUDED_FROM_24 for n in self.role_class_names])]
+        return _nanmean(ap)
+
+    def per_class_rows(self) -> list[dict[str, Any]]:
+        """One row per class: ``kind`` (agent/role), name, positives, detections, AP per scenario."""
+        rows: list[dict[str, Any]] = []
+        for a, name in enumerate(self.action_names):
+            rows.append({"kind": "agent", "class": name, "n_pos": int(self.n_positives[a]),
+                         "n_det": int(self.n_detections_agent[a]), "ap": _opt(self.agent_ap[a])})
+        role_action = _role_action()
+        for c, name in enumerate(self.role_class_names):
+            row: dict[str, Any] = {"kind": "role", "class": name,
+                                   "n_pos": int(self.n_positives[role_action[c]]),
+                                   "n_det": int(self.n_detections_role[c])}
+            for s in self.scenarios:
+                row[f"ap_scenario_{s}"] = _opt(self.role_ap[s][c])
+            rows.append(row)
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (percent) plus per-class APs (fractions), see docs/interfaces.md."""
+        out: dict[str, Any] = {
+            "kind": "vcoco_role_ap",
+            "iou_threshold": self.iou_threshold,
+            "complete_ground_truth": self.complete_ground_truth,
+            "n_images": self.n_images,
+            "agent_map": _pct(self.agent_map),
+        }
+        for s in self.scenarios:
+            out[f"scenario_{s}"] = {"role_map_24": _pct(self.role_map(s)),
+                                    "role_map_25": _pct(self.role_map(s, pairs=25))}
+        out["action_names"] = list(self.action_names)
+        out["agent_ap"] = [_opt(v) for v in self.agent_ap]
+        out["n_pos"] = self.n_positives.tolist()
+        out["role_class_names"] = list(self.role_class_names)
+        out["role_ap"] = {f"scenario_{s}": [_opt(v) for v in self.role_ap[s]] for s in self.scenarios}
+        return out
+
+
+def _nanmean(a: np.ndarray) -> float:
+    a = np.asarray(a, dtype=np.float64)
+    ok = ~np.isnan(a)
+    return float(a[ok].mean()) if ok.any() else float("nan")
+
+
+def _opt(v: float) -> float | None:
+    return None if np.isnan(v) else float(v)
+
+
+def _pct(v: float) -> float | None:
+    return None if np.isnan(v) else 100.0 * v
+
+
+# --------------------------------------------------------------------------- kernels
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + c)`` for each (start, count), without a Python loop."""
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    ends = np.cumsum(counts)
+    rep = np.repeat(np.asarray(starts, dtype=np.int64) - (ends - counts), counts)
+    return rep + np.arange(total, dtype=np.int64)
+
+
+def _overlap_f32(gt: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    """Row-wise IoU with the +1 pixel rule, in float32 and in the reference's order of operations.
+
+    ``vsrl_eval.get_overlap(gt_boxes, pred_box)`` run under numpy 2, element by element. Not
+    :func:`hoibench.evaluation.paired_box_iou` (``convention="pixel"``): that one computes in
+    float64, and float32 rounding moves some IoUs across 0.5 (a test shows one).
+    """
+    ixmin = np.maximum(gt[:, 0], pred[:, 0])
+    iymin = np.maximum(gt[:, 1], pred[:, 1])
+    ixmax = np.minimum(gt[:, 2], pred[:, 2])
+    iymax = np.minimum(gt[:, 3], pred[:, 3])
+    iw = np.maximum(ixmax - ixmin + _ONE, _F32(0.0))
+    ih = np.maximum(iymax - iymin + _ONE, _F32(0.0))
+    inters = iw * ih
+    uni = ((pred[:, 2] - pred[:, 0] + _ONE) * (pred[:, 3] - pred[:, 1] + _ONE)
+           + (gt[:, 2] - gt[:, 0] + _ONE) * (gt[:, 3] - gt[:, 1] + _ONE) - inters)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return inters / uni
+
+
+def _match_persons(gt: VCOCOGroundTruth, det_image: np.ndarray,
+                   det_boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each detection, the first arg-max person (global row, -1 if the image has none) and its IoU."""
+    n_det = det_image.size
+    counts = np.diff(gt.person_offsets)[det_image]
+    det_rows = np.repeat(np.arange(n_det, dtype=np.int64), counts)
+    person_rows = _ranges(gt.person_offsets[det_image], counts)
+    ov = _overlap_f32(gt.person_boxes[person_rows], det_boxes[det_rows])
+    best = np.full(n_det, -1, dtype=np.int64)
+    ovmax = np.zeros(n_det, dtype=_F32)
+    has = counts > 0
+    if ov.size:
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])[has]
+        seg_max = np.maximum.reduceat(ov, starts)
+        ovmax[has] = seg_max
+        local = np.arange(ov.size, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        big = np.iinfo(np.int64).max
+        cand = np.where(ov == np.repeat(ovmax, counts), local, big)
+        first = np.minimum.reduceat(cand, starts)
+        # NaN IoU cannot happen for finite boxes; a NaN-only segment would leave ``big``
+        first = np.where(first == big, 0, first)
+        best[has] = gt.person_offsets[det_image[has]] + first
+    return best, ovmax
+
+
+def _first_hits(hit: np.ndarray, group: np.ndarray, score: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """True where an entry is a hit and the best-ranked hit of its group (the reference's ``covered``)."""
+    tp = np.zeros(hit.size, dtype=bool)
+    idx = np.flatnonzero(hit)
+    if idx.size == 0:
+        return tp
+    srt = idx[np.lexsort((order[idx], -score[idx], group[idx]))]
+    g = group[srt]
+    first = np.ones(srt.size, dtype=bool)
+    first[1:] = g[1:] != g[:-1]
+    tp[srt[first]] = True
+    return tp
+
+
+def _voc_ap_f32(tp_sorted: np.ndarray, npos: int) -> float:
+    """``vsrl_eval.voc_ap`` on float32 recall/precision, result rounded to float32 as stored there."""
+    if npos <= 0:
+        return float("nan")
+    tp = np.cumsum(tp_sorted, dtype=_F32)
+    fp = np.cumsum(~tp_sorted, dtype=_F32)
+    rec = tp / _F32(npos)  # float32 / Python float stays float32
+    # ``np.maximum(tp + fp, np.finfo(np.float64).eps)``: a float64 scalar, so precision is float64
+    prec = tp.astype(np.float64) / np.maximum((tp + fp).astype(np.float64), np.finfo(np.float64).eps)
+    return float(_F32(all_point_ap(rec, prec)))
+
+
+# --------------------------------------------------------------------------- metric
+_SCENARIOS = (1, 2)
+
+
+def _check_args(iou_threshold: float, scenarios: Iterable[int]) -> tuple[float, tuple[int, ...]]:
+    try:
+        thr = float(iou_threshold)
+    except (TypeError, ValueError):
+        raise ConfigError(f"iou_threshold must be a number in (0, 1]; got {iou_threshold!r}") from None
+    if not 0.0 < thr <= 1.0:
+        raise ConfigError(f"iou_threshold must be in (0, 1]; got {iou_threshold!r}")
+    sc = tuple(sorted(set(scenarios)))
+    if not sc or any(s not in _SCENARIOS for s in sc):
+        raise ConfigError(f"scenarios must be a non-empty subset of {list(_SCENARIOS)}; got {list(scenarios)!r}")
+    return thr, sc
+
+
+class VCOCORoleAP:
+    """V-COCO agent AP and role AP (scenarios 1 and 2) accumulated over batches of images.
+
+    ``update(detections, ground_truth)`` scores the images of ``ground_truth`` (every image once
+    over all updates; detections must belong to them); ``compute()`` ranks all detections of a
+    class together and returns a :class:`VCOCOResult`. Same numbers as ``vsrl_eval.py``.
+
+    Examples
+    --------
+    >>> metric = VCOCORoleAP(scenarios=(1, 2))          # doctest: +SKIP
+    >>> metric.update(detections, ground_truth)          # doctest: +SKIP
+    >>> metric.compute().role_map(1)                     # doctest: +SKIP
+    """
+
+    higher_is_better = True
+
+    def __init__(self, *, iou_threshold: float = 0.5, scenarios: Iterable[int] = _SCENARIOS,
+                 validate_args: bool = True) -> None:
+        self.iou_threshold, self.scenarios = _check_args(iou_threshold, scenarios)
+        self.validate_args = validate_args
+        self.reset()
+
+    def reset(self) -> None:
+        n_act, n_role = len(vcoco_action_names()), len(vcoco_role_classes())
+        self._agent: list[tuple[np.ndarray, ...]] = []
+        self._role: dict[int, list[tuple[np.ndarray, ...]]] = {s: [] for s in self.scenarios}
+        self._npos = np.zeros(n_act, dtype=np.int64)
+        self._n_role = n_role
+        self._seen: set[int] = set()
+        self._n_images = 0
+        self._complete = True
+        self._cache: VCOCOResult | None = None
+
+    def update(self, detections: VCOCODetections, ground_truth: VCOCOGroundTruth) -> None:
+        """Match the detections of the images of ``ground_truth`` and keep (class, score, TP) rows."""
+        gt, det = ground_truth, detections
+        det_image = gt.image_index(det.image_ids)
+        if self.validate_args:
+            if np.any(det_image < 0):
+                i = int(np.flatnonzero(det_image < 0)[0])
+                raise ValidationError(f"detection {i}: image id {int(det.image_ids[i])} is not in the ground truth")
+            det.check()
+            again = self._seen.intersection(gt.image_ids.tolist())
+            if again:
+                raise ValidationError(f"image id {min(again)} was already scored by an earlier update")
+        self._seen.update(gt.image_ids.tolist())
+        self._cache = None
+        image_key = det_image + self._n_images  # ties: image order over all updates, then detection
+        self._n_images += gt.n_images
+        self._complete &= gt.complete
+        self._npos += gt.n_positives()
+        if len(det) == 0:
+            return
+        person, ovmax = _match_persons(gt, det_image, det.person_boxes)
+        keep = person >= 0
+        ignored = np.zeros(len(det), dtype=bool)
+        ignored[keep] = gt.ignored[person[keep]]
+        live = ~ignored
+        person_ok = keep & (ovmax >= self.iou_threshold)
+        det_idx = np.arange(len(det), dtype=np.int64)
+        safe_person = np.where(keep, person, 0)
+        has_action = np.zeros((len(det), self._npos.size), dtype=bool)
+        if gt.n_persons:
+            has_action = (gt.person_actions[safe_person] == 1) & keep[:, None]
+
+        # agent AP: one entry per (detection, action) with a score, on a person not ignored
+        d, a = np.nonzero(~np.isnan(det.agent_scores) & live[:, None])
+        score = det.agent_scores[d, a]
+        hit = person_ok[d] & has_action[d, a]
+        tp = _first_hits(hit, safe_person[d] * self._npos.size + a, score, det_idx[d])
+        self._agent.append((a, score, tp, image_key[d], det_idx[d]))
+
+        # role AP: entries per (detection, role class); the person test is shared with agent AP
+        role_action = _role_action()
+        d, c = np.nonzero(~np.isnan(det.role_scores) & live[:, None])
+        score = det.role_scores[d, c]
+        base_hit = person_ok[d] & has_action[d, role_action[c]]
+        pred = det.role_boxes[d, c]
+        gt_role = (gt.role_boxes[safe_person[d], c] if gt.n_persons
+                   else np.full((d.size, 4), np.nan, dtype=_F32))
+        gt_empty = np.isnan(gt_role).all(axis=1)
+        ov = _overlap_f32(np.where(gt_empty[:, None], _F32(0.0), gt_role), pred)
+        with np.errstate(invalid="ignore"):
+            role_ok = ov >= self.iou_threshold  # NaN predicted box vs a real role: False, as in the reference
+        pred_empty = (pred == 0).all(axis=1) | np.isnan(pred).all(axis=1)
+        group = safe_person[d] * self._n_role + c
+        for s in self.scenarios:
+            ok = np.where(gt_empty, pred_empty if s == 1 else True, role_ok)
+            tp = _first_hits(base_hit & ok, group, score, det_idx[d])
+            self._role[s].append((c, score, tp, image_key[d], det_idx[d]))
+
+    def compute(self) -> VCOCOResult:
+        """Rank each class's detections (score, then image and detection order) and take VOC AP."""
+        if self._cache is not None:
+            return self._cache
+        n_act = self._npos.size
+        agent_ap, n_agent = self._class_ap(self._agent, n_act, self._npos)
+        role_npos = self._npos[_role_action()]
+        role_ap: dict[int, np.ndarray] = {}
+        n_role = np.zeros(self._n_role, dtype=np.int64)
+        for s in self.scenarios:
+            role_ap[s], n_role = self._class_ap(self._role[s], self._n_role, role_npos)
+        self._cache = VCOCOResult(
+            action_names=vcoco_action_names(), role_class_names=vcoco_role_classes(),
+            agent_ap=agent_ap, role_ap=role_ap, n_positives=self._npos.copy(),
+            n_detections_agent=n_agent, n_detections_role=n_role, n_images=self._n_images,
+            iou_threshold=self.iou_threshold, complete_ground_truth=self._complete)
+        return self._cache
+
+    @staticmethod
+    def _class_ap(parts: list[tuple[np.ndarray, ...]], n_classes: int,
+                  npos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ap = np.full(n_classes, np.nan)
+        n_det = np.zeros(n_classes, dtype=np.int64)
+        if parts:
+            cls, score, tp, img, det = (np.concatenate(x) for x in zip(*parts))
+        else:
+            cls = score = tp = img = det = np.zeros(0)
+        order = np.lexsort((det, img, -score, cls))
+        cls, tp = cls[order].astype(np.int64), tp[order].astype(bool)
+        bounds = np.searchsorted(cls, np.arange(n_classes + 1))
+        for k in range(n_classes):
+            lo, hi = bounds[k], bounds[k + 1]
+            n_det[k] = hi - lo
+            ap[k] = _voc_ap_f32(tp[lo:hi], int(npos[k]))
+        return ap, n_det
+
+
+def vcoco_role_ap(detections: VCOCODetections, ground_truth: VCOCOGroundTruth, *,
+                  iou_threshold: float = 0.5, scenarios: Iterable[int] = _SCENARIOS,
+                  validate_args: bool = True) -> VCOCOResult:
+    """Functional twin of :class:`VCOCORoleAP`: agent AP and role AP of ``detections`` in one call."""
+    metric = VCOCORoleAP(iou_threshold=iou_threshold, scenarios=scenarios, validate_args=validate_args)
+    metric.update(detections, ground_truth)
+    return metric.compute()

@@ -1,0 +1,682 @@
+"""V-COCO role-AP inputs: person detections with per-action scores and role boxes, and the full
+role ground truth that ``vsrl_eval.py`` needs.
+
+Detections (read by :func:`read_vcoco_detections`, written by :func:`write_vcoco_detections`)
+------------------------------------------------------------------------------------------------
+hoibench layout, one JSON object (``null`` = "not predicted" for a score, "no role object" for a
+role box; class lists are optional and default to all 26 actions / 25 role classes)::
+
+    {"kind": "vcoco_detections",
+     "agent_classes": ["hold", "stand", ...],            # names of the agent_scores columns
+     "role_classes": ["hold_obj", "eat_instr", ...],     # names of the role columns
+     "images": [{"image_id": 165,                        # or a COCO "file_name"
+                 "person_boxes": [[x1, y1, x2, y2], ...],
+                 "agent_scores": [[s, ...], ...],        # one row per person, one column per class
+                 "role_boxes":  [[[x1, y1, x2, y2] | null, ...], ...],
+                 "role_scores": [[s | null, ...], ...]}]}
+
+Columns that a file does not list are "not predicted". Boxes are passed to the evaluator as they
+are, exactly as ``vsrl_eval.py`` takes them (it compares with the +1 pixel rule).
+
+The reference layout of ``vsrl_eval.py`` is also read, as a pickle or as JSON: a list with one
+dict per detected person, ``{"image_id", "person_box": [x1, y1, x2, y2], "<action>_agent": score,
+"<action>_<role>": [x1, y1, x2, y2, score]}`` (NaN score = not predicted; an all-zero or NaN
+box = no role object). Pickles are read with an unpickler that only builds numpy arrays and plain
+Python values. :func:`write_vsrl_detections` writes that pickle, to cross-check with the reference.
+
+Ground truth (read by :func:`read_vcoco_ground_truth`, written by :func:`write_vcoco_ground_truth`)
+---------------------------------------------------------------------------------------------------
+Every person of every image, as ``vsrl_eval.py`` builds it from COCO and ``vcoco_*.json``::
+
+    {"kind": "vcoco_ground_truth",
+     "box_convention": "inclusive",          # x2 = x1 + w - 1 (vsrl_eval); or "exclusive": x2 = x1 + w
+     "images": [{"image_id": 165, "file_name": "COCO_val2014_000000000165.jpg",
+                 "persons": [{"box": [x1, y1, x2, y2], "ignore": true},        # not in V-COCO
+                             {"box": [...], "actions": {"stand": {},         # action, no role
+                                                        "hold": {"obj": [x1, y1, x2, y2]},
+                                                        "eat": {"obj": null, "instr": [...]}}}]}]}
+
+An action a person is not listed with is a negative; a role given as ``null`` or left out is an
+empty role (scenario 1/2). People are kept in the order given (the reference matches a detection to
+the *first* best person). Sources: :func:`vcoco_ground_truth_from_official` (the official
+``vcoco_test.json`` + COCO instances, exactly ``_get_vcocodb``) and
+:func:`vcoco_ground_truth_from_dataset` (the pair annotations of ``load_dataset("v-coco:test")``:
+incomplete, see ``docs/evaluation.md``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import orjson
+
+from hoibench._exceptions import FormatError, ValidationError
+from hoibench._io import atomic_write_bytes, atomic_write_json, read_bytes, read_json
+from hoibench.data import HOIDataset
+from hoibench.evaluation._vcoco import (
+    DETECTION_PROBLEMS,
+    VCOCODetections,
+    VCOCOGroundTruth,
+    _role_table,
+    _schema,
+    vcoco_action_names,
+    vcoco_role_classes,
+)
+
+__all__ = [
+    "VCOCODetectionsFile",
+    "read_vcoco_detections",
+    "read_vcoco_ground_truth",
+    "resolve_vcoco_ground_truth",
+    "vcoco_ground_truth_from_dataset",
+    "vcoco_ground_truth_from_official",
+    "write_vcoco_detections",
+    "write_vcoco_ground_truth",
+    "write_vsrl_detections",
+]
+
+_COCO_NAME = re.compile(r"(\d+)\.\w+$")
+
+
+@dataclass
+class VCOCODetectionsFile:
+    """Detections read from a file, with the record each row came from (for error messages)."""
+
+    detections: VCOCODetections
+    records: np.ndarray
+    file: str
+    layout: str
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def restrict_to(self, ground_truth: VCOCOGroundTruth, *, lenient: bool = False) -> VCOCODetectionsFile:
+        """Check every detection's image against ``ground_truth``; drop (lenient) or raise."""
+        rows = ground_truth.image_index(self.detections.image_ids)
+        bad = rows < 0
+        if not bad.any():
+            return self
+        i = int(np.flatnonzero(bad)[0])
+        if not lenient:
+            raise FormatError(f"image {int(self.detections.image_ids[i])} is not in the ground truth "
+                              f"({int(bad.sum())} detections on unknown images)",
+                              file=self.file, record=int(self.records[i]), field="image_id")
+        dropped = dict(self.dropped)
+        dropped["unknown image"] = dropped.get("unknown image", 0) + int(bad.sum())
+        keep = np.flatnonzero(~bad)
+        return VCOCODetectionsFile(self.detections.subset(keep), self.records[keep], self.file,
+                                   self.layout, dropped)
+
+
+# --------------------------------------------------------------------------- detections: read
+def read_vcoco_detections(path: str | os.PathLike[str], *, lenient: bool = False) -> VCOCODetectionsFile:
+    """Read V-COCO detections (hoibench JSON, or ``vsrl_eval.py``'s list as pickle or JSON).
+
+    Bad rows (NaN or inverted boxes, infinite scores, unknown classes, missing fields) raise a
+    :class:`FormatError` naming file, record and field; with ``lenient=True`` they are dropped and
+    counted in ``dropped``.
+    """
+    raw = read_bytes(path)
+    if raw[:1] == b"\x80":
+        data = _safe_unpickle(raw, path)
+        return _from_vsrl(data, path, lenient, "vsrl pickle")
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        try:  # Python's json writes NaN literals, which orjson rejects
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise FormatError(f"neither a pickle nor JSON ({exc})", file=path) from None
+    if isinstance(data, list):
+        return _from_vsrl(data, path, lenient, "vsrl json")
+    if isinstance(data, dict) and "images" in data:
+        return _from_hoibench(data, path, lenient)
+    raise FormatError("not V-COCO detections: expected an object with 'images' or a list of "
+                      "vsrl_eval detection dicts", file=path)
+
+
+class _NumpyOnlyUnpickler(pickle.Unpickler):
+    _ALLOWED: ClassVar[set[tuple[str, str]]] = {
+        ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"), ("numpy", "float32"), ("numpy", "float64"),
+        ("numpy", "int64"), ("numpy", "int32"), ("builtins", "float"), ("builtins", "int"),
+        ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
+    }
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) in self._ALLOWED:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name} (only numpy arrays and plain values)")
+
+
+def _safe_unpickle(raw: bytes, path: object) -> Any:
+    try:
+        return _NumpyOnlyUnpickler(io.BytesIO(raw), encoding="latin1").load()
+    except Exception as exc:
+        raise FormatError(f"cannot read the pickle: {exc}", file=path) from None
+
+
+def _column_index(names: Any, known: tuple[str, ...], path: object, key: str) -> np.ndarray:
+    if names is None:
+        return np.arange(len(known))
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise FormatError("expected a list of class names", file=path, field=key)
+    pos = {n: i for i, n in enumerate(known)}
+    out = []
+    for n in names:
+        if n not in pos:
+            raise FormatError(f"unknown class {n!r}; known: {', '.join(known)}", file=path, field=key)
+        out.append(pos[n])
+    if len(set(out)) != len(out):
+        raise FormatError("a class is listed twice", file=path, field=key)
+    return np.asarray(out, dtype=np.int64)
+
+
+def _image_id(entry: dict[str, Any], path: object, record: int) -> int:
+    if "image_id" in entry:
+        v = entry["image_id"]
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            return int(v)
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        raise FormatError(f"expected an integer, got {v!r}", file=path, record=record, field="image_id")
+    name = entry.get("file_name")
+    m = _COCO_NAME.search(name) if isinstance(name, str) else None
+    if m is None:
+        raise FormatError("missing (needs image_id or a COCO file_name ending in the image id)",
+                          file=path, record=record, field="image_id")
+    return int(m.group(1))
+
+
+def _matrix(value: Any, shape_tail: tuple[int, ...], n: int, path: object, record: int, key: str) -> np.ndarray:
+    try:
+        a = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        if len(shape_tail) == 2 and isinstance(value, list):  # role boxes with null entries
+            nan4 = [np.nan] * 4
+            try:
+                a = np.array([[nan4 if b is None else b for b in row] if isinstance(row, list) else row
+                              for row in value], dtype=np.float64)
+            except (TypeError, ValueError):
+                raise FormatError("expected numbers (or null) of the documented shape",
+                                  file=path, record=record, field=key) from None
+        else:
+            raise FormatError("expected numbers (or null) of the documented shape",
+                              file=path, record=record, field=key) from None
+    if n == 0 and a.size == 0:
+        return np.zeros((0, *shape_tail))
+    if a.shape != (n, *shape_tail):
+        raise FormatError(f"expected shape {(n, *shape_tail)}, got {a.shape}", file=path, record=record, field=key)
+    return a
+
+
+def _from_hoibench(data: dict[str, Any], path: object, lenient: bool) -> VCOCODetectionsFile:
+    acts, roles = vcoco_action_names(), vcoco_role_classes()
+    a_cols = _column_index(data.get("agent_classes"), acts, path, "agent_classes")
+    r_cols = _column_index(data.get("role_classes"), roles, path, "role_classes")
+    images = data["images"]
+    if not isinstance(images, list):
+        raise FormatError("expected a list", file=path, field="images")
+    ids, boxes, agent, rbox, rsc, recs = [], [], [], [], [], []
+    for k, entry in enumerate(images):
+        if not isinstance(entry, dict):
+            raise FormatError(f"expected an object, got {type(entry).__name__}", file=path, record=k)
+        img = _image_id(entry, path, k)
+        for key in ("person_boxes", "agent_scores", "role_boxes", "role_scores"):
+            if key not in entry:
+                raise FormatError("missing", file=path, record=k, field=key)
+        pb = entry["person_boxes"]
+        n = len(pb) if isinstance(pb, list) else -1
+        boxes.append(_matrix(pb, (4,), n, path, k, "person_boxes"))
+        agent.append(_matrix(entry["agent_scores"], (a_cols.size,), n, path, k, "agent_scores"))
+        rbox.append(_matrix(entry["role_boxes"], (r_cols.size, 4), n, path, k, "role_boxes"))
+        rsc.append(_matrix(entry["role_scores"], (r_cols.size,), n, path, k, "role_scores"))
+        ids.append(np.full(n, img, dtype=np.int64))
+        recs.append(np.full(n, k, dtype=np.int64))
+    d = len(np.concatenate(ids)) if ids else 0
+    agent_full = np.full((d, len(acts)), np.nan, dtype=np.float32)
+    rbox_full = np.full((d, len(roles), 4), np.nan, dtype=np.float32)
+    rsc_full = np.full((d, len(roles)), np.nan, dtype=np.float32)
+    if d:
+        agent_full[:, a_cols] = np.concatenate(agent)
+        rbox_full[:, r_cols] = np.concatenate(rbox)
+        rsc_full[:, r_cols] = np.concatenate(rsc)
+        det = VCOCODetections(np.concatenate(ids), np.concatenate(boxes), agent_full, rbox_full, rsc_full)
+        records = np.concatenate(recs)
+    else:
+        det, records = VCOCODetections.empty(), np.zeros(0, dtype=np.int64)
+    return _checked(det, records, path, lenient, "hoibench json", {})
+
+
+def _from_vsrl(data: Any, path: object, lenient: bool, layout: str) -> VCOCODetectionsFile:
+    if not isinstance(data, list):
+        raise FormatError(f"expected a list of detection dicts, got {type(data).__name__}", file=path)
+    names, roles = _schema()
+    agent_keys = [f"{a}_agent" for a in names]
+    role_keys = [f"{a}_{r}" for a, rs in zip(names, roles) for r in rs[1:]]
+    known = {"image_id", "person_box", *agent_keys, *role_keys}
+    n = len(data)
+    ids = np.zeros(n, dtype=np.int64)
+    boxes = np.full((n, 4), np.nan, dtype=np.float32)
+    agent = np.full((n, len(agent_keys)), np.nan, dtype=np.float32)
+    rbox = np.full((n, len(role_keys), 4), np.nan, dtype=np.float32)
+    rsc = np.full((n, len(role_keys)), np.nan, dtype=np.float32)
+    bad = np.zeros(n, dtype=bool)
+    dropped: dict[str, int] = {}
+    for k, det in enumerate(data):
+        try:
+            if not isinstance(det, dict):
+                raise FormatError(f"expected a dict, got {type(det).__name__}", file=path, record=k)
+            extra = set(det) - known
+            if extra:
+                raise FormatError(f"unknown class key {sorted(extra)[0]!r}", file=path, record=k,
+                                  field=sorted(extra)[0])
+            ids[k] = _image_id(det, path, k)
+            if "person_box" not in det:
+                raise FormatError("missing", file=path, record=k, field="person_box")
+            boxes[k] = _vec(det["person_box"], 4, path, k, "person_box")
+            for j, key in enumerate(agent_keys):
+                if key not in det:
+                    raise FormatError("missing score", file=path, record=k, field=key)
+                agent[k, j] = _vec(det[key], 1, path, k, key)[0]
+            for j, key in enumerate(role_keys):
+                if key not in det:
+                    raise FormatError("missing box and score", file=path, record=k, field=key)
+                v = _vec(det[key], 5, path, k, key)
+                rbox[k, j], rsc[k, j] = v[:4], v[4]
+        except FormatError as exc:
+            if not lenient:
+                raise
+            bad[k] = True
+            reason = exc.problem.split(" (")[0].split(":")[0]
+            dropped[reason] = dropped.get(reason, 0) + 1
+    keep = np.flatnonzero(~bad)
+    result = VCOCODetections(ids[keep], boxes[keep], agent[keep], rbox[keep], rsc[keep])
+    return _checked(result, keep.astype(np.int64), path, lenient, layout, dropped)
+
+
+def _vec(value: Any, size: int, path: object, record: int, key: str) -> np.ndarray:
+    try:
+        a = np.asarray(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        a = np.zeros(0)
+    if a.size != size:
+        what = "a number" if size == 1 else f"{size} numbers"
+        raise FormatError(f"expected {what}, got {value!r}", file=path, record=record, field=key)
+    return a
+
+
+def _checked(det: VCOCODetections, records: np.ndarray, path: object, lenient: bool, layout: str,
+             dropped: dict[str, int]) -> VCOCODetectionsFile:
+    code = det.problems()
+    bad = np.flatnonzero(code)
+    if bad.size and not lenient:
+        i = int(bad[0])
+        raise FormatError(f"{DETECTION_PROBLEMS[int(code[i])]} ({bad.size} bad detections in all)",
+                          file=path, record=int(records[i]),
+                          field="person_box" if code[i] <= 2 else "role_boxes" if code[i] >= 4 else "scores")
+    if bad.size:
+        for c in code[bad]:
+            reason = DETECTION_PROBLEMS[int(c)]
+            dropped[reason] = dropped.get(reason, 0) + 1
+        keep = np.flatnonzero(code == 0)
+        det, records = det.subset(keep), records[keep]
+    return VCOCODetectionsFile(det, records, str(path), layout, dropped)
+
+
+# --------------------------------------------------------------------------- detections: write
+def _nan_to_none(a: np.ndarray) -> list[Any]:
+    obj = a.astype(object)
+    obj[np.isnan(a)] = None
+    return obj.tolist()
+
+
+def write_vcoco_detections(detections: VCOCODetections, path: str | os.PathLike[str]) -> None:
+    """Write the hoibench JSON layout (atomically); NaN becomes ``null``."""
+    det = detections
+    images = []
+    order = np.argsort(det.image_ids, kind="stable")
+    ids = det.image_ids[order]
+    cuts = np.flatnonzero(np.diff(ids)) + 1
+    for rows in np.split(order, cuts) if order.size else []:
+        rb = det.role_boxes[rows].astype(np.float64)
+        boxes = [[None if np.isnan(b).all() else b.tolist() for b in row] for row in rb]
+        images.append({"image_id": int(det.image_ids[rows[0]]),
+                       "person_boxes": det.person_boxes[rows].astype(np.float64).tolist(),
+                       "agent_scores": _nan_to_none(det.agent_scores[rows].astype(np.float64)),
+                       "role_boxes": boxes,
+                       "role_scores": _nan_to_none(det.role_scores[rows].astype(np.float64))})
+    atomic_write_json(path, {"kind": "vcoco_detections", "agent_classes": list(vcoco_action_names()),
+                             "role_classes": list(vcoco_role_classes()), "images": images})
+
+
+def write_vsrl_detections(detections: VCOCODetections, path: str | os.PathLike[str]) -> None:
+    """Write ``vsrl_eval.py``'s detection pickle (list of dicts, float32 values as it keeps them)."""
+    names, roles = _schema()
+    role_keys = [f"{a}_{r}" for a, rs in zip(names, roles) for r in rs[1:]]
+    det = detections
+    out = []
+    for k in range(len(det)):
+        d: dict[str, Any] = {"image_id": int(det.image_ids[k]), "person_box": det.person_boxes[k].copy()}
+        for j, a in enumerate(names):
+            d[f"{a}_agent"] = np.float32(det.agent_scores[k, j])
+        for j, key in enumerate(role_keys):
+            d[key] = np.concatenate([det.role_boxes[k, j], det.role_scores[k, j:j + 1]]).astype(np.float32)
+        out.append(d)
+    atomic_write_bytes(path, pickle.dumps(out, protocol=4))
+
+
+# --------------------------------------------------------------------------- ground truth
+def _inclusive(boxes: np.ndarray) -> np.ndarray:
+    """Exclusive (x2 = x1 + w) → the reference's inclusive boxes: x2 = x1 + max(0, w - 1)."""
+    b = np.array(boxes, dtype=np.float64, copy=True)
+    w = np.maximum(0.0, (b[..., 2] - b[..., 0]) - 1.0)
+    h = np.maximum(0.0, (b[..., 3] - b[..., 1]) - 1.0)
+    b[..., 2] = b[..., 0] + w
+    b[..., 3] = b[..., 1] + h
+    return b
+
+
+class _GTBuilder:
+    """Collects people image by image and assembles a :class:`VCOCOGroundTruth`."""
+
+    def __init__(self) -> None:
+        self.n_act, self.n_role = len(vcoco_action_names()), len(vcoco_role_classes())
+        self.ids: list[int] = []
+        self.names: list[str] = []
+        self.counts: list[int] = []
+        self.boxes: list[np.ndarray] = []
+        self.actions: list[np.ndarray] = []
+        self.roles: list[np.ndarray] = []
+
+    def add_image(self, image_id: int, file_name: str, boxes: np.ndarray, actions: np.ndarray,
+                  roles: np.ndarray) -> None:
+        self.ids.append(image_id)
+        self.names.append(file_name)
+        self.counts.append(len(boxes))
+        self.boxes.append(np.asarray(boxes, dtype=np.float64).reshape(-1, 4))
+        self.actions.append(np.asarray(actions, dtype=np.int8).reshape(-1, self.n_act))
+        self.roles.append(np.asarray(roles, dtype=np.float64).reshape(-1, self.n_role, 4))
+
+    def build(self, *, complete: bool, source: str) -> VCOCOGroundTruth:
+        def cat(xs: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+            return np.concatenate(xs) if xs else np.zeros(shape)
+
+        return VCOCOGroundTruth(
+            image_ids=np.asarray(self.ids, dtype=np.int64),
+            person_offsets=np.concatenate([[0], np.cumsum(self.counts, dtype=np.int64)]),
+            person_boxes=cat(self.boxes, (0, 4)), person_actions=cat(self.actions, (0, self.n_act)),
+            role_boxes=cat(self.roles, (0, self.n_role, 4)), file_names=tuple(self.names),
+            complete=complete, source=source)
+
+
+def read_vcoco_ground_truth(path: str | os.PathLike[str], *, data: Any = None) -> VCOCOGroundTruth:
+    """Read the hoibench ground-truth layout (see the module docstring)."""
+    if data is None:
+        data = read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("images"), list):
+        raise FormatError("not a V-COCO ground-truth file (needs 'images')", file=path)
+    conv = data.get("box_convention", "inclusive")
+    if conv not in ("inclusive", "exclusive"):
+        raise FormatError(f"must be 'inclusive' or 'exclusive', got {conv!r}", file=path, field="box_convention")
+    names, roles = _schema()
+    act_index = {a: i for i, a in enumerate(names)}
+    role_index = {c: i for i, c in enumerate(vcoco_role_classes())}
+    b = _GTBuilder()
+    for k, img in enumerate(data["images"]):
+        if not isinstance(img, dict):
+            raise FormatError("expected an object", file=path, record=k)
+        image_id = _image_id(img, path, k)
+        persons = img.get("persons")
+        if not isinstance(persons, list):
+            raise FormatError("missing or not a list", file=path, record=k, field="persons")
+        n = len(persons)
+        boxes = np.zeros((n, 4))
+        acts = np.zeros((n, b.n_act), dtype=np.int8)
+        rbox = np.full((n, b.n_role, 4), np.nan)
+        for p, person in enumerate(persons):
+            where = f"persons[{p}]"
+            if not isinstance(person, dict):
+                raise FormatError("expected an object", file=path, record=k, field=where)
+            boxes[p] = _gt_box(person.get("box"), path, k, f"{where}.box")
+            if person.get("ignore", False):
+                if person.get("actions"):
+                    raise FormatError("an ignored person cannot have actions", file=path, record=k, field=where)
+                acts[p] = -1
+                continue
+            actions = person.get("actions", {})
+            if not isinstance(actions, dict):
+                raise FormatError("expected an object {action: {role: box}}", file=path, record=k,
+                                  field=f"{where}.actions")
+            for action, rdict in actions.items():
+                if action not in act_index:
+                    raise FormatError(f"unknown action {action!r}; known: {', '.join(names)}", file=path,
+                                      record=k, field=f"{where}.actions")
+                a = act_index[action]
+                acts[p, a] = 1
+                if rdict is None:
+                    continue
+                if not isinstance(rdict, dict):
+                    raise FormatError("expected an object {role: box or null}", file=path, record=k,
+                                      field=f"{where}.actions.{action}")
+                for role, box in rdict.items():
+                    key = f"{action}_{role}"
+                    if key not in role_index:
+                        raise FormatError(f"action {action!r} has no role {role!r} (roles: "
+                                          f"{', '.join(roles[a][1:]) or 'none'})", file=path, record=k,
+                                          field=f"{where}.actions.{action}")
+                    if box is not None:
+                        rbox[p, role_index[key]] = _gt_box(box, path, k, f"{where}.actions.{action}.{role}")
+        if conv == "exclusive":
+            boxes = _inclusive(boxes)
+            rbox = _inclusive(rbox)
+        name = img.get("file_name", "")
+        b.add_image(image_id, name if isinstance(name, str) else "", boxes, acts, rbox)
+    try:
+        return b.build(complete=bool(data.get("complete", True)), source=str(path))
+    except ValidationError as exc:  # e.g. duplicate image ids
+        raise FormatError(str(exc), file=path) from None
+
+
+def _gt_box(value: Any, path: object, record: int, key: str) -> np.ndarray:
+    v = _vec(value, 4, path, record, key)
+    if not np.all(np.isfinite(v)) or v[2] < v[0] or v[3] < v[1]:
+        raise FormatError(f"expected a finite box with x1 <= x2 and y1 <= y2, got {value!r}",
+                          file=path, record=record, field=key)
+    return v
+
+
+def write_vcoco_ground_truth(gt: VCOCOGroundTruth, path: str | os.PathLike[str]) -> None:
+    """Write the hoibench ground-truth layout (inclusive boxes, as evaluated)."""
+    names, roles = _schema()
+    role_names = vcoco_role_classes()
+    _, role_action, role_slot = _role_table()
+    images = []
+    for i in range(gt.n_images):
+        lo, hi = int(gt.person_offsets[i]), int(gt.person_offsets[i + 1])
+        persons = []
+        for p in range(lo, hi):
+            entry: dict[str, Any] = {"box": gt.person_boxes[p].astype(np.float64).tolist()}
+            if gt.person_actions[p, 0] == -1:
+                entry["ignore"] = True
+            else:
+                acts: dict[str, dict[str, Any]] = {}
+                for a in np.flatnonzero(gt.person_actions[p] == 1):
+                    acts[names[a]] = {}
+                for c in range(len(role_names)):
+                    a, role = int(role_action[c]), roles[int(role_action[c])][int(role_slot[c]) + 1]
+                    if names[a] in acts:
+                        box = gt.role_boxes[p, c]
+                        acts[names[a]][role] = None if np.isnan(box).all() else box.astype(np.float64).tolist()
+                entry["actions"] = acts
+            persons.append(entry)
+        name = gt.file_names[i] if gt.file_names is not None else ""
+        images.append({"image_id": int(gt.image_ids[i]), "file_name": name, "persons": persons})
+    atomic_write_json(path, {"kind": "vcoco_ground_truth", "box_convention": "inclusive",
+                             "complete": gt.complete, "images": images})
+
+
+def vcoco_ground_truth_from_official(vcoco_json: str | os.PathLike[str] | list[dict[str, Any]],
+                                     coco_instances: str | os.PathLike[str] | dict[str, Any],
+                                     *, image_ids: Any = None) -> VCOCOGroundTruth:
+    """Build the full ground truth as ``vsrl_eval.VCOCOeval._get_vcocodb`` does.
+
+    ``vcoco_json`` is the official ``vcoco_{test,...}.json`` (26 action records); ``coco_instances``
+    the COCO ``instances_*.json`` holding those images (``instances_val2014.json`` for the test
+    split). ``image_ids`` (default: the V-COCO images, ascending, as in ``vcoco_test.ids``).
+    Per image: every COCO annotation without ``ignore`` becomes ``[x, y, x + max(0, w - 1),
+    y + max(0, h - 1)]`` clipped to the image, kept when its area > 0 and it is wider and taller
+    than a point; the people (category ``person``) in COCO order are the ground truth, those not in
+    V-COCO ignored.
+    """
+    vpath = "<vcoco json>" if isinstance(vcoco_json, list) else str(vcoco_json)
+    cpath = "<coco instances>" if isinstance(coco_instances, dict) else str(coco_instances)
+    vdata = vcoco_json if isinstance(vcoco_json, list) else read_json(vcoco_json)
+    cdata = coco_instances if isinstance(coco_instances, dict) else read_json(coco_instances)
+    names, roles = _schema()
+    if not isinstance(vdata, list) or [r.get("action_name") for r in vdata if isinstance(r, dict)] != list(names):
+        raise FormatError(f"expected the 26 V-COCO action records in the order {', '.join(names)}", file=vpath)
+    role_index = {c: i for i, c in enumerate(vcoco_role_classes())}
+    # person (ann id) → action → role object ann ids (0 = none)
+    labelled: dict[int, dict[int, list[int]]] = {}
+    in_vcoco: set[int] = set()
+    for a, rec in enumerate(vdata):
+        if list(rec.get("role_name", [])) != list(roles[a]):
+            raise FormatError(f"role_name must be {list(roles[a])}", file=vpath, record=a, field="role_name")
+        ann = np.asarray(rec["ann_id"], dtype=np.int64).reshape(-1)
+        lab = np.asarray(rec["label"], dtype=np.int64).reshape(-1)
+        rid = np.asarray(rec["role_object_id"], dtype=np.int64).reshape(len(roles[a]), -1).T
+        if a == 0:
+            in_vcoco = set(ann.tolist())
+        if lab.size != ann.size or rid.shape[0] != ann.size:
+            raise FormatError("ann_id, label and role_object_id differ in length", file=vpath, record=a)
+        for k in np.flatnonzero(lab == 1):
+            acts = labelled.setdefault(int(ann[k]), {})
+            if a in acts:
+                raise FormatError(f"person {int(ann[k])} is labelled twice", file=vpath, record=a, field="label")
+            acts[a] = rid[k, 1:].tolist()
+    if image_ids is None:
+        ids = np.unique(np.asarray(vdata[0]["image_id"], dtype=np.int64))
+    else:
+        ids = np.asarray(image_ids, dtype=np.int64).reshape(-1)
+    cats = {c["name"]: c["id"] for c in cdata.get("categories", [])}
+    if "person" not in cats:
+        raise FormatError("no 'person' category", file=cpath, field="categories")
+    person_cat = cats["person"]
+    imgs = {int(im["id"]): im for im in cdata["images"]}
+    anns_of: dict[int, list[dict[str, Any]]] = {}
+    for ann in cdata["annotations"]:
+        anns_of.setdefault(int(ann["image_id"]), []).append(ann)
+    b = _GTBuilder()
+    for image_id in ids.tolist():
+        if image_id not in imgs:
+            raise FormatError(f"image {image_id} is not in the COCO file", file=cpath, field="images")
+        im = imgs[image_id]
+        width, height = float(im["width"]), float(im["height"])
+        valid: dict[int, tuple[np.ndarray, bool]] = {}
+        order: list[int] = []
+        for ann in anns_of.get(image_id, []):
+            if ann.get("ignore", 0) == 1:
+                continue
+            x1, y1, w, h = (float(v) for v in ann["bbox"])
+            x2 = x1 + max(0.0, w - 1.0)
+            y2 = y1 + max(0.0, h - 1.0)
+            x1, x2 = (min(width - 1.0, max(0.0, v)) for v in (x1, x2))
+            y1, y2 = (min(height - 1.0, max(0.0, v)) for v in (y1, y2))
+            if ann["area"] > 0 and x2 > x1 and y2 > y1:
+                valid[int(ann["id"])] = (np.array([x1, y1, x2, y2]), ann["category_id"] == person_cat)
+                order.append(int(ann["id"]))
+        people = [i for i in order if valid[i][1]]
+        n = len(people)
+        boxes = np.array([valid[i][0] for i in people]).reshape(n, 4)
+        acts = np.zeros((n, b.n_act), dtype=np.int8)
+        rbox = np.full((n, b.n_role, 4), np.nan)
+        for p, ann_id in enumerate(people):
+            if ann_id not in in_vcoco:
+                acts[p] = -1
+                continue
+            for a, objs in labelled.get(ann_id, {}).items():
+                acts[p, a] = 1
+                for r, obj in enumerate(objs):
+                    if obj == 0:
+                        continue
+                    if obj not in valid:
+                        raise FormatError(f"role object {obj} of person {ann_id} ({names[a]}) is not a valid "
+                                          f"COCO annotation of image {image_id}", file=vpath, record=a,
+                                          field="role_object_id")
+                    rbox[p, role_index[f"{names[a]}_{roles[a][r + 1]}"]] = valid[obj][0]
+        b.add_image(image_id, str(im.get("file_name", "")), boxes, acts, rbox)
+    return b.build(complete=True, source=f"{vpath} + {cpath}")
+
+
+def vcoco_ground_truth_from_dataset(ds: HOIDataset) -> VCOCOGroundTruth:
+    """Role ground truth from V-COCO *pair* annotations (e.g. ``load_dataset("v-coco:test")``).
+
+    Incomplete (``complete=False``): pairs cannot say which people are outside V-COCO (none is
+    ignored), list no person whose only actions have no role object (agent-only actions such as
+    ``stand``, or an action whose role object is absent), and boxes are converted from
+    ``x2 = x1 + w`` to the reference's ``x1 + w - 1`` without clipping (image sizes unknown).
+    People are the distinct subject boxes of each image, in order of first appearance.
+    """
+    if ds.vocab.name != "v-coco":
+        raise FormatError(f"expected a V-COCO dataset, got label space {ds.vocab.name!r}", file=ds.name)
+    names, _ = _schema()
+    role_index = {c: i for i, c in enumerate(vcoco_role_classes())}
+    verb_action = []
+    verb_role = []
+    for v in ds.vocab.verbs:
+        if v in names:
+            verb_action.append(names.index(v))
+            verb_role.append(-1)
+        else:
+            action = v.rsplit("_", 1)[0]
+            verb_action.append(names.index(action))
+            verb_role.append(role_index[v])
+    b = _GTBuilder()
+    for i in range(ds.n_images):
+        im = ds.image(i)
+        persons: dict[tuple[float, ...], int] = {}
+        pboxes: list[np.ndarray] = []
+        for s, _o, _v in im.pairs:
+            key = tuple(im.boxes[s].tolist())
+            if key not in persons:
+                persons[key] = len(pboxes)
+                pboxes.append(im.boxes[s])
+        n = len(pboxes)
+        acts = np.zeros((n, b.n_act), dtype=np.int8)
+        rbox = np.full((n, b.n_role, 4), np.nan)
+        for s, o, v in im.pairs:
+            p = persons[tuple(im.boxes[s].tolist())]
+            acts[p, verb_action[v]] = 1
+            if verb_role[v] >= 0 and o >= 0 and np.isnan(rbox[p, verb_role[v], 0]):
+                rbox[p, verb_role[v]] = im.boxes[o]
+        boxes = _inclusive(np.array(pboxes).reshape(n, 4))
+        b.add_image(int(im.image_id), im.file_name, boxes, acts, _inclusive(rbox))
+    return b.build(complete=False, source=ds.name)
+
+
+def resolve_vcoco_ground_truth(spec: str | os.PathLike[str]) -> VCOCOGroundTruth:
+    """Ground truth from a bundled dataset name (``v-coco:test``), a hoibench ground-truth file, or
+    any V-COCO pair-annotation file (the last two kinds are incomplete, see
+    :func:`vcoco_ground_truth_from_dataset`)."""
+    from hoibench.datasets import is_dataset_name, load_dataset
+    from hoibench.formats import read_dataset
+
+    if isinstance(spec, str) and is_dataset_name(spec) and not Path(spec).exists():
+        return vcoco_ground_truth_from_dataset(load_dataset(spec))
+    data = read_json(spec)
+    if isinstance(data, dict) and (data.get("kind") == "vcoco_ground_truth" or _has_persons(data)):
+        return read_vcoco_ground_truth(spec, data=data)
+    return vcoco_ground_truth_from_dataset(read_dataset(spec))
+
+
+def _has_persons(data: dict[str, Any]) -> bool:
+    images = data.get("images")
+    return isinstance(images, list) and bool(images) and isinstance(images[0], dict) and "persons" in images[0]
