@@ -70,14 +70,13 @@ class DetectionParse:
 
 
 def _json_candidates(text: str) -> list[str]:
-    """Fenced blocks first, then the outermost ``{…}`` / ``[…]`` spans of the text."""
-    out = [m.group(1).strip() for m in _FENCE.finditer(text)]
-    for open_c, close_c in (("{", "}"), ("[", "]")):
-        start = text.find(open_c)
-        end = text.rfind(close_c)
-        if 0 <= start < end:
-            out.append(text[start:end + 1])
-    return out
+    """Fenced blocks when there are any; otherwise the text from its first ``{`` or ``[`` (the
+    first JSON value, whatever follows it). A broken value is not searched for inner lists."""
+    fenced = [m.group(1).strip() for m in _FENCE.finditer(text)]
+    if fenced:
+        return fenced
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    return [text[min(starts):]] if starts else []
 
 
 def _decode_prefix(candidate: str) -> object:
