@@ -188,9 +188,9 @@ def test_detection_and_size_prompts_exact():
 
 
 def test_user_template_rejects_unknown_keys(tmp_path):
-    import yaml
-
     from importlib import resources
+
+    import yaml
 
     raw = yaml.safe_load((resources.files("hoibench.runners") / "prompts" / "crosshoi.yaml").read_text())
     good = tmp_path / "mine.yaml"
@@ -414,7 +414,7 @@ def test_misattribution_share_counts_other_peoples_interactions():
     assert m.per_question == {"x": ("feed a/an horse",)}
     other = MCQuestion(id="y", file_name="missing.jpg", setting=2, choices=q.choices,
                        correct=q.correct, person_box=q.person_box)
-    m2 = misattribution_share([q, other], ans + [MCAnswer("y", frozenset())], ds)
+    m2 = misattribution_share([q, other], [*ans, MCAnswer("y", frozenset())], ds)
     assert m2.questions_not_in_dataset == 1
 
 
@@ -427,7 +427,7 @@ def test_head_to_tail_recall_bins_by_train_frequency():
             qid = f"{h}-{k}"
             qs.append(MCQuestion(id=qid, file_name="f", setting=1,
                                  choices=(Choice(f"c{h}", hoi=h), Choice("z")), correct=frozenset({0})))
-            ans.append(MCAnswer(qid, frozenset({f"c{h}"} if h < 2 or k == 0 and h == 2 else set())))
+            ans.append(MCAnswer(qid, frozenset({f"c{h}"} if h < 2 or (k == 0 and h == 2) else set())))
     r = head_to_tail_recall(qs, ans, counts, n_bins=2)
     assert [(b.min_count, b.max_count, b.n_gt, b.n_tp) for b in r.bins] == [(50, 100, 4, 4), (1, 10, 4, 1)]
     assert r.bins[0].recall == 1.0 and r.bins[1].recall == 0.25
