@@ -130,6 +130,12 @@ def test_extra_images_must_have_their_own_names():
         build_balanced_split(ds, top_k=3, l_train=5, l_test=2, epochs=2, extra_train=ds.subset([0, 1]))
 
 
+def test_duplicate_file_names_are_rejected():
+    ds = synthetic(n_images=20)
+    with pytest.raises(ValidationError, match="not unique"):
+        build_balanced_split(HOIDataset.concat([ds, ds]), top_k=3)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"top_k": 0}, "top_k"),
     ({"l_train": 0}, "l_train"),

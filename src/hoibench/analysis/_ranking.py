@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
+from hoibench.analysis._bootstrap import bootstrap_weights, check_random_state
 
 __all__ = [
     "RankShift",
@@ -149,12 +150,6 @@ def rank_stability(
         raise ConfigError(f"n_resamples must be a positive integer; got {n_resamples!r}")
     if not 0 < confidence < 1:
         raise ConfigError(f"confidence must be in (0, 1); got {confidence!r}")
-    if isinstance(random_state, np.random.Generator):
-        rng = random_state
-    elif isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        rng = np.random.default_rng(int(random_state))
-    else:
-        raise ConfigError(f"random_state must be an integer seed or a numpy Generator; got {random_state!r}")
     models = list(per_class_ap)
     if len(models) < 2:
         raise ValidationError("rank stability needs at least two models")
@@ -169,10 +164,9 @@ def rank_stability(
     if n == 0:
         raise ValidationError("no class has an AP")
     observed = competition_ranks(mat.mean(axis=1))
-    ranks = np.empty((n_resamples, len(models)), dtype=np.int64)
-    for b in range(n_resamples):
-        idx = rng.integers(0, n, size=n)
-        ranks[b] = competition_ranks(mat[:, idx].mean(axis=1))
+    weights = bootstrap_weights(n, n_resamples, check_random_state(random_state))  # (B, n) draw counts
+    maps = weights @ mat.T / n  # (B, models): mAP of every model in every replicate
+    ranks = (maps[:, None, :] > maps[:, :, None]).sum(axis=2) + 1
     alpha = (1 - confidence) / 2
     out = []
     for j, m in enumerate(models):

@@ -40,6 +40,7 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench._io import atomic_write_bytes, atomic_write_json
+from hoibench.analysis._bootstrap import check_random_state
 from hoibench.data import HOIDataset
 
 __all__ = [
@@ -295,7 +296,7 @@ def balance_images(
     epochs: int = 20,
     allowed: np.ndarray | None = None,
     extra: np.ndarray | None = None,
-    random_state: int | np.random.Generator = 0,
+    random_state: int | np.random.Generator | None = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 1: the images of a balanced set (boolean mask over ``dataset``'s images).
 
@@ -323,7 +324,7 @@ def balance_images(
         Boolean image mask and the instances per class (aligned with ``classes``) before the
         annotation trimming that :func:`build_balanced_split` applies.
     """
-    rng = _check_random_state(random_state)
+    rng = check_random_state(random_state)
     _check_positive(target=target, epochs=epochs)
     idx = _ClassIndex(dataset, np.asarray(classes, dtype=np.int64))
     n = dataset.n_images
@@ -417,6 +418,9 @@ def build_balanced_split(
         raise ConfigError(f"random_state must be an integer seed; got {random_state!r}")
     if vocab.n_hois == 0:
         raise ConfigError(f"balanced splits need a label space with HOI classes; {vocab.name} has none")
+    if len(set(dataset.file_names)) != dataset.n_images:
+        raise ValidationError(f"{dataset.name or 'dataset'}: file names are not unique; the sets are "
+                              f"kept apart by image file name")
     l_zero_shot = l_test if l_zero_shot is None else l_zero_shot
     _check_positive(l_train=l_train, l_test=l_test, epochs=epochs, l_zero_shot=l_zero_shot)
     counts = dataset.hoi_counts() if selection_counts is None else np.asarray(selection_counts)
@@ -456,6 +460,7 @@ def build_balanced_split(
     params = {"dataset": dataset.name, "top_k": int(top_k), "l_train": int(l_train),
               "l_test": int(l_test), "l_zero_shot": int(l_zero_shot) if zero_shot else None,
               "epochs": int(epochs), "seed": int(random_state),
+              "selection_counts": "data" if selection_counts is None else "given",
               "extra_train_images": 0 if extra_train is None else extra_train.n_images}
     return BalancedSplit(classes=classes, selection_counts=counts, train=train, test=test,
                          zero_shot=zs, params=params)
@@ -486,14 +491,6 @@ def _check_positive(**values: int) -> None:
     for name, v in values.items():
         if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
             raise ConfigError(f"{name} must be a positive integer; got {v!r}")
-
-
-def _check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if random_state is None or isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
-        raise ConfigError(f"random_state must be an integer seed or a numpy Generator; got {random_state!r}")
-    return np.random.default_rng(int(random_state))
 
 
 # ---------------------------------------------------------------------------------------- writing
