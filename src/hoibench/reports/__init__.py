@@ -1,6 +1,7 @@
 """Reports: tables (Markdown, CSV, JSON), matplotlib plots and a self-contained HTML page, built
 from evaluation results (see ``docs/interfaces.md`` for the result files)."""
 
+from hoibench.reports._demo import DEMO_ANSWERERS, DEMO_DETECTORS, DemoConfig, DemoOutput, run_demo
 from hoibench.reports._figures import (
     Figure,
     binned_head_to_tail,
@@ -33,8 +34,12 @@ from hoibench.reports._standard import (
 from hoibench.reports._tables import Table, format_cell
 
 __all__ = [
+    "DEMO_ANSWERERS",
+    "DEMO_DETECTORS",
     "MCQ_METRICS",
     "ClassRecall",
+    "DemoConfig",
+    "DemoOutput",
     "Figure",
     "MCQMetricsResult",
     "MapResult",
@@ -59,6 +64,7 @@ __all__ = [
     "mcq_table",
     "ranking_shift_table",
     "result_from_dict",
+    "run_demo",
     "stats_table",
 ]
 
