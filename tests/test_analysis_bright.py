@@ -299,3 +299,58 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert "bad.json" in err and "full" in err and len(err.splitlines()) == 1
+
+
+# ------------------------------------------------------------------------------ with the evaluator
+def noisy_predictions(target, seed: int = 0):
+    """Every ground-truth pair as a detection (random score), half of them with a shifted subject
+    box (a false positive), plus the true box again at a lower score for some pairs."""
+    from hoibench.data import HOIPredictions
+
+    rng = np.random.default_rng(seed)
+    n = target.n_pairs
+    bh = target.pair_subject_boxes.copy()
+    bo = target.pair_object_boxes.copy()
+    shift = rng.random(n) < 0.5
+    bh[shift] += 1000.0
+    again = rng.random(n) < 0.5
+    img = np.concatenate([target.pair_image, target.pair_image[again]])
+    order = np.argsort(img, kind="stable")
+    boxes_h = np.concatenate([bh, target.pair_subject_boxes[again]])[order]
+    boxes_o = np.concatenate([bo, target.pair_object_boxes[again]])[order]
+    objects = np.concatenate([target.pair_object_label, target.pair_object_label[again]])[order]
+    verbs = np.concatenate([target.pair_verb, target.pair_verb[again]])[order]
+    scores = np.concatenate([rng.random(n), 0.5 * rng.random(int(again.sum()))])[order]
+    counts = np.bincount(img, minlength=target.n_images)
+    return HOIPredictions.from_arrays(target.vocab, target.file_names, counts, boxes_h, boxes_o,
+                                      objects, verbs, scores)
+
+
+def test_sensitivity_from_evaluator_matches_on_real_images(tmp_path):
+    from hoibench.analysis import sensitivity_from_matches
+    from hoibench.cli import cli
+    from hoibench.datasets import load_dataset
+    from hoibench.evaluation import match_hico_detections
+    from hoibench.formats import write_ppdm, write_predictions
+
+    target = load_dataset("hico-det:test").subset(np.arange(400))
+    preds = noisy_predictions(target)
+    matches = match_hico_detections(preds, target, protocol="official")
+    res = sensitivity_from_matches(matches)
+    ap = matches.average_precision()
+    # the unflipped AP is the evaluator's own per-class AP
+    assert np.allclose(res.ap, ap[res.classes])
+    assert len(res.classes) == int((target.hoi_counts() > 0).sum())
+    has_tp = ~np.isnan(res.ap_flipped)  # NaN: the class has no TP to flip
+    assert has_tp.sum() > 50 and (res.ap[~has_tp] == 0).all()
+    assert (res.ap_flipped[has_tp] <= res.ap[has_tp] + 1e-12).all() and (res.drop[has_tp] > 0).any()
+    # the same through the CLI, reading files
+    write_ppdm(target, tmp_path / "gt.json")
+    write_predictions(preds, tmp_path / "preds.json")
+    out = tmp_path / "out"
+    r = CliRunner().invoke(cli, ["analyze", "sensitivity", "--predictions", str(tmp_path / "preds.json"),
+                                 "--dataset", str(tmp_path / "gt.json"), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    rows = (out / "tp-fp-sensitivity.csv").read_text().splitlines()[1:]
+    got = {int(x.split(",")[0]): float(x.split(",")[3]) for x in rows}
+    assert got == pytest.approx({int(c): 100 * a for c, a in zip(res.classes, res.ap, strict=True)})

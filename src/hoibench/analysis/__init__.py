@@ -38,6 +38,7 @@ from hoibench.analysis._sensitivity import (
     flip_top_true_positive,
     ideal_sensitivity,
     sensitivity_figure,
+    sensitivity_from_matches,
     sensitivity_table,
     tp_fp_sensitivity,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "ranking_shift_table",
     "scene_composition",
     "sensitivity_figure",
+    "sensitivity_from_matches",
     "sensitivity_table",
     "tp_fp_sensitivity",
     "variance_reduction",

@@ -27,6 +27,7 @@ __all__ = [
     "ideal_sensitivity",
     "read_matches",
     "sensitivity_figure",
+    "sensitivity_from_matches",
     "sensitivity_table",
     "tp_fp_sensitivity",
 ]
@@ -68,10 +69,15 @@ def flip_top_true_positive(scores: Sequence[float] | np.ndarray, is_tp: Sequence
     Detections are ranked by score (descending, ties in input order). A class without any TP
     returns ``(ap, nan)``.
     """
-    ap = ap_function() if ap is None else ap
     if len(scores) != len(is_tp):
         raise ValidationError(f"scores and is_tp differ in length: {len(scores)} vs {len(is_tp)}")
-    tp = _ranked_tp(np.asarray(scores), np.asarray(is_tp))
+    return _flip_ranked(_ranked_tp(np.asarray(scores), np.asarray(is_tp)), int(n_gt),
+                        ap_function() if ap is None else ap)
+
+
+def _flip_ranked(tp: np.ndarray, n_gt: int, ap: APFunction) -> tuple[float, float]:
+    """AP before/after flipping the first TP of an already ranked TP sequence."""
+    tp = np.asarray(tp, dtype=bool)
     base = ap(tp.astype(np.float64), int(n_gt))
     hits = np.flatnonzero(tp)
     if not len(hits):
@@ -182,6 +188,25 @@ def tp_fp_sensitivity(det_class: np.ndarray, det_score: np.ndarray, det_tp: np.n
     metric = TPFPSensitivity(n_classes=len(n_gt), ap_method=ap_method, thresholds=thresholds)
     metric.update(det_class, det_score, det_tp, n_gt)
     return metric.compute(class_names=class_names)
+
+
+def sensitivity_from_matches(matches: Any, *, class_names: Sequence[str] = (),
+                             ap_method: str = "voc11", thresholds: str | None = None) -> SensitivityResult:
+    """Sensitivity from the evaluator's :class:`~hoibench.evaluation.HICOMatches`.
+
+    Uses each class's detections in the order the evaluation protocol ranked them (so ties
+    break exactly as in the mAP), and by default the protocol's 11-point thresholds.
+    """
+    ap = ap_function(ap_method, thresholds=thresholds or matches.protocol.recall_thresholds)
+    n_gt = np.asarray(matches.n_gt, dtype=np.int64)
+    keep = np.flatnonzero(n_gt > 0)
+    base = np.zeros(len(keep))
+    flipped = np.zeros(len(keep))
+    for j, c in enumerate(keep.tolist()):
+        _, tp = matches.for_class(c)
+        base[j], flipped[j] = _flip_ranked(tp, int(n_gt[c]), ap)
+    names = tuple(class_names[c] for c in keep) if len(class_names) else ()
+    return SensitivityResult(classes=keep, n_gt=n_gt[keep], ap=base, ap_flipped=flipped, class_names=names)
 
 
 def ideal_sensitivity(n_values: Sequence[int] | np.ndarray, *, ap_method: str = "voc11",

@@ -147,32 +147,64 @@ def _slug(s: str) -> str:
 
 
 @analyze.command("sensitivity")
-@click.option("--matches", "matches_file", required=True, type=click.Path(dir_okay=False),
-              help="Matched detections (kind 'hoi_matches', see docs/interfaces.md).")
+@click.option("--predictions", default=None, type=click.Path(dir_okay=False),
+              help="Detections of one model (any format `hoibench eval hico` reads).")
+@click.option("--dataset", default=None, metavar="DATASET_OR_FILE",
+              help="Ground truth for --predictions (e.g. hico-det:test or a balanced test_hico.json).")
+@click.option("--protocol", default="official", show_default=True,
+              help="Matching protocol of the evaluator (official, qpic, pocket).")
+@click.option("--matches", "matches_file", default=None, type=click.Path(dir_okay=False),
+              help="Instead: matched detections (kind 'hoi_matches', see docs/interfaces.md).")
 @click.option("--ap-method", type=click.Choice(["voc11", "all_point"]), default="voc11", show_default=True)
 @click.option("--thresholds", type=click.Choice(["matlab", "linspace", "arange", "decimal"]),
-              default="matlab", show_default=True, help="11-point recall thresholds flavour.")
+              default=None, help="11-point recall thresholds [default: the protocol's, else matlab].")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write tp-fp-sensitivity.{md,csv,png} here.")
-def sensitivity(matches_file: str, ap_method: str, thresholds: str, out_dir: str | None) -> None:
+def sensitivity(predictions: str | None, dataset: str | None, protocol: str, matches_file: str | None,
+                ap_method: str, thresholds: str | None, out_dir: str | None) -> None:
     """AP drop when each class's top true positive becomes a false positive (Figure 3)."""
-    from hoibench.analysis import sensitivity_figure, sensitivity_table, tp_fp_sensitivity
-    from hoibench.analysis._sensitivity import read_matches
-
-    m = read_matches(matches_file)
-    res = tp_fp_sensitivity(m["hoi"], m["score"], m["tp"], m["n_gt"], ap_method=ap_method,
-                            thresholds=thresholds, class_names=m["class_names"])
-    table = sensitivity_table(res)
-    rel = res.relative_drop
     import numpy as np
 
+    from hoibench._exceptions import ConfigError
+    from hoibench.analysis import (
+        sensitivity_figure,
+        sensitivity_from_matches,
+        sensitivity_table,
+        tp_fp_sensitivity,
+    )
+
+    if (matches_file is None) == (predictions is None):
+        raise ConfigError("give either --predictions with --dataset, or --matches")
+    if matches_file is not None:
+        from hoibench.analysis._sensitivity import read_matches
+
+        m = read_matches(matches_file)
+        thresholds = thresholds or "matlab"
+        res = tp_fp_sensitivity(m["hoi"], m["score"], m["tp"], m["n_gt"], ap_method=ap_method,
+                                thresholds=thresholds, class_names=m["class_names"])
+    else:
+        if dataset is None:
+            raise ConfigError("--predictions needs --dataset (the ground truth)")
+        from hoibench.datasets import resolve_dataset
+        from hoibench.evaluation import HICOProtocol, match_hico_detections
+        from hoibench.formats import read_predictions
+
+        target = resolve_dataset(dataset)
+        preds = read_predictions(predictions, vocab=target.vocab)
+        with console.status("matching detections", spinner="dots"):
+            matches = match_hico_detections(preds, target, protocol=protocol)
+        thresholds = thresholds or HICOProtocol.preset(protocol).recall_thresholds
+        names = tuple(target.vocab.hoi_name(h) for h in range(target.vocab.n_hois))
+        res = sensitivity_from_matches(matches, class_names=names, ap_method=ap_method,
+                                       thresholds=thresholds)
+    table = sensitivity_table(res)
+    rel = res.relative_drop
     ok = ~np.isnan(rel)
-    if ok.any():
-        for lo, hi in ((1, 10), (10, 50), (50, 10**9)):
-            sel = ok & (res.n_gt >= lo) & (res.n_gt < hi)
-            if sel.any():
-                label = f"{lo}-{hi - 1}" if hi < 10**9 else f">={lo}"
-                console.print(f"classes with {label} test instances: {sel.sum()}, median relative AP "
-                              f"drop {np.median(rel[sel]):.1f}%")
+    for lo, hi in ((1, 10), (10, 50), (50, None)):
+        sel = ok & (res.n_gt >= lo) & (res.n_gt < (hi or np.inf))
+        if sel.any():
+            label = f"{lo}-{hi - 1}" if hi else f">={lo}"
+            console.print(f"classes with {label} test instances: {int(sel.sum())}, median relative AP "
+                          f"drop {np.median(rel[sel]):.1f}%")
     figures = [sensitivity_figure(res, ap_method=ap_method, thresholds=thresholds)] if out_dir else []
     _write(out_dir, [table], figures)
