@@ -410,8 +410,10 @@ def _overlap_f32(gt: np.ndarray, pred: np.ndarray) -> np.ndarray:
     """Row-wise IoU with the +1 pixel rule, in float32 and in the reference's order of operations.
 
     ``vsrl_eval.get_overlap(gt_boxes, pred_box)`` run under numpy 2, element by element. Not
-    :func:`hoibench.evaluation.paired_box_iou` (``convention="pixel"``): that one computes in
-    float64, and float32 rounding moves some IoUs across 0.5 (a test shows one).
+    :func:`hoibench.evaluation.paired_box_iou` (``convention="pixel"``), which computes in
+    float64: the person arg-max must see the reference's float32 ties (two people whose IoUs
+    differ by less than float32 rounding go to the first one there), and thresholds the same
+    rounded values.
     """
     ixmin = np.maximum(gt[:, 0], pred[:, 0])
     iymin = np.maximum(gt[:, 1], pred[:, 1])

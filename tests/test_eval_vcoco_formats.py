@@ -1,0 +1,260 @@
+"""V-COCO detection and ground-truth files, the bundled-data ground truth, and ``hoibench eval vcoco``."""
+
+from __future__ import annotations
+
+import csv
+import json
+import pickle
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from hoibench._exceptions import FormatError
+from hoibench.evaluation import (
+    VCOCODetections,
+    vcoco_action_names,
+    vcoco_role_ap,
+    vcoco_role_classes,
+)
+from hoibench.formats import (
+    read_vcoco_detections,
+    read_vcoco_ground_truth,
+    resolve_vcoco_ground_truth,
+    vcoco_ground_truth_from_official,
+    write_vcoco_detections,
+    write_vcoco_ground_truth,
+    write_vsrl_detections,
+)
+from tests.conftest import shared_file
+from tests.test_eval_vcoco_oracle import make_synthetic
+
+N_ACT, N_ROLE = len(vcoco_action_names()), len(vcoco_role_classes())
+
+
+def _same(a: VCOCODetections, b: VCOCODetections) -> None:
+    np.testing.assert_array_equal(a.image_ids, b.image_ids)
+    for f in ("person_boxes", "agent_scores", "role_boxes", "role_scores"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
+
+
+@pytest.fixture(scope="module")
+def synthetic() -> tuple[dict, list[dict], VCOCODetections]:
+    return make_synthetic(11, n_images=12)
+
+
+def test_hoibench_json_round_trip(tmp_path, synthetic) -> None:
+    _, _, det = synthetic
+    det = det.subset(np.argsort(det.image_ids, kind="stable"))  # the writer groups by image
+    write_vcoco_detections(det, tmp_path / "d.json")
+    back = read_vcoco_detections(tmp_path / "d.json")
+    assert back.layout == "hoibench json" and not back.dropped
+    _same(det, back.detections)
+
+
+def test_vsrl_pickle_and_json_round_trip(tmp_path, synthetic) -> None:
+    _, _, det = synthetic
+    write_vsrl_detections(det, tmp_path / "d.pkl")
+    back = read_vcoco_detections(tmp_path / "d.pkl")
+    assert back.layout == "vsrl pickle"
+    _same(det, back.detections)
+    # the same list of dicts as JSON (NaN written as Python's json does)
+    rows = pickle.loads((tmp_path / "d.pkl").read_bytes())
+    plain = [{k: (v.tolist() if isinstance(v, np.ndarray) else float(v) if isinstance(v, np.floating) else v)
+              for k, v in r.items()} for r in rows]
+    (tmp_path / "d.json").write_text(json.dumps(plain))
+    _same(det, read_vcoco_detections(tmp_path / "d.json").detections)
+
+
+def test_pickle_with_other_objects_is_refused(tmp_path) -> None:
+    (tmp_path / "evil.pkl").write_bytes(pickle.dumps([{"image_id": 1, "f": FormatError("x")}]))
+    with pytest.raises(FormatError, match="refusing to load"):
+        read_vcoco_detections(tmp_path / "evil.pkl")
+
+
+def _vsrl_row(image_id: int = 1) -> dict:
+    row: dict = {"image_id": image_id, "person_box": [0.0, 0.0, 10.0, 10.0]}
+    for a in vcoco_action_names():
+        row[f"{a}_agent"] = 0.5
+    for c in vcoco_role_classes():
+        row[c] = [0.0, 0.0, 0.0, 0.0, 0.5]
+    return row
+
+
+def test_vsrl_bad_records_are_named_or_dropped(tmp_path) -> None:
+    rows = [_vsrl_row(), _vsrl_row(), _vsrl_row(), _vsrl_row()]
+    del rows[1]["hold_agent"]
+    rows[2]["person_box"] = [5.0, 5.0, 1.0, 1.0]
+    rows[3]["fly_agent"] = 0.3
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(rows))
+    with pytest.raises(FormatError, match=r"d.json: record 1: hold_agent: missing score"):
+        read_vcoco_detections(path)
+    loaded = read_vcoco_detections(path, lenient=True)
+    assert len(loaded.detections) == 1 and loaded.records.tolist() == [0]
+    assert sum(loaded.dropped.values()) == 3
+
+
+def test_hoibench_json_partial_columns_nulls_and_errors(tmp_path) -> None:
+    doc = {"agent_classes": ["hold"], "role_classes": ["hold_obj", "eat_instr"],
+           "images": [{"image_id": 3, "person_boxes": [[0, 0, 10, 10], [1, 1, 5, 5]],
+                       "agent_scores": [[0.9], [None]],
+                       "role_boxes": [[[1, 2, 3, 4], None], [None, [0, 0, 0, 0]]],
+                       "role_scores": [[0.8, None], [0.1, 0.2]]},
+                      {"file_name": "COCO_val2014_000000000042.jpg", "person_boxes": [],
+                       "agent_scores": [], "role_boxes": [], "role_scores": []}]}
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(doc))
+    det = read_vcoco_detections(path).detections
+    assert det.image_ids.tolist() == [3, 3]
+    hold, stand = vcoco_action_names().index("hold"), vcoco_action_names().index("stand")
+    assert det.agent_scores[0, hold] == np.float32(0.9) and np.isnan(det.agent_scores[1, hold])
+    assert np.isnan(det.agent_scores[:, stand]).all()  # not listed: not predicted
+    c = vcoco_role_classes().index("hold_obj")
+    assert det.role_boxes[0, c].tolist() == [1, 2, 3, 4] and np.isnan(det.role_boxes[1, c]).all()
+    doc["images"][0]["agent_scores"] = [[0.9, 0.1], [0.2, 0.3]]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match=r"record 0: agent_scores: expected shape \(2, 1\)"):
+        read_vcoco_detections(path)
+    doc["agent_classes"] = ["fly"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match="agent_classes: unknown class 'fly'"):
+        read_vcoco_detections(path)
+
+
+def test_unknown_images_are_named_or_dropped(tmp_path, synthetic) -> None:
+    coco, vcoco, det = synthetic
+    gt = vcoco_ground_truth_from_official(vcoco, coco)
+    write_vsrl_detections(det, tmp_path / "d.pkl")
+    loaded = read_vcoco_detections(tmp_path / "d.pkl")
+    sub = gt.select(gt.image_ids[1:])
+    with pytest.raises(FormatError, match=r"record \d+: image_id: image 1000 is not in the ground truth"):
+        loaded.restrict_to(sub)
+    kept = loaded.restrict_to(sub, lenient=True)
+    n_first = int((det.image_ids == gt.image_ids[0]).sum())
+    assert kept.dropped == {"unknown image": n_first} and len(kept.detections) == len(det) - n_first
+
+
+def test_ground_truth_round_trip_and_exclusive_boxes(tmp_path, synthetic) -> None:
+    coco, vcoco, det = synthetic
+    gt = vcoco_ground_truth_from_official(vcoco, coco)
+    write_vcoco_ground_truth(gt, tmp_path / "gt.json")
+    back = read_vcoco_ground_truth(tmp_path / "gt.json")
+    for f in ("image_ids", "person_offsets", "person_boxes", "person_actions", "role_boxes"):
+        np.testing.assert_array_equal(getattr(gt, f), getattr(back, f), err_msg=f)
+    a, b = vcoco_role_ap(det, gt), vcoco_role_ap(det, back)
+    np.testing.assert_array_equal(a.role_ap[1], b.role_ap[1])
+    ex = read_vcoco_ground_truth("x", data={"box_convention": "exclusive", "images": [
+        {"image_id": 1, "persons": [{"box": [10.0, 10.0, 20.5, 30.0], "actions": {"hold": {"obj": [0, 0, 0.5, 4]}}}]}]})
+    assert ex.person_boxes[0].tolist() == [10.0, 10.0, 19.5, 29.0]
+    assert ex.role_boxes[0, vcoco_role_classes().index("hold_obj")].tolist() == [0.0, 0.0, 0.0, 3.0]
+
+
+def test_official_converter_follows_vsrl_eval_rules(synthetic) -> None:
+    coco, vcoco, _ = synthetic
+    gt = vcoco_ground_truth_from_official(vcoco, coco)
+    # people: valid COCO person annotations (not ignore, area > 0, wider and taller than a point)
+    valid_people = [a for a in coco["annotations"] if a["category_id"] == 1 and a.get("ignore") != 1
+                    and a["area"] > 0]
+    assert gt.n_persons == len(valid_people)
+    assert gt.image_ids.tolist() == sorted({im["id"] for im in coco["images"]})
+    assert (gt.person_boxes >= 0).all() and (gt.person_boxes[:, 2] <= 639).all()  # clipped
+    assert int((~gt.ignored).sum()) == len(set(vcoco[0]["ann_id"]))
+    broken = json.loads(json.dumps(vcoco))
+    rec = broken[0]  # hold: point a role at an annotation that does not exist
+    n = len(rec["ann_id"])
+    k = rec["label"].index(1)
+    rec["role_object_id"][n + k] = 999999
+    with pytest.raises(FormatError, match="role object 999999"):
+        vcoco_ground_truth_from_official(broken, coco)
+
+
+# --------------------------------------------------------------------------- bundled / real data
+@pytest.fixture(scope="module")
+def bundled_gt():
+    return resolve_vcoco_ground_truth("v-coco:test")
+
+
+def test_bundled_ground_truth_is_incomplete_in_known_ways(bundled_gt) -> None:
+    gt = bundled_gt
+    ids = np.loadtxt(shared_file("v-coco/vcoco_test.ids"), dtype=np.int64)
+    assert not gt.complete and gt.n_images == 4946
+    np.testing.assert_array_equal(gt.image_ids, ids)  # the official split, in its order
+    assert gt.n_persons == 6276 and not gt.ignored.any()
+    assert int((~np.isnan(gt.role_boxes[..., 0])).sum()) == 12402  # one role box per pair
+    pos = dict(zip(vcoco_action_names(), gt.n_positives().tolist()))
+    assert pos["stand"] == pos["walk"] == pos["run"] == pos["smile"] == pos["point"] == 0
+    assert pos["hold"] == 2733 and pos["eat"] == 387
+
+
+def test_perfect_detections_on_bundled_test_set(bundled_gt) -> None:
+    gt = bundled_gt
+    n = gt.n_persons
+    has = gt.person_actions == 1
+    agent = np.where(has, 1.0, np.nan)
+    role_action = np.array([vcoco_action_names().index(c.rsplit("_", 1)[0]) for c in vcoco_role_classes()])
+    role_scores = np.where(has[:, role_action], 1.0, np.nan)
+    role_boxes = np.nan_to_num(gt.role_boxes, nan=0.0)  # empty role: all-zero box
+    det = VCOCODetections(np.repeat(gt.image_ids, np.diff(gt.person_offsets)), gt.person_boxes,
+                          agent, role_boxes, role_scores)
+    assert len(det) == n
+    res = vcoco_role_ap(det, gt)
+    ok = gt.n_positives() > 0
+    assert (res.agent_ap[ok] == 1.0).all() and np.isnan(res.agent_ap[~ok]).all()
+    assert res.role_map(1) == 1.0 and res.role_map(2) == 1.0
+    # person boxes moved off the image: every detection is a false positive
+    shifted = det.person_boxes + 10000.0
+    res = vcoco_role_ap(VCOCODetections(det.image_ids, shifted, agent, role_boxes, role_scores), gt)
+    assert res.agent_map == 0.0 and res.role_map(1) == 0.0
+
+
+def test_pair_annotation_files_resolve_like_the_bundled_dataset(bundled_gt) -> None:
+    path = shared_file("v-coco/instances_vcoco_test.json")
+    gt = resolve_vcoco_ground_truth(str(path))
+    np.testing.assert_array_equal(gt.person_boxes, bundled_gt.person_boxes)
+    np.testing.assert_array_equal(gt.person_actions, bundled_gt.person_actions)
+
+
+# --------------------------------------------------------------------------- CLI
+def _cli(args: list[str]):
+    from hoibench.cli import cli
+
+    return CliRunner().invoke(cli, args, catch_exceptions=False)
+
+
+def test_cli_scores_and_writes_json_and_csv(tmp_path, synthetic) -> None:
+    coco, vcoco, det = synthetic
+    (tmp_path / "coco.json").write_text(json.dumps(coco))
+    (tmp_path / "vcoco.json").write_text(json.dumps(vcoco))
+    write_vsrl_detections(det, tmp_path / "d.pkl")
+    r = _cli(["eval", "vcoco", "--gt", str(tmp_path / "vcoco.json"), "--coco-instances", str(tmp_path / "coco.json"),
+              "--save-gt", str(tmp_path / "gt.json"), "--pred", str(tmp_path / "d.pkl"),
+              "--json", str(tmp_path / "res.json"), "--per-class", str(tmp_path / "pc.csv")])
+    assert r.exit_code == 0, r.output
+    assert "role AP scenario 1 (24 pairs)" in r.output
+    res = json.loads((tmp_path / "res.json").read_text())
+    expected = vcoco_role_ap(det, vcoco_ground_truth_from_official(vcoco, coco))
+    assert res["kind"] == "vcoco_role_ap" and res["complete_ground_truth"] is True
+    assert res["scenario_2"]["role_map_24"] == pytest.approx(100 * expected.role_map(2))
+    assert res["agent_map"] == pytest.approx(100 * expected.agent_map)
+    rows = list(csv.DictReader((tmp_path / "pc.csv").open()))
+    assert len(rows) == N_ACT + N_ROLE and rows[0]["class"] == "hold"
+    # the saved ground truth gives the same numbers, scenario 1 only
+    r = _cli(["eval", "vcoco", "--gt", str(tmp_path / "gt.json"), "--pred", str(tmp_path / "d.pkl"),
+              "--scenario", "1", "--json", "-"])
+    again = json.loads(r.output)
+    assert "scenario_2" not in again
+    assert again["scenario_1"] == res["scenario_1"]
+
+
+def test_cli_bad_input_is_one_line(tmp_path, capsys) -> None:
+    from hoibench.cli import main
+
+    path = tmp_path / "d.json"
+    row = _vsrl_row(image_id=123456789)
+    path.write_text(json.dumps([row]))
+    with pytest.raises(SystemExit) as exc:
+        main(["eval", "vcoco", "--gt", "v-coco:test", "--pred", str(path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: ") and "record 0: image_id: image 123456789 is not in the ground truth" in err[-1]
