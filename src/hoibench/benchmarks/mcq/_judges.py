@@ -1,0 +1,125 @@
+"""Negative filtering with VLM judges (``001_*.txt`` sec. 2.2, "Negative Choice Construction").
+
+The paper asks GPT-4.1 which candidate negatives are consistent with the image and keeps the
+inconsistent ones; Qwen2.5-VL-32B then refines the pool, and the negatives *it* rejects are
+cross-checked by GPT-4o, which can keep them. :class:`NegativeFilter` is that cascade over any
+:class:`~hoibench.runners.ChatBackend` objects (the VLM runner's backends, or a
+``ScriptedBackend`` in tests): ``first`` decides, ``refine`` may reject, ``cross_check`` may keep
+what ``refine`` rejected.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hoibench._exceptions import ConfigError
+from hoibench.runners import ChatBackend, ChatMessage, ChatRequest, GenerationParams, ImagePart
+
+__all__ = ["DEFAULT_JUDGE_PROMPT", "NegativeFilter", "parse_yes_no"]
+
+DEFAULT_JUDGE_PROMPT = (
+    "Look at the image{target}. Could the following describe an interaction that is actually "
+    "happening in it: \"{choice}\"? Answer with one word: yes or no."
+)
+
+
+def parse_yes_no(text: str | None) -> bool | None:
+    """``True`` for yes, ``False`` for no, ``None`` when the reply says neither first."""
+    if not text:
+        return None
+    m = re.search(r"\b(yes|no)\b", text.strip().lower())
+    if m is None:
+        return None
+    return m.group(1) == "yes"
+
+
+@dataclass
+class NegativeFilter:
+    """Keep only negatives the judges find inconsistent with the image.
+
+    Parameters
+    ----------
+    first:
+        Judge asked about every candidate; a candidate it calls plausible ("yes") is dropped.
+    refine:
+        Optional second judge over what ``first`` kept.
+    cross_check:
+        Optional third judge over what ``refine`` dropped; it keeps those it calls implausible.
+    image_root:
+        Folder of the images (joined with each question's file name).
+    prompt:
+        Template with ``{choice}`` and ``{target}`` (the person box sentence, or empty).
+
+    An unparseable or failed reply counts as "plausible" (the negative is dropped): a doubtful
+    negative costs one choice, a false negative costs a wrong score.
+    """
+
+    first: ChatBackend
+    refine: ChatBackend | None = None
+    cross_check: ChatBackend | None = None
+    image_root: str | os.PathLike[str] = "."
+    prompt: str = DEFAULT_JUDGE_PROMPT
+    params: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=8))
+    stats: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.cross_check is not None and self.refine is None:
+            raise ConfigError("cross_check needs refine: it re-judges what refine rejected")
+        if "{choice}" not in self.prompt:
+            raise ConfigError("the judge prompt must contain {choice}")
+
+    def describe(self) -> dict[str, Any]:
+        """What goes into the benchmark header's metadata."""
+        return {
+            "first": self.first.fingerprint(),
+            "refine": None if self.refine is None else self.refine.fingerprint(),
+            "cross_check": None if self.cross_check is None else self.cross_check.fingerprint(),
+            "prompt": self.prompt,
+            "params": self.params.as_dict(),
+        }
+
+    def _requests(self, items: Sequence[tuple[str, str, tuple[float, ...] | None]]) -> list[ChatRequest]:
+        root = Path(self.image_root)
+        out = []
+        for file_name, text, box in items:
+            target = "" if box is None else f" and the person in the box {[round(v, 1) for v in box]}"
+            msg = ChatMessage.user(ImagePart(path=str(root / file_name)),
+                                   self.prompt.format(choice=text, target=target))
+            out.append(ChatRequest((msg,), self.params, {"file_name": file_name, "choice": text}))
+        return out
+
+    def _plausible(self, judge: ChatBackend, items: Sequence[tuple[str, str, tuple[float, ...] | None]],
+                   stage: str) -> list[bool]:
+        if not items:
+            return []
+        responses = judge.generate(self._requests(items))
+        out = []
+        for r in responses:
+            verdict = parse_yes_no(r.text if r.ok else None)
+            if verdict is None:
+                self.stats[f"{stage}_unparsed"] = self.stats.get(f"{stage}_unparsed", 0) + 1
+            out.append(verdict is not False)
+        self.stats[f"{stage}_asked"] = self.stats.get(f"{stage}_asked", 0) + len(items)
+        self.stats[f"{stage}_plausible"] = self.stats.get(f"{stage}_plausible", 0) + sum(out)
+        return out
+
+    def keep(self, items: Sequence[tuple[str, str, tuple[float, ...] | None]]) -> list[bool]:
+        """For each ``(file name, choice text, person box or None)``: keep it as a negative?"""
+        keep = [not p for p in self._plausible(self.first, items, "first")]
+        if self.refine is None:
+            return keep
+        idx = [i for i, k in enumerate(keep) if k]
+        refined = self._plausible(self.refine, [items[i] for i in idx], "refine")
+        rejected = [i for i, plausible in zip(idx, refined, strict=True) if plausible]
+        for i in rejected:
+            keep[i] = False
+        if self.cross_check is not None:
+            again = self._plausible(self.cross_check, [items[i] for i in rejected], "cross_check")
+            for i, plausible in zip(rejected, again, strict=True):
+                keep[i] = not plausible
+        return keep

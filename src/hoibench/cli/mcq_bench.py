@@ -1,0 +1,282 @@
+"""``hoibench mcq build|stats|score|from-detections``: the multiple-choice HOI benchmark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from hoibench.cli._common import console, echo_json, err_console
+
+__all__ = ["build", "from_detections", "score", "stats"]
+
+
+def _dataset_for(dataset: str, split: str) -> Any:
+    from hoibench.datasets import is_dataset_name, resolve_dataset
+
+    if is_dataset_name(dataset) and ":" not in dataset and not Path(dataset).exists():
+        return resolve_dataset(f"{dataset}:{split}")
+    return resolve_dataset(dataset)
+
+
+def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | None) -> Any:
+    from hoibench._exceptions import ConfigError
+    from hoibench.benchmarks.mcq import NegativeFilter
+    from hoibench.runners import make_backend
+
+    if not specs:
+        return None
+    if len(specs) > 3:
+        raise ConfigError(f"--judge takes at most 3 judges (first, refine, cross-check); got {len(specs)}")
+    if images is None:
+        raise ConfigError("--judge needs --images (the judges look at the images)")
+    backends = []
+    for spec in specs:
+        name, sep, model = spec.partition(":")
+        if not sep or not model:
+            raise ConfigError(f"--judge must read BACKEND:MODEL (e.g. openai:gpt-4.1); got {spec!r}")
+        kwargs: dict[str, Any] = {"model": model}
+        if name == "openai" and base_urls:
+            kwargs["base_urls"] = base_urls
+        backends.append(make_backend(name, **kwargs))
+    return NegativeFilter(first=backends[0], refine=backends[1] if len(backends) > 1 else None,
+                          cross_check=backends[2] if len(backends) > 2 else None, image_root=images)
+
+
+@click.command("build")
+@click.option("--dataset", default="hico-det", show_default=True, metavar="DATASET_OR_FILE",
+              help="A bundled dataset (combined with --split) or an annotation file.")
+@click.option("--split", type=click.Choice(["test", "train"]), default="test", show_default=True,
+              help="test: the evaluation benchmark; train: the training questions of App. C.3.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed (recorded in the header).")
+@click.option("--settings", default="1,2", show_default=True,
+              help="Question kinds: 1 (whole image), 2 (target person; reused by setting 3).")
+@click.option("--max-per-class", type=int, default=3, show_default=True,
+              help="Redistribution: setting-2 questions per correct class (median-frequency class).")
+@click.option("--head-exponent", type=float, default=0.3, show_default=True,
+              help="Redistribution: per-class cap grows as (train count / median)^exponent; 0 = flat.")
+@click.option("--no-redistribute", is_flag=True, help="Keep every image (one random target person).")
+@click.option("--no-remove-easy", is_flag=True, help="Keep single-person single-object and same-HOI scenes.")
+@click.option("--easy-min-train-count", type=int, default=100, show_default=True,
+              help="Only scenes whose classes all have this many train pairs count as easy.")
+@click.option("--judge", "judge_specs", multiple=True, metavar="BACKEND:MODEL",
+              help="Negative-filtering judges in order: first, refine, cross-check (default: none).")
+@click.option("--judge-base-url", "judge_base_urls", multiple=True, help="Server URL(s) of openai judges.")
+@click.option("--images", type=click.Path(file_okay=False), default=None, help="Image folder (judges only).")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True, help="Questions JSONL.")
+@click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
+def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int, head_exponent: float,
+          no_redistribute: bool,
+          no_remove_easy: bool, easy_min_train_count: int, judge_specs: tuple[str, ...],
+          judge_base_urls: tuple[str, ...], images: str | None, out_path: str, as_json: bool) -> None:
+    """Build multiple-choice questions from annotations (JSONL with a provenance header)."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.benchmarks.mcq import build_mcq_benchmark, build_mcq_training_set
+    from hoibench.formats import write_questions
+
+    try:
+        setting_list = [int(s) for s in settings.split(",") if s.strip()]
+    except ValueError:
+        raise ConfigError(f"--settings must be a comma-separated list of 1 and 2; got {settings!r}") from None
+    ds = _dataset_for(dataset, split)
+    provenance = {"dataset_spec": dataset, "split": split, "n_images": ds.n_images, "n_pairs": ds.n_pairs}
+    with console.status(f"building questions from {ds.name}", spinner="dots"):
+        if split == "train":
+            result = build_mcq_training_set(ds, random_state=seed, provenance=provenance)
+        else:
+            result = build_mcq_benchmark(
+                ds, random_state=seed, settings=setting_list, remove_easy=not no_remove_easy,
+                easy_min_train_count=easy_min_train_count, redistribute=not no_redistribute,
+                max_per_class=max_per_class, head_exponent=head_exponent, judges=_judges(judge_specs, judge_base_urls, images),
+                provenance=provenance)
+    write_questions(out_path, result.questions, header={**result.header, "report": result.report})
+    if as_json:
+        echo_json(result.report)
+        return
+    table = Table(title=f"hoibench mcq build → {out_path}", show_header=False)
+    for k, v in result.report.items():
+        table.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
+    console.print(table)
+    if result.header.get("negative_filter") is None:
+        err_console.print("note: no negative-filtering judge (recorded in the header)")
+
+
+def _annotations_for(questions: Any, annotations: str | None) -> Any:
+    from hoibench.datasets import resolve_dataset
+
+    if annotations is not None:
+        return resolve_dataset(annotations)
+    header = getattr(questions, "header", {})
+    spec = header.get("provenance", {}).get("dataset_spec") if isinstance(header, dict) else None
+    split = header.get("provenance", {}).get("split") if isinstance(header, dict) else None
+    if spec:
+        return _dataset_for(spec, split or "test")
+    if questions and all(q.label_space == "hico-det" and q.file_name.startswith("HICO_test") for q in questions):
+        return resolve_dataset("hico-det:test")
+    return None
+
+
+@click.command("stats")
+@click.argument("questions_path", metavar="FILE", type=click.Path(dir_okay=False))
+@click.option("--annotations", default=None, metavar="DATASET_OR_FILE",
+              help="Annotations of the images for Table 1 (default: from the header, or the bundled "
+                   "HICO-DET test set for HICO test images).")
+@click.option("--setting", type=click.IntRange(1, 3), default=None, help="Only questions of this setting.")
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+def stats(questions_path: str, annotations: str | None, setting: int | None, as_json: bool) -> None:
+    """Statistics of a question file (ours or CrossHOI-Bench) next to the paper's numbers."""
+    from hoibench.benchmarks.mcq import PAPER_REFERENCE, question_statistics
+    from hoibench.formats import read_questions
+    from hoibench.vocab import hico_det
+
+    qs = read_questions(questions_path)
+    ds = _annotations_for(qs, annotations)
+    selected = [q for q in qs if setting is None or q.setting == setting]
+    train = None
+    if ds is None or ds.vocab.name == "hico-det":
+        train = hico_det().train_counts_official()
+    result = question_statistics(selected, dataset=ds, train_counts=train)
+    if as_json:
+        echo_json({**result, "paper": PAPER_REFERENCE})
+        return
+    table = Table(title=f"hoibench mcq stats {questions_path}")
+    table.add_column("statistic")
+    table.add_column("value", justify="right")
+    table.add_column("paper", justify="right")
+    ref = PAPER_REFERENCE
+    rows: list[tuple[str, Any, Any]] = [
+        ("questions", result["questions"], ""),
+        ("images", result["images"], ref["images"]),
+        ("settings", result["settings"], ""),
+        ("correct answers per question", result["correct_answers_histogram"], ""),
+        ("choices per question", result["choices_histogram"], ""),
+        ("out-of-vocabulary choices", result["out_of_vocabulary_choices"], ""),
+    ]
+    if result.get("oddities"):
+        rows.append(("oddities", result["oddities"], ""))
+    for key in ("classes_correct", "classes_any_choice"):
+        if key in result:
+            rows.append((key.replace("_", " "), result[key], ""))
+    if "kl_train_benchmark" in result:
+        rows.append(("KL(train ‖ benchmark)", f"{result['kl_train_benchmark']:.3f}", ref["kl_train_benchmark"]))
+        rows.append(("head/tail ratio (top-20/bottom-20 train classes)", f"{result['head_tail_ratio']:.2f}",
+                     ref["head_tail_ratio"]))
+    sc = result.get("scene_composition")
+    if sc:
+        rows.append(("single person, single object", f"{sc['single_person_single_object']:.1%}",
+                     f"{ref['single_person_single_object']:.1%}"))
+        rows.append(("multi-person, different HOIs", f"{sc['multi_person_different_hoi']:.1%}",
+                     f"{ref['multi_person_different_hoi']:.1%}"))
+        rows.append(("same HOI within multi-person", f"{sc['same_hoi_within_multi_person']:.1%}",
+                     f"{ref['same_hoi_within_multi_person']:.1%}"))
+    for name, value, paper in rows:
+        table.add_row(name, str(value), str(paper))
+    console.print(table)
+
+
+def _score_table(title: str, results: list[tuple[str, Any]]) -> Table:
+    from hoibench.evaluation import MCQ_METRIC_NAMES
+
+    table = Table(title=title)
+    table.add_column("metric")
+    for name, _ in results:
+        table.add_column(name, justify="right")
+    for metric in MCQ_METRIC_NAMES:
+        cells = []
+        for _, r in results:
+            cell = f"{100 * getattr(r, metric):.2f}"
+            if r.ci is not None:
+                lo, hi = r.ci[metric]
+                cell += f" [{100 * lo:.2f}, {100 * hi:.2f}]"
+            cells.append(cell)
+        table.add_row(metric, *cells)
+    return table
+
+
+@click.command("score")
+@click.option("--questions", "questions_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--answers", "answers_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--protocol", type=click.Choice(["paper", "crosshoi"]), default="paper", show_default=True,
+              help="paper: equations 1-4; crosshoi: the released evaluation script's counting.")
+@click.option("--setting", type=click.IntRange(1, 3), default=None,
+              help="Score only questions of this setting (3: the setting-2 questions).")
+@click.option("--bootstrap", "n_bootstrap", type=int, default=0, show_default=True,
+              help="Bootstrap resamples for 95% confidence intervals (e.g. 1000).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--zero-division", type=float, default=1.0, show_default=True,
+              help="paper protocol: value of a ratio with an empty denominator.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
+              help="Write the metrics as one JSON object to this file.")
+def score(questions_path: str, answers_path: str, protocol: str, setting: int | None, n_bootstrap: int,
+          seed: int, zero_division: float, json_out: str | None) -> None:
+    """Score answers (JSONL: selected choice texts or letters) against questions."""
+    from hoibench._io import atomic_write_json
+    from hoibench.evaluation import mcq_scores
+    from hoibench.formats import read_answers, read_questions
+
+    qs = read_questions(questions_path)
+    if setting is not None:
+        want = 2 if setting == 3 else setting
+        qs_list = [q for q in qs if q.setting in (want, setting)]
+    else:
+        qs_list = list(qs)
+    answers = read_answers(answers_path, qs_list)
+    perms = answers.permutations()
+    results = []
+    for k in perms:
+        r = mcq_scores(qs_list, answers.for_permutation(k), protocol=protocol, zero_division=zero_division,
+                       n_bootstrap=n_bootstrap, random_state=seed)
+        results.append((f"order {k}" if len(perms) > 1 else "score (%)", r))
+    main = results[0][1]
+    console.print(_score_table(f"hoibench mcq score ({protocol}): {len(qs_list)} questions", results))
+    if main.n_missing:
+        err_console.print(f"warning: {main.n_missing} questions have no answer (scored as empty predictions)")
+    if main.n_out_of_choice:
+        err_console.print(f"note: {main.n_out_of_choice} answers select texts that are not among the choices (ignored)")
+    if main.n_unknown_answers:
+        err_console.print(f"note: {main.n_unknown_answers} answers are for questions not in {questions_path}")
+    if answers.n_truncated:
+        err_console.print(f"note: {answers.n_truncated} truncated answer line ignored")
+    if json_out is not None:
+        out = main.as_dict()
+        if len(results) > 1:
+            out["permutations"] = {name: r.metrics() for name, r in results}
+            import numpy as np
+
+            out["position_sensitivity"] = {m: float(np.std([r.metrics()[m] for _, r in results]))
+                                           for m in main.metrics()}
+        out["questions_file"] = str(questions_path)
+        out["answers_file"] = str(answers_path)
+        atomic_write_json(json_out, out, indent=True)
+
+
+@click.command("from-detections")
+@click.option("--questions", "questions_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--predictions", "predictions_path", required=True, type=click.Path(dir_okay=False),
+              help="Detector output (hoibench, generic or qpic JSON).")
+@click.option("--setting", type=click.IntRange(1, 3), default=None, help="Override the questions' setting.")
+@click.option("--top-k", type=int, default=5, show_default=True, help="Distinct HOI classes taken per question.")
+@click.option("--iou", "iou_threshold", type=float, default=0.5, show_default=True,
+              help="Target person match threshold (settings 2-3).")
+@click.option("--strict-iou", is_flag=True, help="Match with IoU > threshold (the reference code) instead of >=.")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Answers JSONL.")
+def from_detections(questions_path: str, predictions_path: str, setting: int | None, top_k: int,
+                    iou_threshold: float, strict_iou: bool, out_path: str) -> None:
+    """Turn an HOI detector's scored triplets into answers by top-k matching."""
+    from hoibench.benchmarks.mcq import answers_from_detections
+    from hoibench.formats import read_questions, write_answers
+    from hoibench.formats.predictions import read_predictions
+
+    qs = list(read_questions(questions_path, setting=setting))
+    preds = read_predictions(predictions_path)
+    answers = answers_from_detections(qs, preds, top_k=top_k, iou_threshold=iou_threshold, strict=strict_iou)
+    header = {"kind": "mcq_answers", "source": "detections", "predictions": str(predictions_path),
+              "questions": str(questions_path), "top_k": top_k, "iou_threshold": iou_threshold,
+              "strict_iou": strict_iou, "setting": setting}
+    write_answers(out_path, answers, header=header)
+    n_nomatch = sum(a.status == "no_person_match" for a in answers)
+    n_empty = sum(not a.selected for a in answers)
+    console.print(f"{len(answers)} answers → {out_path} ({n_empty} empty, {n_nomatch} without a person match)")
+
