@@ -49,6 +49,7 @@ __all__ = [
     "HICOMatches",
     "HICOMeanAP",
     "HICOProtocol",
+    "hico_class_subsets",
     "hico_mean_ap",
     "match_hico_detections",
     "read_image_labels",
@@ -205,6 +206,71 @@ def read_image_labels(path: str | os.PathLike[str], *, split: str = "test",
     return out
 
 
+# ----------------------------------------------------------------------------- class subsets
+def _read_class_list(path: Path, n_classes: int) -> np.ndarray:
+    from hoibench._io import read_bytes
+
+    text = read_bytes(path).decode("utf-8", errors="replace")
+    stripped = text.strip()
+    if stripped.startswith("["):
+        from hoibench._io import read_json
+
+        items = read_json(path)
+        if not isinstance(items, list):
+            raise FormatError("expected a JSON list of HOI class ids", file=path)
+    else:
+        items = [ln.split("#")[0].strip() for ln in text.splitlines()]
+        items = [x for x in items if x]
+    ids = []
+    for k, x in enumerate(items):
+        try:
+            v = int(x) if not isinstance(x, bool) else None
+        except (TypeError, ValueError):
+            v = None
+        if v is None or not 0 <= v < n_classes or (isinstance(x, float) and not x.is_integer()):
+            raise FormatError(f"expected a 0-based HOI class id 0..{n_classes - 1}, got {x!r}",
+                              file=path, record=k)
+        ids.append(v)
+    return np.unique(np.asarray(ids, dtype=np.int64))
+
+
+def hico_class_subsets(spec: str, *, vocab: Any = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Class subsets to report for a ``--classes`` value, and the selection itself.
+
+    ``rare`` / ``non-rare``; ``unseen:SPLIT_DIR`` (an SG split directory: its unseen classes and
+    the other, seen, ones); a zero-shot setting ``rf-uc`` / ``nf-uc`` / ``uo`` / ``uv`` (or
+    ``zero-shot:NAME``; reported as unseen and seen, as those papers do); or a file with
+    0-based HOI ids (JSON list or one per line, e.g. B-RIGHT's 351 classes) -> ``selected``.
+    """
+    from hoibench.vocab import ZERO_SHOT_ALIASES, hico_det
+
+    vocab = vocab or hico_det()
+    everything = np.arange(vocab.n_hois)
+    key = spec.strip()
+    low = key.lower()
+    if low in ("rare", "non-rare", "non_rare", "nonrare"):
+        rare = vocab.rare_classes()
+        if low == "rare":
+            return {"rare": rare}, rare
+        nr = np.setdiff1d(everything, rare)
+        return {"non_rare": nr}, nr
+    unseen = None
+    if low.startswith("unseen:"):
+        from hoibench.benchmarks.sg import unseen_hoi_classes
+
+        unseen = np.asarray(unseen_hoi_classes(key.split(":", 1)[1]), dtype=np.int64)
+    elif low.startswith("zero-shot:") or low in ZERO_SHOT_ALIASES or low in ZERO_SHOT_ALIASES.values():
+        unseen = vocab.zero_shot_unseen(low.split(":", 1)[1] if ":" in low else low)
+    if unseen is not None:
+        return {"unseen": unseen, "seen": np.setdiff1d(everything, unseen)}, unseen
+    path = Path(key)
+    if not path.exists():
+        raise ConfigError(f"--classes must be rare, non-rare, unseen:SPLIT_DIR, one of "
+                          f"{sorted(ZERO_SHOT_ALIASES)} or an existing list file; got {spec!r}")
+    sel = _read_class_list(path, vocab.n_hois)
+    return {"selected": sel}, sel
+
+
 # ----------------------------------------------------------------------------- matching
 @dataclass(frozen=True)
 class HICOMatches:
@@ -315,10 +381,16 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
            image_labels: np.ndarray | None, dropped: Counter[str]) -> HICOMatches:
     n_cls = target.vocab.n_hois
     n_img = target.n_images
-    # --- per-image cap (QPIC: top-100 after masking invalid combinations), stable by score
-    keep = np.ones(len(det.scores), dtype=bool)
-    within = np.lexsort((det.det_index, -det.scores, det.image))
+    # One stable score rank serves every ordering below: descending score, ties by ground-truth
+    # image, then by position in the prediction file (MATLAB's stable sort of the per-image lists).
+    n_all = len(det.scores)
+    by_image = np.argsort(det.image * max(n_all, 1) + det.det_index - det.det_index.min(initial=0))
+    srank_order = by_image[np.argsort(-det.scores[by_image], kind="stable")]
+    srank_all = np.empty(n_all, dtype=np.int64)
+    srank_all[srank_order] = np.arange(n_all)
+    keep = np.ones(n_all, dtype=bool)
     if protocol.max_per_image is not None:
+        within = np.argsort(det.image * n_all + srank_all)
         rank = _ranks_within(det.image, within)
         over = rank >= protocol.max_per_image
         if over.any():
@@ -340,6 +412,7 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
     off = protocol.box_offset
     bh, bo = det.boxes_h[sel] + off, det.boxes_o[sel] + off
     det_index = det.det_index[sel]
+    srank = srank_all[sel]
     n = len(sel)
 
     # --- ground truth pairs grouped by (class, image)
@@ -373,13 +446,10 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
     ok = (best > protocol.iou_threshold) if protocol.strict else (best >= protocol.iou_threshold)
     ok &= first >= 0
     # --- greedy assignment in score order (stable): the first detection to claim a pair is TP
-    m_order = np.lexsort((det_index, -scores, image, hoi))
-    rank = np.empty(n, dtype=np.int64)
-    rank[m_order] = np.arange(n)
     tp = np.zeros(n, dtype=bool)
     claim = np.flatnonzero(ok)
     if len(claim):
-        c_order = claim[np.lexsort((rank[claim], first[claim]))]
+        c_order = claim[np.argsort(first[claim] * n_all + srank[claim])]
         fg = first[c_order]
         winners = c_order[np.r_[True, fg[1:] != fg[:-1]]]
         tp[winners] = True
@@ -387,11 +457,11 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
 
     # --- ranking for AP
     if protocol.ranking == "stable":
-        a_order = np.lexsort((det_index, image, -scores, hoi))
+        a_order = np.argsort(hoi * n_all + srank)
     else:
         # QPIC appends per image (dataset order) in its stable score order, then ranks each
         # class with np.argsort(-score) (numpy's default, unstable kind)
-        append = np.lexsort((det_index, -scores, image))
+        append = np.argsort(image * n_all + srank)
         by_cls = append[np.argsort(hoi[append], kind="stable")]
         bounds = np.searchsorted(hoi[by_cls], np.arange(n_cls + 1))
         parts = []

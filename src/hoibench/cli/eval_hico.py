@@ -1,0 +1,112 @@
+"""``hoibench eval hico``: HICO-DET mAP under the official, QPIC or pocket protocol.
+
+Thin: read the ground truth and the detections with :mod:`hoibench.formats`, score them with
+:func:`hoibench.evaluation.hico_mean_ap`, render a summary (and optionally per-class CSV / the
+results JSON of ``docs/interfaces.md``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from pathlib import Path
+
+import click
+
+from hoibench.cli._common import console, echo_json, err_console
+
+__all__ = ["hico"]
+
+
+@click.command("hico")
+@click.option("--gt", "gt_spec", required=True, metavar="FILE_OR_DATASET",
+              help="Ground truth: a bundled dataset (hico-det:test) or an annotation file.")
+@click.option("--pred", "pred_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Detections: hoibench or generic prediction JSON, or QPIC/CDN outputs as JSON.")
+@click.option("--format", "pred_format", type=click.Choice(["hoibench", "generic", "qpic"]),
+              default=None, help="Prediction format (detected from the content when omitted).")
+@click.option("--protocol", type=click.Choice(["official", "qpic", "pocket"]), default="official",
+              show_default=True, help="Which reference implementation to reproduce.")
+@click.option("--known-object", is_flag=True, help="Known-Object setting instead of Default.")
+@click.option("--image-labels", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Image-level labels for --known-object: HICO's anno.mat or JSON {file: [objects]}.")
+@click.option("--classes", "classes_spec", default=None, metavar="SPEC",
+              help="Also report a class subset: rare, non-rare, unseen:SPLIT_DIR, rf-uc, nf-uc, uo, "
+                   "uv, or a file of 0-based HOI ids (JSON list or one per line).")
+@click.option("--lenient", is_flag=True,
+              help="Drop bad detections (NaN or inverted boxes, unknown images or classes) and count them.")
+@click.option("--per-class", "per_class_csv", type=click.Path(dir_okay=False), default=None,
+              help="Write per-class AP as CSV.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
+              help="Write the mAP results object (docs/interfaces.md); '-' prints it to stdout.")
+@click.option("--model", default="", help="Model name recorded in --json output.")
+@click.option("--benchmark", default="", help="Benchmark name recorded in --json output.")
+def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str, known_object: bool,
+         image_labels: str | None, classes_spec: str | None, lenient: bool, per_class_csv: str | None,
+         json_out: str | None, model: str, benchmark: str) -> None:
+    """Score HICO-DET detections: mAP (Full, Rare, Non-rare) and per-class AP."""
+    from rich.table import Table
+
+    from hoibench._exceptions import ConfigError
+    from hoibench._io import atomic_write_bytes, atomic_write_json
+    from hoibench.datasets import resolve_dataset
+    from hoibench.evaluation import hico_class_subsets, hico_mean_ap, read_image_labels
+    from hoibench.formats import load_predictions
+
+    if image_labels is not None and not known_object:
+        raise ConfigError("--image-labels only applies with --known-object")
+    t0 = time.perf_counter()
+    with err_console.status("reading the ground truth and the detections"):
+        gt = resolve_dataset(gt_spec)
+        loaded = load_predictions(pred_path, format=pred_format, vocab=gt.vocab, lenient=lenient)
+        labels = read_image_labels(image_labels, vocab=gt.vocab) if image_labels else None
+    t_read = time.perf_counter() - t0
+    subsets, classes = ({}, None)
+    if classes_spec:
+        subsets, classes = hico_class_subsets(classes_spec, vocab=gt.vocab)
+    t1 = time.perf_counter()
+    res = hico_mean_ap(loaded.predictions, gt, protocol=protocol, known_object=known_object,
+                       image_labels=labels, class_subsets=subsets, classes=classes, lenient=lenient)
+    t_eval = time.perf_counter() - t1
+    dropped = dict(loaded.dropped)
+    for k, v in res.n_dropped.items():
+        dropped[k] = dropped.get(k, 0) + v
+    out = res.to_json(model=model, benchmark=benchmark or Path(str(gt_spec)).name)
+    out["dropped"] = dropped
+    out["prediction_format"] = loaded.format
+
+    if per_class_csv:
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        rare = set(gt.vocab.rare_classes().tolist()) if gt.vocab.name == "hico-det" else set()
+        sel = set() if classes is None else set(classes.tolist())
+        w.writerow(["hoi", "name", "n_gt", "n_detections", "ap", "rare", "selected"])
+        for c, (name, ap) in enumerate(zip(res.class_names, res.per_class_ap)):
+            w.writerow([c, name, int(res.n_gt[c]), int(res.n_detections[c]),
+                        "" if ap != ap else f"{ap:.10f}", int(c in rare), int(c in sel)])
+        atomic_write_bytes(per_class_csv, buf.getvalue().encode())
+    if json_out == "-":
+        echo_json(out)
+        return
+    if json_out:
+        atomic_write_json(json_out, out, indent=True)
+
+    def pct(v: float) -> str:
+        return "n/a" if v != v else f"{v:.2f}"
+
+    table = Table(title=f"HICO-DET mAP ({res.protocol.name} protocol, "
+                        f"{'Known-Object' if known_object else 'Default'})")
+    for col in ("Full", "Rare", "Non-rare", *(k.replace("_", "-").capitalize() for k in res.subsets)):
+        table.add_column(col, justify="right")
+    table.add_row(pct(res.full), pct(res.rare), pct(res.non_rare), *(pct(v) for v in res.subsets.values()))
+    console.print(table)
+    n_det = len(loaded.predictions)
+    console.print(f"{n_det:,} detections on {loaded.predictions.n_images:,} images "
+                  f"({loaded.format} format); {gt.n_images:,} ground-truth images, "
+                  f"{int(res.n_gt.sum()):,} pairs in {int((res.n_gt > 0).sum())} classes")
+    if known_object:
+        console.print(f"Known-Object image labels: {res.known_object_source}")
+    for reason, count in dropped.items():
+        console.print(f"not counted: {count:,} detections ({reason})")
+    console.print(f"read {t_read:.2f} s, evaluated {t_eval:.2f} s")
