@@ -383,3 +383,20 @@ def test_balanced_test_set_alone_does_not_shrink_class_ap_variance():
     assert var["b-right"] > 2 * var["hico-det"]
     ratio = table.column("variance_ratio_vs_hico-det")[1]
     assert ratio == pytest.approx(var["b-right"] / var["hico-det"])
+
+
+def test_cli_class_ap_restricted_to_balanced_classes(tmp_path):
+    from hoibench.cli import cli, main
+
+    paths = write_results(tmp_path)
+    classes = tmp_path / "classes.json"
+    classes.write_text(json.dumps({"kind": "balanced_classes", "zero_shot_classes": None,
+                                   "classes": [{"hoi": h, "name": f"c{h}", "count": 1} for h in (0, 3, 7)]}))
+    r = CliRunner().invoke(cli, ["analyze", "class-ap", paths[0], "--classes", str(classes)])
+    assert r.exit_code == 0, r.output
+    assert "| DP-HOI | hico-det | 3 |" in r.output
+    bad = tmp_path / "bad_classes.json"
+    bad.write_text(json.dumps({"classes": "all"}))
+    with pytest.raises(SystemExit) as exc:
+        main(["analyze", "class-ap", paths[0], "--classes", str(bad)])
+    assert exc.value.code == 2

@@ -130,6 +130,14 @@ def test_extra_images_must_have_their_own_names():
         build_balanced_split(ds, top_k=3, l_train=5, l_test=2, epochs=2, extra_train=ds.subset([0, 1]))
 
 
+def test_zero_shot_without_candidates_is_empty():
+    ds = synthetic(n_images=100, n_classes=3)  # three verbs of one object: no new combination
+    with np.errstate(all="raise"):
+        res = build_balanced_split(ds, top_k=3, l_train=5, l_test=2, epochs=2, zero_shot=True)
+    assert res.zero_shot is not None and len(res.zero_shot.classes) == 0
+    assert res.zero_shot.stats()["images"] == 0
+
+
 def test_duplicate_file_names_are_rejected():
     ds = synthetic(n_images=20)
     with pytest.raises(ValidationError, match="not unique"):

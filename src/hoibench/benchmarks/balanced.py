@@ -235,9 +235,10 @@ class _ClassIndex:
         rank[classes] = np.arange(k_n)
         pair_k = rank[ds.pair_hoi]  # pair_hoi -1 maps to the sentinel last entry
         sel = pair_k >= 0
-        keys = ds.pair_image[sel] * k_n + pair_k[sel]
+        base = max(k_n, 1)  # no classes: no keys, but no division by zero either
+        keys = ds.pair_image[sel] * base + pair_k[sel]
         uniq, n = np.unique(keys, return_counts=True)
-        img, k = uniq // k_n, uniq % k_n
+        img, k = uniq // base, uniq % base
         self.img_ptr = np.searchsorted(img, np.arange(ds.n_images + 1)).tolist()
         self.img_k = k
         self.img_n = n
