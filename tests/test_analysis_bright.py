@@ -253,6 +253,7 @@ def test_cli_class_ap_and_ranking(tmp_path):
     assert "Kendall tau between the rankings: 0.500" in r.output
     md = (out / "ranking-shift.md").read_text()
     assert "UPT" in md and (out / "rank-stability-b-right.csv").exists()
+    assert (out / "ranking-shift.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_cli_sensitivity(tmp_path):

@@ -29,6 +29,7 @@ from hoibench.analysis._ranking import (
     kendall_tau,
     rank_stability,
     ranking_shift,
+    ranking_shift_figure,
     ranking_shift_markdown,
     ranking_shift_table,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "kl_divergence",
     "rank_stability",
     "ranking_shift",
+    "ranking_shift_figure",
     "ranking_shift_markdown",
     "ranking_shift_table",
     "scene_composition",

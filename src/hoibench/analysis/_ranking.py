@@ -24,6 +24,7 @@ __all__ = [
     "kendall_tau",
     "rank_stability",
     "ranking_shift",
+    "ranking_shift_figure",
     "ranking_shift_markdown",
     "ranking_shift_table",
 ]
@@ -96,6 +97,49 @@ def ranking_shift_table(rows: Sequence[RankShift], *, reference: str, other: str
                  tuple((r.model, r.map_reference, r.rank_reference, r.map_other, r.rank_other, r.shift,
                         r.arrow) for r in rows),
                  caption=f"Rank 1 = highest mAP; shift > 0 (↑): the model ranks higher on {other}.")
+
+
+def ranking_shift_figure(rows: Sequence[RankShift], *, reference: str, other: str,
+                         spread: Mapping[tuple[str, str], float] | None = None,
+                         name: str = "ranking-shift") -> Any:
+    """Bump chart of the two rankings like Figure 1b; circle area ~ class-AP variance.
+
+    ``spread[(model, benchmark)]`` is the class-AP variance drawn as the circle size (optional).
+    """
+    from hoibench.reports import Figure
+    from hoibench.reports._figures import _pyplot, _render
+
+    plt = _pyplot()
+    n = len(rows)
+    fig, ax = plt.subplots(figsize=(5.5, 0.45 * n + 1.5))
+    var = [v for v in (spread or {}).values() if v == v]
+    vmax = max(var) if var else 1.0
+    for r in rows:
+        colour = "#31a354" if r.shift > 0 else ("#e6550d" if r.shift < 0 else "#636363")
+        ax.plot([0, 1], [r.rank_reference, r.rank_other], color=colour, linewidth=1.2, zorder=1)
+        for x, bench, rank in ((0, reference, r.rank_reference), (1, other, r.rank_other)):
+            v = (spread or {}).get((r.model, bench))
+            size = 40 + 400 * (v / vmax) if v is not None and vmax > 0 else 60
+            ax.scatter([x], [rank], s=size, color=colour, alpha=0.55, edgecolor="black", linewidth=0.4,
+                       zorder=2)
+        ax.annotate(f"{r.model} {r.map_reference:.2f}", (0, r.rank_reference), xytext=(-12, 0),
+                    textcoords="offset points", ha="right", va="center", fontsize=8)
+        ax.annotate(f"{r.map_other:.2f} {r.model}" + (f" ({r.arrow})" if r.shift else ""),
+                    (1, r.rank_other), xytext=(12, 0), textcoords="offset points", ha="left",
+                    va="center", fontsize=8)
+    ax.set_xlim(-0.9, 1.9)
+    ax.set_ylim(n + 0.7, 0.3)
+    ax.set_xticks([0, 1])
+    ax.set_xticklabels([reference, other])
+    ax.set_yticks(range(1, n + 1))
+    ax.set_ylabel("rank")
+    ax.set_title(f"Ranking shift: {reference} → {other}", fontsize=10)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    caption = "Lines join each model's rank on the two benchmarks (green: up, orange: down)."
+    if spread:
+        caption += " Circle area grows with the model's class-AP variance on that benchmark."
+    return Figure(name, f"Ranking shift: {reference} → {other}", _render(fig), caption)
 
 
 def kendall_tau(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:

@@ -101,7 +101,16 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str, n
             seed: int, out_dir: str | None) -> None:
     """Ranking shift of models between two benchmarks (Table 3), optional rank stability."""
     from hoibench._exceptions import ConfigError
-    from hoibench.analysis import kendall_tau, rank_stability, ranking_shift, ranking_shift_table
+    from hoibench.analysis import (
+        class_ap_spread,
+        class_ap_values,
+        kendall_tau,
+        rank_stability,
+        ranking_shift,
+        ranking_shift_figure,
+        ranking_shift_markdown,
+        ranking_shift_table,
+    )
     from hoibench.reports import Table
 
     rs = _map_results(results)
@@ -119,8 +128,6 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str, n
     rows = ranking_shift(scores[reference], scores[other])
     table = ranking_shift_table(rows, reference=reference, other=other)
     tau = kendall_tau([r.map_reference for r in rows], [r.map_other for r in rows])
-    from hoibench.analysis import ranking_shift_markdown
-
     console.print(ranking_shift_markdown(rows, reference=reference, other=other), markup=False)
     console.print(f"Kendall tau between the rankings: {tau:.3f}")
     tables = [table]
@@ -137,7 +144,12 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str, n
                                            "p_same_rank: share of replicates with the observed rank.")
             console.print(t.to_markdown(), markup=False)
             tables.append(t)
-    _write(out_dir, tables, [])
+    figures = []
+    if out_dir:
+        spread = {(r.model, r.benchmark): class_ap_spread(class_ap_values(r)).variance
+                  for r in rs if r.benchmark in scores and r.per_class_ap is not None}
+        figures.append(ranking_shift_figure(rows, reference=reference, other=other, spread=spread))
+    _write(out_dir, tables, figures)
 
 
 def _slug(s: str) -> str:
