@@ -195,15 +195,23 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[
         bal_dir = bench_dir / "b-right"
         write_balanced_split(bal, bal_dir)
 
-    n = cfg.max_test_images
     unseen = np.unique(sg.vocab.hoi_index(sg.test_combinations[:, 0], sg.test_combinations[:, 1]))
     benches = [
-        _DetectionBenchmark(BENCH_HICO, train, _head(test, n), None, None, {"gt": "hico-det:test"}),
-        _DetectionBenchmark(BENCH_SG, sg.train, _head(sg.test, n), "unseen", unseen,
+        _DetectionBenchmark(BENCH_HICO, train, test, None, None, {"gt": "hico-det:test"}),
+        _DetectionBenchmark(BENCH_SG, sg.train, sg.test, "unseen", unseen,
                             {"gt": str(sg_paths["test"]), "classes": f"unseen:{sg_dir}"}),
-        _DetectionBenchmark(BENCH_BRIGHT, bal.train.dataset, _head(bal.test.dataset, n), "b-right",
+        _DetectionBenchmark(BENCH_BRIGHT, bal.train.dataset, bal.test.dataset, "b-right",
                             np.sort(bal.classes), {"gt": str(bal_dir / "test_hico.json")}),
     ]
+    if cfg.max_test_images is not None:
+        # a quick run evaluates the first images only: write exactly that ground truth
+        from hoibench.formats import write_ppdm
+
+        for b in benches:
+            b.test = _head(b.test, cfg.max_test_images)
+            gt = bench_dir / "evaluated" / f"{_slug(b.name)}-test_hico.json"
+            write_ppdm(b.test, gt)
+            b.files["gt"] = str(gt)
 
     orig = split_table1(train, test)
     sg_t1 = sg.table1()

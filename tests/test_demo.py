@@ -1,0 +1,172 @@
+"""``hoibench demo``: runs on the bundled data, its numbers equal the evaluators run by hand on
+the files it writes, its report renders in Chromium, and a re-run reuses finished results."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hoibench.cli import main
+from hoibench.datasets import load_dataset
+from hoibench.evaluation import hico_mean_ap, mcq_scores
+from hoibench.formats import read_answers, read_dataset, read_predictions, read_questions
+from hoibench.reports import DEMO_ANSWERERS, DEMO_DETECTORS, DemoConfig, load_results, run_demo
+from tests.test_report import CHROMIUM, check_html_in_chromium
+
+QUICK = {"max_test_images": 250, "n_bootstrap": 50, "save_predictions": True}
+
+
+@pytest.fixture(scope="module")
+def quick_demo(tmp_path_factory):
+    """One quick demo through the CLI (first 250 test images, 50 bootstrap resamples)."""
+    out = tmp_path_factory.mktemp("demo") / "out"
+    import contextlib
+    import io
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        main(["demo", "--out", str(out), "--max-test-images", "250", "--bootstrap", "50",
+              "--save-predictions", "--quiet"])
+    return out, buf.getvalue()
+
+
+def _gt(spec: str, n: int | None = None):
+    ds = load_dataset(spec) if spec.startswith("hico-det") else read_dataset(spec)
+    return ds if n is None else ds.subset(np.arange(min(n, ds.n_images)))
+
+
+def test_demo_prints_report_path_and_writes_everything(quick_demo):
+    out, printed = quick_demo
+    assert printed.strip() == str(out / "report.html")
+    marker = json.loads((out / "demo.json").read_text())
+    assert marker["finished"] and marker["config"]["max_test_images"] == 250
+    results = load_results(sorted((out / "results").rglob("*.json")))
+    kinds = sorted(type(r).__name__ for r in results)
+    n_det, n_ans = len(DEMO_DETECTORS), len(DEMO_ANSWERERS)
+    assert kinds.count("MapResult") == 3 * n_det
+    assert kinds.count("MCQMetricsResult") == kinds.count("ClassRecall") == 2 * n_ans
+    report = json.loads((out / "report.json").read_text())
+    tables = {t["name"] for s in report["sections"] for t in s["tables"]}
+    assert {"stats-hico-det-sg", "stats-b-right", "stats-mcq", "map", "class-ap-spread",
+            "ranking-shift-hico-det-vs-b-right", "mcq-metrics", "head-to-tail-recall"} <= tables
+    figures = {f["name"] for s in report["sections"] for f in s["figures"]}
+    assert {"map-bars", "class-ap-boxplot", "head-to-tail-mcq-hoi-setting-1"} <= figures
+    assert all((out / "figures" / f"{f}.png").stat().st_size > 1000 for f in figures)
+
+
+def test_demo_map_equals_the_evaluator_run_by_hand(quick_demo):
+    out, _ = quick_demo
+    for path in sorted((out / "results" / "map").rglob("*.json")):
+        got = json.loads(path.read_text())
+        hand = got["evaluate_by_hand"]
+        gt = read_dataset(hand["gt"])
+        preds = read_predictions(out / "predictions" / path.parent.name / path.name)
+        subsets = {}
+        if got["headline"] != "full":
+            subsets[got["headline"]] = np.asarray(got["classes"])
+        ref = hico_mean_ap(preds, gt, protocol="official", class_subsets=subsets).to_json()
+        assert got["full"] == pytest.approx(ref["full"], abs=1e-12), path
+        assert got["rare"] == pytest.approx(ref["rare"], abs=1e-12)
+        assert got["subsets"] == pytest.approx(ref["subsets"], abs=1e-12)
+        a = np.array([np.nan if x is None else x for x in got["per_class_ap"]])
+        b = np.array([np.nan if x is None else x for x in ref["per_class_ap"]])
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+
+
+def test_demo_map_shows_what_the_benchmarks_measure(quick_demo):
+    out, _ = quick_demo
+    res = {(r.model, r.benchmark): r for r in load_results(sorted((out / "results" / "map").rglob("*.json")))}
+    for model in DEMO_DETECTORS:
+        # a pixel-blind prior scores on the original split and exactly zero on unseen combinations
+        assert res[(model, "HICO-DET")].full > 1.0
+        assert res[(model, "HICO-DET-SG1")].headline == 0.0
+        assert res[(model, "HICO-DET-SG1")].headline_name == "unseen"
+        assert res[(model, "B-RIGHT")].headline_name == "b-right"
+    # more verbs per pair can only add true positives for the kept classes
+    assert res[("object-prior", "HICO-DET")].full >= res[("object-prior-top1", "HICO-DET")].full
+
+
+def test_demo_mcq_equals_the_scorer_run_by_hand(quick_demo):
+    out, _ = quick_demo
+    questions = read_questions(out / "benchmarks" / "mcq" / "questions.jsonl")
+    for path in sorted((out / "results" / "mcq").glob("*.json")):
+        got = json.loads(path.read_text())
+        hand = got["evaluate_by_hand"]
+        qs = [q for q in questions if q.setting == hand["setting"]]
+        answers = read_answers(hand["answers"], questions)
+        ref = mcq_scores(qs, answers, n_bootstrap=50, random_state=0).as_dict()
+        for k in ("macro_f1", "instance_f1", "micro_f1", "exact_match", "avg_precision", "avg_recall"):
+            assert got[k] == pytest.approx(ref[k], abs=1e-12), (path, k)
+            assert got["ci"][k] == pytest.approx(ref["ci"][k], abs=1e-12)
+    # the prior answerer beats the random floor on exact match in both settings
+    res = {(r.model, r.benchmark): r for r in load_results(sorted((out / "results" / "mcq").glob("*.json")))}
+    for s in (1, 2):
+        bench = f"MCQ-HOI setting {s}"
+        assert res[("random", bench)].metrics["avg_precision"] < res[("prior-top1", bench)].metrics["avg_precision"]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs Debian's "
+                                             "chromium package: apt-get install -y chromium)")
+def test_demo_report_renders_in_headless_chromium(quick_demo, tmp_path):
+    out, _ = quick_demo
+    report = json.loads((out / "report.json").read_text())
+    n_tables = sum(len(s["tables"]) for s in report["sections"])
+    n_figures = sum(len(s["figures"]) for s in report["sections"])
+    check_html_in_chromium(out / "report.html", tmp_path, n_images=n_figures, n_tables=n_tables,
+                           screenshot_name="demo-report-screenshot.png")
+
+
+def test_demo_rerun_reuses_finished_results(quick_demo, tmp_path):
+    out, _ = quick_demo
+    # a copy of the finished results, so the module's output stays as it was
+    import shutil
+
+    copy = tmp_path / "again"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("predictions"))
+    for p in (copy / "results").rglob("*.json"):  # keep paths valid for the copy
+        p.write_text(p.read_text().replace(str(out), str(copy)))
+    before = {p: p.stat().st_mtime_ns for p in (copy / "results").rglob("*.json")}
+    time.sleep(0.01)
+    cfg = DemoConfig(max_test_images=250, n_bootstrap=50, save_predictions=True)
+    done = run_demo(copy, config=cfg, progress=False)
+    assert {p: p.stat().st_mtime_ns for p in (copy / "results").rglob("*.json")} == before
+    assert len(done.results) == len(before)
+    assert json.loads((copy / "demo.json").read_text())["finished"]
+
+
+def test_demo_rejects_bad_options(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--out", str(tmp_path), "--max-test-images", "0"])
+    assert exc.value.code == 2
+    assert "max-test-images" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_full_demo_under_three_minutes_and_matches_by_hand(tmp_path, request):
+    if "slow" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("the full demo takes about a minute: run with -m slow")
+    t0 = time.perf_counter()
+    done = run_demo(tmp_path / "full", config=DemoConfig(save_predictions=True), progress=False)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 180, f"demo took {elapsed:.0f} s"
+    for r in done.results:
+        if type(r).__name__ != "MapResult":
+            continue
+        got = json.loads(Path(r.source).read_text())
+        gt = _gt(got["evaluate_by_hand"]["gt"])
+        preds = read_predictions(Path(r.source).parents[3] / "predictions" / Path(r.source).parent.name
+                                 / Path(r.source).name)
+        subsets = {} if got["headline"] == "full" else {got["headline"]: np.asarray(got["classes"])}
+        ref = hico_mean_ap(preds, gt, class_subsets=subsets)
+        assert got["full"] == pytest.approx(ref.full, abs=1e-12)
+        if subsets:
+            assert r.headline == pytest.approx(ref.subsets[got["headline"]], abs=1e-12)
+    if os.environ.get("HOIBENCH_ARTIFACTS"):
+        import shutil
+
+        shutil.copy(done.report.html, Path(os.environ["HOIBENCH_ARTIFACTS"]) / "demo-report.html")
