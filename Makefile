@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean chromium
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,9 +16,17 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/hoibench demo --out hoibench-demo
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/python -m pytest
+
+# The HTML-report tests open the report in headless Chromium (Debian's chromium package); install
+# it when missing (as root, or through passwordless sudo), otherwise those tests skip with a reason.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	  elif sudo -n true 2>/dev/null; then sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	  else echo "chromium missing and not root: the HTML render tests will be skipped"; fi; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts
