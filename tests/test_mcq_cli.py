@@ -1,0 +1,154 @@
+"""``hoibench mcq build|stats|score|from-detections`` run as a user would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hoibench.data import HOIPredictions, MCAnswer
+from hoibench.formats import read_questions, write_answers
+from hoibench.formats.predictions import write_predictions
+from hoibench.vocab import hico_det
+from tests.conftest import FIXTURES, shared_file
+
+KEYS = {"macro_f1", "instance_f1", "micro_f1", "exact_match", "avg_precision", "avg_recall"}
+
+
+def run_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """A real process: exit codes and the one-line error rule of ``main``."""
+    return subprocess.run([sys.executable, "-m", "hoibench", "mcq", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(*args: str) -> Result:
+    """In-process (fast) run of a command that is expected to succeed."""
+    from click.testing import CliRunner
+
+    from hoibench.cli import cli
+
+    r = CliRunner().invoke(cli, ["mcq", *args], catch_exceptions=False)
+    return Result(r.exit_code, r.stdout, r.stderr)
+
+
+def _letters_answers(questions, path: Path, *, seed: int = 0, frac: float = 0.5) -> None:
+    """Random answers given as letters in each question's presentation order."""
+    rng = np.random.default_rng(1)
+    lines = [json.dumps({"header": {"seed": seed, "model": "random"}})]
+    for q in questions:
+        letters = [k for k, _ in q.lettered(seed=seed) if rng.random() < frac]
+        lines.append(json.dumps({"question_id": q.id, "selected": letters, "raw": ",".join(letters)}))
+    path.write_text("\n".join(lines[:-1]) + "\n")  # the last question stays unanswered
+
+
+def test_build_stats_score_from_detections_on_fixture(tmp_path: Path) -> None:
+    ann = FIXTURES / "mini_instances_test2015.json"
+    out = tmp_path / "q.jsonl"
+    r = run("build", "--dataset", str(ann), "--seed", "1", "--no-redistribute", "--no-remove-easy",
+            "--out", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    qs = read_questions(out)
+    assert report["questions"] == len(qs) > 0
+    assert qs.header["seed"] == 1 and qs.header["negative_filter"] is None
+    r2 = run("build", "--dataset", str(ann), "--seed", "1", "--no-redistribute", "--no-remove-easy",
+             "--out", str(tmp_path / "q2.jsonl"), "--json")
+    assert r2.returncode == 0 and (tmp_path / "q2.jsonl").read_bytes() == out.read_bytes()
+
+    r = run("stats", str(out), "--annotations", str(ann), "--json")
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)
+    assert st["questions"] == len(qs) and "scene_composition" in st and st["paper"]["images"] == 1274
+
+    ans = tmp_path / "a.jsonl"
+    _letters_answers(qs, ans)
+    res = tmp_path / "scores.json"
+    r = run("score", "--questions", str(out), "--answers", str(ans), "--json", str(res), "--bootstrap", "50")
+    assert r.returncode == 0, r.stderr
+    scores = json.loads(res.read_text())
+    assert set(scores) >= KEYS and all(0.0 <= scores[k] <= 1.0 for k in KEYS)
+    assert scores["n_missing"] == 1 and "no answer" in r.stderr
+    assert set(scores["ci"]) == KEYS
+
+    # perfect answers score 1 everywhere
+    perfect = tmp_path / "perfect.jsonl"
+    write_answers(perfect, [MCAnswer(q.id, q.correct_texts) for q in qs])
+    r = run("score", "--questions", str(out), "--answers", str(perfect), "--json", str(res))
+    assert r.returncode == 0, r.stderr
+    assert all(json.loads(res.read_text())[k] == pytest.approx(1.0) for k in KEYS)
+
+    # a detector that predicts every correct class of the image with a high score
+    v = hico_det()
+    names, counts, hb, ob, objs, verbs, scores_ = [], [], [], [], [], [], []
+    for q in qs:
+        if q.setting != 2:
+            continue
+        names.append(q.file_name)
+        counts.append(len(q.correct))
+        for i in sorted(q.correct):
+            c = q.choices[i]
+            hb.append(q.person_box)
+            ob.append([0, 0, 1, 1])
+            objs.append(c.object)
+            verbs.append(c.verb)
+            scores_.append(0.9)
+    preds = HOIPredictions.from_arrays(v, names, counts, np.asarray(hb), np.asarray(ob), np.asarray(objs),
+                                       np.asarray(verbs), np.asarray(scores_))
+    pfile = tmp_path / "preds.json"
+    write_predictions(preds, pfile)
+    s2 = tmp_path / "s2.jsonl"
+    r = run("build", "--dataset", str(ann), "--seed", "1", "--settings", "2", "--no-redistribute",
+            "--no-remove-easy", "--out", str(s2))
+    assert r.returncode == 0, r.stderr
+    dets = tmp_path / "det_answers.jsonl"
+    r = run("from-detections", "--questions", str(s2), "--predictions", str(pfile), "--setting", "3",
+            "--out", str(dets))
+    assert r.returncode == 0, r.stderr
+    r = run("score", "--questions", str(s2), "--answers", str(dets), "--json", str(res))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(res.read_text())["exact_match"] == pytest.approx(1.0)
+
+
+def test_score_errors_are_one_line(tmp_path: Path) -> None:
+    q = tmp_path / "q.jsonl"
+    q.write_text('{"header": {}}\n{"id": "a", "file_name": "a.jpg", "setting": 1, "choices": ["x", "y"], '
+                 '"correct": [0]}\n')
+    a = tmp_path / "a.jsonl"
+    a.write_text('{"question_id": "a", "selected": "x"}\n')
+    r = run_process("score", "--questions", str(q), "--answers", str(a))
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "a.jsonl: record 1: selected: expected a list" in r.stderr
+    r = run_process("score", "--questions", str(tmp_path / "nope.jsonl"), "--answers", str(a))
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+
+
+@pytest.mark.shared_data
+def test_released_hico_files_stats_and_scores(tmp_path: Path) -> None:
+    path = shared_file("crosshoi-bench/hicodet/our_test/crosshoi_bench_hum_box_final.json")
+    r = run("stats", str(path), "--json")
+    assert r.returncode == 0, r.stderr
+    st = json.loads(r.stdout)
+    assert st["questions"] == 1274 and st["images_matched_to_annotations"] == 1274
+    assert st["kl_train_benchmark"] == pytest.approx(0.619, abs=5e-4)  # paper: 0.629
+    assert st["head_tail_ratio"] == pytest.approx(7.13, abs=5e-3)  # paper: 7.1
+    qs = read_questions(path)
+    ans = tmp_path / "a.jsonl"
+    _letters_answers(qs, ans)
+    for protocol in ("paper", "crosshoi"):
+        res = tmp_path / f"{protocol}.json"
+        r = run("score", "--questions", str(path), "--answers", str(ans), "--protocol", protocol,
+                "--setting", "3", "--json", str(res))
+        assert r.returncode == 0, r.stderr
+        assert json.loads(res.read_text())["protocol"] == protocol
