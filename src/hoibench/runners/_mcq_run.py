@@ -14,8 +14,10 @@ import hashlib
 import io
 import logging
 import mimetypes
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -220,7 +222,7 @@ class MCQRunner:
                 # resize once, here; the server sees a size it will not change again
                 rgb = im.convert("RGB").resize((frame.sent_width, frame.sent_height))
                 buf = io.BytesIO()
-                rgb.save(buf, format="PNG")
+                rgb.save(buf, format="PNG", compress_level=1)  # lossless; fast over small
                 data = buf.getvalue()
                 part = ImagePart(path=str(path), data=data, mime="image/png",
                                  digest=hashlib.sha256(data).hexdigest())
@@ -257,6 +259,11 @@ class MCQRunner:
         header = self.header()
         done = self._resume(out, header)
         todo = [q for q in questions if q.id not in done]
+        # questions of one image in one chunk, so that each image is prepared once
+        rank: dict[str, int] = {}
+        for q in todo:
+            rank.setdefault(q.file_name, len(rank))
+        todo.sort(key=lambda q: rank[q.file_name])
         resumed = len(questions) - len(todo)
         hits0 = getattr(self.backend, "hits", 0)
         requests0 = getattr(self.backend, "misses", None)
@@ -298,10 +305,12 @@ class MCQRunner:
 
     def _run_chunk(self, chunk: list[MCQuestion], write: Callable[[MCAnswer, MCQuestion], None],
                    sent: list[int]) -> None:
-        images: dict[str, _Image] = {}
+        first: dict[str, MCQuestion] = {}
         for q in chunk:
-            if q.file_name not in images:
-                images[q.file_name] = self._prepare_image(q)
+            first.setdefault(q.file_name, q)
+        # decoding, resizing and encoding release the GIL: prepare the chunk's images in threads
+        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+            images = dict(zip(first, pool.map(self._prepare_image, first.values())))
         boxed = {q.file_name for q in chunk if q.setting in (2, 3)}
         names = list(images)
 

@@ -13,6 +13,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from hoibench._exceptions import ConfigError, MissingExtraError
 from hoibench.runners._backend import (
     ChatBackend,
@@ -49,6 +51,15 @@ def openai_messages(messages: Sequence[ChatMessage], memo: dict[int, str] | None
                 content.append({"type": "image_url", "image_url": {"url": _image_url(p, memo)}})
         out.append({"role": m.role, "content": content})
     return out
+
+
+def _reply_text(content: bytes) -> str:
+    """The assistant text of a chat-completion response body ("" when the server sent none)."""
+    data = orjson.loads(content)
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not choices:
+        raise ValueError(f"no choices in the response: {content[:200]!r}")
+    return choices[0].get("message", {}).get("content") or ""
 
 
 class OpenAIBackend(ChatBackend):
@@ -137,8 +148,11 @@ class OpenAIBackend(ChatBackend):
         out: list[ChatResponse | None] = [None] * len(requests)
 
         async def one(i: int, req: ChatRequest) -> None:
-            body = openai_messages(req.messages, memo)
             params = req.params
+            payload = {"model": self.model, "messages": openai_messages(req.messages, memo),
+                       "max_tokens": params.max_tokens, "temperature": params.temperature,
+                       "top_p": params.top_p, **({"seed": params.seed} if params.seed is not None else {}),
+                       **self.extra_body}
             last = ""
             async with sem:
                 for attempt in range(self.max_retries + 1):
@@ -146,12 +160,12 @@ class OpenAIBackend(ChatBackend):
                     counter[0] += 1
                     self.attempts += 1
                     try:
-                        resp = await client.chat.completions.create(
-                            model=self.model, messages=body, max_tokens=params.max_tokens,
-                            temperature=params.temperature, top_p=params.top_p, seed=params.seed,
-                            extra_body=self.extra_body or None)
-                        text = resp.choices[0].message.content if resp.choices else None
-                        result = ChatResponse(text or "", meta={**req.meta, "attempts": attempt + 1})
+                        # the client's low-level post: its auth, base URL, timeouts and typed
+                        # errors, without re-validating our already well-formed body per request
+                        raw = await client.post("/chat/completions", body=payload,
+                                                cast_to=httpx.Response)
+                        text = _reply_text(raw.content)
+                        result = ChatResponse(text, meta={**req.meta, "attempts": attempt + 1})
                         break
                     except retryable as exc:
                         last = f"{type(exc).__name__}: {exc}"
@@ -161,7 +175,7 @@ class OpenAIBackend(ChatBackend):
                             break
                         delay = min(self.max_backoff, self.backoff * 2 ** attempt)
                         await asyncio.sleep(delay * (0.5 + rng.random() / 2))
-                    except openai.APIError as exc:  # 4xx other than 408/409/429: not worth retrying
+                    except (openai.APIError, ValueError) as exc:  # 4xx or a malformed body: no retry
                         result = ChatResponse(None, error=f"{type(exc).__name__}: {exc}", meta=dict(req.meta))
                         break
             out[i] = result
