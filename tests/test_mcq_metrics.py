@@ -249,3 +249,19 @@ def test_mcq_bootstrap_intervals_bracket_the_scores() -> None:
         lo, hi = r.ci[name]
         assert lo <= value <= hi and hi - lo < 0.25, name
     assert mcq_scores(qs, ans, n_bootstrap=300, random_state=0).ci == r.ci
+
+
+def test_crosshoi_class_keys_restrict_macro_f1() -> None:
+    from hoibench.formats.crosshoi import parse_choice_text
+
+    choices = (parse_choice_text("look at a/an frisbee"), parse_choice_text("throw a/an frisbee"))
+    q = MCQuestion("v", "v.jpg", 1, tuple(c.__class__(c.text) for c in choices), frozenset({0}),
+                   label_space="v-coco")
+    ans = [MCAnswer("v", frozenset({"look at a/an frisbee", "throw a/an frisbee"}))]
+    every_text = mcq_scores([q], ans, protocol="crosshoi")
+    assert every_text.n_classes == 2 and every_text.macro_f1 == pytest.approx(0.5)
+    only_look = mcq_scores([q], ans, protocol="crosshoi", class_keys=[("look_at", "frisbee")])
+    assert only_look.n_classes == 1 and only_look.macro_f1 == pytest.approx(1.0)
+    assert only_look.micro_f1 == every_text.micro_f1  # only Macro-F1 uses the class table
+    with pytest.raises(ConfigError, match="class_keys"):
+        mcq_scores([q], ans, protocol="paper", class_keys=[("look_at", "frisbee")])

@@ -199,7 +199,8 @@ def _count_paper(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: fro
 
 
 def _count_crosshoi(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: frozenset[str] | None,
-                    hico_keys: frozenset[tuple[str, str]]) -> None:
+                    hico_keys: frozenset[tuple[str, str]],
+                    class_keys: frozenset[tuple[str, str]] | None) -> None:
     from hoibench.formats.crosshoi import reference_class_key
 
     qi = len(rows.tp)
@@ -243,7 +244,10 @@ def _count_crosshoi(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: 
         if text == "None":
             continue
         key = reference_class_key(text)
-        if q.label_space == "hico-det" and key not in hico_keys:
+        if class_keys is not None:
+            if key not in class_keys:
+                continue
+        elif q.label_space == "hico-det" and key not in hico_keys:
             continue
         rows.add_class(qi, classes(key), c_tp, c_tp + c_fp, c_gt)
 
@@ -319,6 +323,11 @@ class MCQMetrics:
         Coverage of the percentile intervals.
     random_state:
         Seed or Generator of the resampling.
+    class_keys:
+        ``crosshoi`` only: the ``(action, object)`` keys Macro-F1 may count (the released script's
+        class tables). Default: HICO-DET's 600 classes for HICO-DET questions, every text for
+        others (on the released V-COCO/SWiG-HOI files this keeps 3 resp. 1 texts the script's
+        tables lack).
 
     Examples
     --------
@@ -330,8 +339,12 @@ class MCQMetrics:
     higher_is_better = True
 
     def __init__(self, *, protocol: str = "paper", zero_division: float = 1.0, n_bootstrap: int = 0,
-                 confidence: float = 0.95, random_state: int | np.random.Generator | None = None) -> None:
+                 confidence: float = 0.95, random_state: int | np.random.Generator | None = None,
+                 class_keys: Iterable[tuple[str, str]] | None = None) -> None:
         _check_protocol(protocol, zero_division)
+        if class_keys is not None and protocol != "crosshoi":
+            raise ConfigError("class_keys only applies to the crosshoi protocol")
+        self.class_keys = None if class_keys is None else frozenset(tuple(k) for k in class_keys)
         if n_bootstrap < 0:
             raise ConfigError(f"n_bootstrap must be >= 0; got {n_bootstrap}")
         if not 0.0 < confidence < 1.0:
@@ -374,7 +387,7 @@ class MCQMetrics:
             if self.protocol == "paper":
                 _count_paper(self._rows, self._classes, q, selected, self.zero_division)
             else:
-                _count_crosshoi(self._rows, self._classes, q, selected, hico_keys)
+                _count_crosshoi(self._rows, self._classes, q, selected, hico_keys, self.class_keys)
             self._ids.append(q.id)
         self._answer_ids.update(by_id)
         self._cache = None
@@ -440,9 +453,10 @@ def mcq_scores(
     n_bootstrap: int = 0,
     confidence: float = 0.95,
     random_state: int | np.random.Generator | None = None,
+    class_keys: Iterable[tuple[str, str]] | None = None,
 ) -> MCQResult:
     """Functional twin of :class:`MCQMetrics` (same parameters, one call)."""
     m = MCQMetrics(protocol=protocol, zero_division=zero_division, n_bootstrap=n_bootstrap,
-                   confidence=confidence, random_state=random_state)
+                   confidence=confidence, random_state=random_state, class_keys=class_keys)
     m.update(questions, answers)
     return m.compute()
