@@ -130,17 +130,28 @@ class _ClassIndex:
         return [_class_name(k) for k in self.index]
 
 
+_KEY_CACHE: dict[tuple[str, int, str], tuple[str, str]] = {}
+
+
 def _paper_key(q: MCQuestion, i: int) -> tuple[str, str]:
-    from hoibench.formats.crosshoi import reference_class_key
-
+    """Class of a choice: its HOI class (named ``(verb, object)``) when in HICO-DET's vocabulary,
+    else the reference key of its text."""
     c = q.choices[i]
-    if c.hoi >= 0 and q.label_space == "hico-det":
-        from hoibench.vocab import hico_det
+    k = (q.label_space, c.hoi, c.text)
+    hit = _KEY_CACHE.get(k)
+    if hit is None:
+        from hoibench.formats.crosshoi import reference_class_key
 
-        v = hico_det()
-        verb, obj = v.hoi_verb_object[c.hoi]
-        return v.verbs[verb], v.objects[obj]
-    return reference_class_key(c.text)
+        if c.hoi >= 0 and q.label_space == "hico-det":
+            from hoibench.vocab import hico_det
+
+            v = hico_det()
+            verb, obj = v.hoi_verb_object[c.hoi]
+            hit = (v.verbs[verb], v.objects[obj])
+        else:
+            hit = reference_class_key(c.text)
+        _KEY_CACHE[k] = hit
+    return hit
 
 
 # ----------------------------------------------------------------------------- counting
