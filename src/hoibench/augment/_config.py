@@ -26,18 +26,18 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ChatStageConfig:
-    """A VLM or LLM role served through :mod:`hoibench.runners` backends.
+    """A VLM or LLM role served through the runner's backends (:func:`hoibench.runners.make_backend`).
 
-    ``kind``: ``"openai"`` (any OpenAI-compatible server: vLLM, SGLang, hosted APIs) or
-    ``"constant"`` (answers ``reply`` to everything: dry runs of the plumbing).
-    ``cache``: SQLite response cache file (relative paths are inside the output folder).
+    ``kind``: a registered backend (``"openai"`` for any OpenAI-compatible server: vLLM, SGLang,
+    hosted APIs; ``"vllm"``; ``"transformers"``) or ``"constant"`` (answers ``reply`` to every
+    request: dry runs of the plumbing). ``options``: the backend's keyword arguments (e.g.
+    ``base_urls``, ``concurrency`` for ``openai``). ``cache``: SQLite response cache file
+    (relative paths are inside the output folder; ``null``: no cache).
     """
 
     kind: str = "openai"
     model: str = ""
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    max_concurrency: int = 8
+    options: dict[str, Any] = field(default_factory=dict)
     temperature: float = 0.0
     max_tokens: int = 256
     cache: str | None = "chat_cache.sqlite"
@@ -104,7 +104,7 @@ class AugmentConfig:
         _choice("generator.kind", self.generator.kind, ("sdxl_lightning", "diffusers", "tiny"))
         _choice("detector.kind", self.detector.kind, ("grounding_dino", "owlv2", "fake"))
         for role in ("describe_vlm", "region_vlm", "llm"):
-            _choice(f"{role}.kind", getattr(self, role).kind, ("openai", "constant"))
+            _choice(f"{role}.kind", getattr(self, role).kind, ("openai", "vllm", "transformers", "constant"))
         if self.max_attempts < 1:
             raise ConfigError(f"max_attempts must be >= 1; got {self.max_attempts}")
         if self.detector.max_per_label < 1:
@@ -131,7 +131,7 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
 def _build(cls: type, data: Any, where: str) -> Any:
     if not isinstance(data, dict):
         raise ConfigError(f"{where or 'config'}: expected a mapping; got {type(data).__name__}")
-    hints = get_type_hints(cls)
+    hints = get_type_hints(cls, globalns=globals())  # __module__ is re-pointed to the package
     names = {f.name for f in fields(cls)}
     unknown = set(data) - names
     if unknown:
@@ -151,9 +151,12 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
     origin = get_origin(tp)
     args = get_args(tp)
     if origin is dict:
-        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                                  for k, v in value.items()):
-            raise ConfigError(f"{path}: expected a mapping of names to file paths")
+        value_type = args[1] if len(args) == 2 else Any
+        if not isinstance(value, dict) or not all(
+                isinstance(k, str) and (value_type is Any or isinstance(v, value_type))
+                for k, v in value.items()):
+            raise ConfigError(f"{path}: expected a mapping of names to "
+                              f"{'values' if value_type is Any else value_type.__name__ + 's'}")
         return dict(value)
     if args and type(None) in args:  # Optional[X]
         if value is None:

@@ -60,7 +60,7 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
             rec = orjson.loads(raw)
         except orjson.JSONDecodeError:
             # a torn line (crash mid-write) is tolerated and skipped; anything else is corruption
-            if n == len(lines) - 1 or not any(x.strip() for x in lines[n + 1:]) or _only_torn(lines, n):
+            if _only_torn(lines, n):
                 continue
             raise FormatError("not a JSON record", file=path, record=n + 1) from None
         if not isinstance(rec, dict) or "event" not in rec:
@@ -69,8 +69,10 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _only_torn(lines: list[bytes], n: int) -> bool:
-    # a torn line followed by a repaired newline: the bad line has no closing brace
-    return not lines[n].rstrip().endswith(b"}")
+    # a record cut short by a crash (then terminated by the next append): the start of an
+    # object without its end
+    line = lines[n].strip()
+    return line.startswith(b"{") and not line.endswith(b"}")
 
 
 def read_manifests(out_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:

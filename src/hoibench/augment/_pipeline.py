@@ -40,7 +40,7 @@ from hoibench.augment._models import (
 )
 from hoibench.augment._prompts import PromptSet
 from hoibench.data import DatasetBuilder, HOIDataset
-from hoibench.runners import ChatBackend, GenerationParams, ScriptedBackend
+from hoibench.runners import ChatBackend, ChatRequest, GenerationParams, ScriptedBackend
 from hoibench.vocab import LabelSpace
 
 if TYPE_CHECKING:
@@ -155,7 +155,10 @@ class AugmentPipeline:
                     generate: bool = True) -> AugmentPipeline:
         """Load the models a config names (``generate=False`` skips the generator: filtering)."""
         out = Path(out_dir) if out_dir is not None else None
-        backends = {role: _backend(getattr(config, role), out) for role in _ROLES}
+        # filtering never describes reference images, so it needs no describe_vlm
+        roles = _ROLES if generate else ("region_vlm", "llm")
+        backends = {role: _backend(getattr(config, role), out) for role in roles}
+        backends.setdefault("describe_vlm", ScriptedBackend(_unused, model="unused"))
         return cls(generator=build_generator(config.generator) if generate else None,
                    detector=build_detector(config.detector), chat=_chat_stages(config, backends),
                    config=config)
@@ -222,6 +225,10 @@ class AugmentPipeline:
 _ROLES = ("describe_vlm", "region_vlm", "llm")
 
 
+def _unused(_request: ChatRequest) -> str:
+    raise ConfigError("this pipeline was built without a describe_vlm (generate=False)")
+
+
 def _chat_stages(config: AugmentConfig, backends: dict[str, ChatBackend]) -> ChatStages:
     return ChatStages(**backends, prompts=PromptSet.load(config.prompts), seed=config.seed,
                       box_format=config.box_format,
@@ -237,18 +244,13 @@ def _backend(cfg: ChatStageConfig, out: Path | None) -> ChatBackend:
         reply = cfg.reply
         backend: ChatBackend = ScriptedBackend(lambda _req: reply, model=f"constant:{reply}")
     else:
-        import hoibench.runners as runners
+        from hoibench.runners import make_backend
 
-        factory = getattr(runners, "OpenAIBackend", None)
-        if factory is None:
-            raise ConfigError("the OpenAI-compatible backend is not available in hoibench.runners")
         if not cfg.model:
-            raise ConfigError("an openai chat stage needs a model name")
-        backend = factory(model=cfg.model, base_url=cfg.base_url,
-                          api_key=os.environ.get(cfg.api_key_env, "EMPTY"),
-                          max_concurrency=cfg.max_concurrency)
+            raise ConfigError(f"a {cfg.kind} chat stage needs a model name")
+        backend = make_backend(cfg.kind, model=cfg.model, **cfg.options)
     if cfg.cache is not None and out is not None:
-        from hoibench.runners._cache import CachedBackend
+        from hoibench.runners import CachedBackend
 
         cache = Path(cfg.cache) if os.path.isabs(cfg.cache) else out / cfg.cache
         cache.parent.mkdir(parents=True, exist_ok=True)
