@@ -74,6 +74,8 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str, k
         dropped[k] = dropped.get(k, 0) + v
     out = res.to_json(model=model, benchmark=benchmark or Path(str(gt_spec)).name)
     out["dropped"] = dropped
+    if classes_spec and ("selected" in subsets or classes_spec.lower().startswith("unseen:")):
+        out["headline"] = "selected" if "selected" in subsets else "unseen"
     out["prediction_format"] = loaded.format
 
     if per_class_csv:
