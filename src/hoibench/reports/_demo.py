@@ -167,9 +167,9 @@ class _DetectionBenchmark:
     name: str
     train: HOIDataset
     test: HOIDataset
-    subset_name: str | None  # headline subset ("unseen", "b-right"), None: full
-    classes: np.ndarray | None
-    files: dict[str, str]  # how to evaluate by hand: gt file / dataset name
+    gt: str  # the ground truth as a dataset name or file, for ``hoibench eval hico --gt``
+    classes_spec: str | None  # ``--classes`` of ``hoibench eval hico``; its subset is the headline
+    headline: str = "full"
 
 
 def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[list[_DetectionBenchmark], list[Table]]:
@@ -195,13 +195,15 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[
         bal_dir = bench_dir / "b-right"
         write_balanced_split(bal, bal_dir)
 
-    unseen = np.unique(sg.vocab.hoi_index(sg.test_combinations[:, 0], sg.test_combinations[:, 1]))
+    # the balanced classes as a list file: what ``hoibench eval hico --classes FILE`` reads
+    bal_ids = bal_dir / "hoi_ids.json"
+    atomic_write_json(bal_ids, sorted(int(h) for h in bal.classes))
     benches = [
-        _DetectionBenchmark(BENCH_HICO, train, test, None, None, {"gt": "hico-det:test"}),
-        _DetectionBenchmark(BENCH_SG, sg.train, sg.test, "unseen", unseen,
-                            {"gt": str(sg_paths["test"]), "classes": f"unseen:{sg_dir}"}),
-        _DetectionBenchmark(BENCH_BRIGHT, bal.train.dataset, bal.test.dataset, "b-right",
-                            np.sort(bal.classes), {"gt": str(bal_dir / "test_hico.json")}),
+        _DetectionBenchmark(BENCH_HICO, train, test, "hico-det:test", None),
+        _DetectionBenchmark(BENCH_SG, sg.train, sg.test, str(sg_paths["test"]), f"unseen:{sg_dir}",
+                            "unseen"),
+        _DetectionBenchmark(BENCH_BRIGHT, bal.train.dataset, bal.test.dataset,
+                            str(bal_dir / "test_hico.json"), str(bal_ids), "selected"),
     ]
     if cfg.max_test_images is not None:
         # a quick run evaluates the first images only: write exactly that ground truth
@@ -211,7 +213,7 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[
             b.test = _head(b.test, cfg.max_test_images)
             gt = bench_dir / "evaluated" / f"{_slug(b.name)}-test_hico.json"
             write_ppdm(b.test, gt)
-            b.files["gt"] = str(gt)
+            b.gt = str(gt)
 
     orig = split_table1(train, test)
     sg_t1 = sg.table1()
@@ -242,7 +244,7 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[
 # ---------------------------------------------------------------------------------- detection
 def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path, reuse: bool,
                  steps: _Steps) -> list[MapResult]:
-    from hoibench.evaluation import hico_mean_ap
+    from hoibench.evaluation import hico_class_subsets, hico_mean_ap
     from hoibench.runners import ObjectPriorDetector
 
     results = []
@@ -252,16 +254,22 @@ def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path,
 
             def compute(b: _DetectionBenchmark = b, model: str = model, top_k: int | None = top_k) -> dict[str, Any]:
                 preds = ObjectPriorDetector(top_k=top_k, name=model).fit(b.train).predict(b.test)
+                pred_path = out / "predictions" / _slug(b.name) / f"{model}.json"
                 if cfg.save_predictions:
                     from hoibench.formats import write_predictions
 
-                    write_predictions(preds, out / "predictions" / _slug(b.name) / f"{model}.json")
-                subsets = {} if b.subset_name is None else {b.subset_name: b.classes}
+                    write_predictions(preds, pred_path)
+                subsets, classes = hico_class_subsets(b.classes_spec) if b.classes_spec else ({}, None)
                 res = hico_mean_ap(preds, b.test, protocol=cfg.protocol, class_subsets=subsets,
-                                   classes=b.classes)
+                                   classes=classes)
                 d = res.to_json(model=model, benchmark=b.name)
-                d["headline"] = b.subset_name or "full"
-                d["evaluate_by_hand"] = b.files
+                d["headline"] = b.headline
+                cmd = f"hoibench eval hico --gt {b.gt} --pred {pred_path} --protocol {cfg.protocol}"
+                d["evaluate_by_hand"] = {
+                    "gt": b.gt, "predictions": str(pred_path), "classes": b.classes_spec,
+                    "command": cmd + (f" --classes {b.classes_spec}" if b.classes_spec else "")
+                    + " --json OUT" + ("" if cfg.save_predictions else "  (run the demo with --save-predictions)"),
+                }
                 return d
 
             with steps.step(f"{model} on {b.name}"):
