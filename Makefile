@@ -18,7 +18,7 @@ demo: $(STAMP)
 
 test: $(STAMP) chromium
 	$(BIN)/ruff check src tests benchmarks scripts
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -q
 
 # The HTML-report tests open the report in headless Chromium (Debian's chromium package); install
 # it when missing (as root, or through passwordless sudo), otherwise those tests skip with a reason.
