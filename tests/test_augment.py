@@ -448,3 +448,45 @@ def test_fake_detector_contract() -> None:
     dets = FakeDetector().detect(img, ["person", "horse"])
     assert [d.query for d in dets] == [0, 1] and dets[1].box == (20.0, 5.0, 40.0, 20.0)
     assert [d.query for d in FakeDetector().detect(img, ["person"])] == [0, 0]
+
+
+def test_openai_backend_and_cache_through_a_fake_server(tmp_path: Path, world) -> None:
+    """The chat stages on the runner's OpenAI-compatible backend and SQLite cache, against a local
+    fake server: a second run with the same cache sends no request and gives the same dataset."""
+    pytest.importorskip("httpx")
+    from hoibench.augment import AugmentPipeline
+    from hoibench.runners._fake_server import FakeChatServer, request_image, request_text
+
+    _, targets, kw = world
+    seen_images: list[bytes] = []
+
+    def handler(body: dict) -> str:
+        text = request_text(body)
+        img = request_image(body)
+        if img is not None:
+            seen_images.append(img)
+        if text.startswith("This image shows"):
+            return "A photo of a person riding a horse, by a lake"
+        if text.startswith("Describe in detail"):
+            return "The person sits on the horse and holds the reins."
+        if text.startswith("Paraphrase"):
+            return "A person rides a horse near a lake"
+        return "Yes"
+
+    with FakeChatServer(handler) as server:
+        cfg_file = tmp_path / "c.yaml"
+        stage = (f"{{kind: openai, model: fake-model, cache: {tmp_path / 'cache.sqlite'}, "
+                 f"options: {{base_urls: ['{server.url}'], max_retries: 0, concurrency: 4}}}}")
+        cfg_file.write_text(f"detector: {{kind: fake}}\npseudo_label_verbs: target\n"
+                            f"describe_vlm: {stage}\nregion_vlm: {stage}\nllm: {stage}\n")
+        cfg = load_config(cfg_file)
+        results, counts = [], []
+        for run in ("a", "b"):
+            p = AugmentPipeline.from_config(cfg, out_dir=tmp_path / run, generator=SolidGenerator())
+            before = server.count
+            results.append(augment_deficits(targets[:1], out_dir=tmp_path / run, pipeline=p, **kw))
+            counts.append(server.count - before)
+    assert counts[0] == 2 * (1 + 3)  # per kept image: describe, region description, verify, label
+    assert counts[1] == 0
+    assert results[0].dataset.equals(results[1].dataset) and results[0].dataset.n_pairs == 2
+    assert seen_images and all(img[:4] == b"\x89PNG" for img in seen_images)

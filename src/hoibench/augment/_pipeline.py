@@ -152,14 +152,17 @@ class AugmentPipeline:
 
     @classmethod
     def from_config(cls, config: AugmentConfig, *, out_dir: str | os.PathLike[str] | None = None,
-                    generate: bool = True) -> AugmentPipeline:
-        """Load the models a config names (``generate=False`` skips the generator: filtering)."""
+                    generate: bool = True, generator: ImageGenerator | None = None) -> AugmentPipeline:
+        """Load the models a config names (``generate=False`` skips the generator and the
+        describe VLM: filtering; ``generator`` replaces the configured one)."""
         out = Path(out_dir) if out_dir is not None else None
         # filtering never describes reference images, so it needs no describe_vlm
         roles = _ROLES if generate else ("region_vlm", "llm")
         backends = {role: _backend(getattr(config, role), out) for role in roles}
         backends.setdefault("describe_vlm", ScriptedBackend(_unused, model="unused"))
-        return cls(generator=build_generator(config.generator) if generate else None,
+        if generate and generator is None:
+            generator = build_generator(config.generator)
+        return cls(generator=generator if generate else None,
                    detector=build_detector(config.detector), chat=_chat_stages(config, backends),
                    config=config)
 
