@@ -67,8 +67,10 @@ def test_build_stats_score_from_detections_on_fixture(tmp_path: Path) -> None:
              "--out", str(tmp_path / "q2.jsonl"), "--json")
     assert r2.returncode == 0 and (tmp_path / "q2.jsonl").read_bytes() == out.read_bytes()
 
-    r = run("stats", str(out), "--annotations", str(ann), "--json")
+    plot = tmp_path / "dist.png"
+    r = run("stats", str(out), "--annotations", str(ann), "--json", "--plot", str(plot))
     assert r.returncode == 0, r.stderr
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     st = json.loads(r.stdout)
     assert st["questions"] == len(qs) and "scene_composition" in st and st["paper"]["images"] == 1274
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from hoibench.cli._common import console, echo_json, err_console
@@ -82,15 +83,22 @@ def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int
         raise ConfigError(f"--settings must be a comma-separated list of 1 and 2; got {settings!r}") from None
     ds = _dataset_for(dataset, split)
     provenance = {"dataset_spec": dataset, "split": split, "n_images": ds.n_images, "n_pairs": ds.n_pairs}
-    with console.status(f"building questions from {ds.name}", spinner="dots"):
+    judges = _judges(judge_specs, judge_base_urls, images)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as bar:
+        task = bar.add_task(f"analysing {ds.name} images", total=ds.n_images)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
         if split == "train":
-            result = build_mcq_training_set(ds, random_state=seed, provenance=provenance)
+            result = build_mcq_training_set(ds, random_state=seed, provenance=provenance, progress=progress)
         else:
             result = build_mcq_benchmark(
                 ds, random_state=seed, settings=setting_list, remove_easy=not no_remove_easy,
                 easy_min_train_count=easy_min_train_count, redistribute=not no_redistribute,
-                max_per_class=max_per_class, head_exponent=head_exponent, judges=_judges(judge_specs, judge_base_urls, images),
-                provenance=provenance)
+                max_per_class=max_per_class, head_exponent=head_exponent, judges=judges,
+                provenance=provenance, progress=progress)
     write_questions(out_path, result.questions, header={**result.header, "report": result.report})
     if as_json:
         echo_json(result.report)
@@ -124,8 +132,11 @@ def _annotations_for(questions: Any, annotations: str | None) -> Any:
               help="Annotations of the images for Table 1 (default: from the header, or the bundled "
                    "HICO-DET test set for HICO test images).")
 @click.option("--setting", type=click.IntRange(1, 3), default=None, help="Only questions of this setting.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Save the class distribution (train vs correct choices) as an image (.png/.pdf/.svg).")
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
-def stats(questions_path: str, annotations: str | None, setting: int | None, as_json: bool) -> None:
+def stats(questions_path: str, annotations: str | None, setting: int | None, plot_path: str | None,
+          as_json: bool) -> None:
     """Statistics of a question file (ours or CrossHOI-Bench) next to the paper's numbers."""
     from hoibench.benchmarks.mcq import PAPER_REFERENCE, question_statistics
     from hoibench.formats import read_questions
@@ -138,6 +149,14 @@ def stats(questions_path: str, annotations: str | None, setting: int | None, as_
     if ds is None or ds.vocab.name == "hico-det":
         train = hico_det().train_counts_official()
     result = question_statistics(selected, dataset=ds, train_counts=train)
+    if plot_path is not None:
+        from hoibench._exceptions import ConfigError
+        from hoibench.benchmarks.mcq import class_distribution_figure, correct_class_counts
+
+        if train is None:
+            raise ConfigError("--plot needs HICO-DET questions (train counts are known for HICO-DET only)")
+        counts, _ = correct_class_counts(selected, len(train))
+        class_distribution_figure(train, counts, plot_path, title=Path(questions_path).name)
     if as_json:
         echo_json({**result, "paper": PAPER_REFERENCE})
         return

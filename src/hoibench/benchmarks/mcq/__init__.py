@@ -12,7 +12,12 @@ from hoibench.benchmarks.mcq._builder import (
 )
 from hoibench.benchmarks.mcq._detections import answers_from_detections
 from hoibench.benchmarks.mcq._judges import DEFAULT_JUDGE_PROMPT, NegativeFilter, parse_yes_no
-from hoibench.benchmarks.mcq._stats import PAPER_REFERENCE, question_statistics
+from hoibench.benchmarks.mcq._stats import (
+    PAPER_REFERENCE,
+    class_distribution_figure,
+    correct_class_counts,
+    question_statistics,
+)
 
 __all__ = [
     "DEFAULT_JUDGE_PROMPT",
@@ -23,6 +28,8 @@ __all__ = [
     "build_mcq_benchmark",
     "build_mcq_training_set",
     "class_counts",
+    "class_distribution_figure",
+    "correct_class_counts",
     "parse_yes_no",
     "question_statistics",
     "similar_verbs",

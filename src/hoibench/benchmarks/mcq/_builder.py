@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -105,8 +105,11 @@ class _Scene:
         return frozenset().union(*(p.hois for p in self.people)) if self.people else frozenset()
 
 
-def _scenes(ds: HOIDataset, person_iou: float) -> Iterator[_Scene]:
+def _scenes(ds: HOIDataset, person_iou: float,
+            progress: Callable[[int, int], None] | None = None) -> Iterator[_Scene]:
     for i in range(ds.n_images):
+        if progress is not None and (i % 256 == 0 or i == ds.n_images - 1):
+            progress(i + 1, ds.n_images)
         person, obj, hoi = image_people(ds, i, iou_threshold=person_iou)
         ok = hoi >= 0
         if not ok.any():
@@ -305,6 +308,7 @@ def build_mcq_benchmark(
     judges: Any = None,
     train_counts: np.ndarray | None = None,
     provenance: dict[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MCQBuild:
     """Questions for the evaluation benchmark (see the module docstring for each stage).
 
@@ -325,6 +329,8 @@ def build_mcq_benchmark(
         0 flattens completely, 1 keeps the train distribution's shape up to the caps.
     judges:
         A :class:`NegativeFilter` (or anything with ``keep(items)`` and ``describe()``), or None.
+    progress:
+        Called as ``progress(images done, images)`` while scenes are analysed.
     train_counts:
         Per-class train counts used to rank rarity and for the reported KL and head/tail ratio
         (default: HICO-DET's official counts).
@@ -347,7 +353,7 @@ def build_mcq_benchmark(
     train = _train_counts(dataset.vocab, train_counts)
     rarity = train if train is not None else np.asarray(dataset.hoi_counts(), dtype=np.float64)
     report: dict[str, Any] = {"images": dataset.n_images}
-    scenes = list(_scenes(dataset, person_iou))
+    scenes = list(_scenes(dataset, person_iou, progress))
     report["images_with_pairs"] = len(scenes)
     if remove_easy:
         reasons: dict[str, int] = {}
@@ -455,6 +461,7 @@ def build_mcq_training_set(
     max_other_person: int = 2,
     max_similar: int = 1,
     provenance: dict[str, Any] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MCQBuild:
     """The training questions of App. C.3: per image with a pair, a setting-1 question, a
     setting-2 question about one (random) person and a setting-3 detection question whose
@@ -466,7 +473,7 @@ def build_mcq_training_set(
     questions: list[MCQuestion] = []
     dropped = 0
     meta = {"builder": "hoibench.mcq.train", "version": BUILDER_VERSION}
-    for scene in _scenes(dataset, person_iou):
+    for scene in _scenes(dataset, person_iou, progress):
         target = scene.people[int(rng.integers(len(scene.people)))]
         d1 = _draft(scene, None, tables, n_choices, rng)
         d2 = _draft(scene, target, tables, n_choices, rng)

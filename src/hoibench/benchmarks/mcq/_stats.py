@@ -3,6 +3,8 @@ Table 1's scene composition and the class distribution against the train split."
 
 from __future__ import annotations
 
+import os
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -12,7 +14,7 @@ import numpy as np
 from hoibench.analysis._distribution import head_tail_ratio, kl_divergence, scene_composition
 from hoibench.data import HOIDataset, MCQuestion
 
-__all__ = ["PAPER_REFERENCE", "question_statistics"]
+__all__ = ["PAPER_REFERENCE", "class_distribution_figure", "correct_class_counts", "question_statistics"]
 
 #: the paper's numbers for its benchmark (001_*.txt Table 1, sec. 2.1-2.2)
 PAPER_REFERENCE = {
@@ -47,7 +49,7 @@ def question_statistics(
     settings = Counter(q.setting for q in questions)
     n_correct = Counter(len(q.correct) for q in questions)
     n_choices = Counter(len(q.choices) for q in questions)
-    oddities = Counter(o.split(" '")[0] if "'" in o else o for q in questions for o in q.meta.get("oddities", []))
+    oddities = Counter(re.sub(r"'[^']*'", "…", o) for q in questions for o in q.meta.get("oddities", []))
     out: dict[str, Any] = {
         "questions": len(questions),
         "images": len({q.file_name for q in questions}),
@@ -57,18 +59,10 @@ def question_statistics(
         "out_of_vocabulary_choices": sum(1 for q in questions for c in q.choices if not c.in_vocabulary),
         "oddities": dict(oddities),
     }
-    in_vocab = [q for q in questions if q.label_space == "hico-det" or (dataset is not None and
-                                                                        q.label_space == dataset.vocab.name)]
-    if in_vocab:
-        n_hois = 600 if dataset is None else dataset.vocab.n_hois
-        counts = np.zeros(n_hois)
-        all_choice = np.zeros(n_hois)
-        for q in in_vocab:
-            for i, c in enumerate(q.choices):
-                if c.hoi >= 0:
-                    all_choice[c.hoi] += 1
-                    if i in q.correct:
-                        counts[c.hoi] += 1
+    n_hois = 600 if dataset is None else dataset.vocab.n_hois
+    counts, all_choice = correct_class_counts(questions, n_hois, label_space=None if dataset is None
+                                              else dataset.vocab.name)
+    if all_choice.sum() > 0:
         out["classes_correct"] = int((counts > 0).sum())
         out["classes_any_choice"] = int((all_choice > 0).sum())
         if train_counts is not None and counts.sum() > 0:
@@ -88,3 +82,50 @@ def question_statistics(
             sc = scene_composition(dataset, images=np.asarray(idx), iou_threshold=person_iou)
             out["scene_composition"] = sc.as_dict()
     return out
+
+
+def correct_class_counts(questions: Sequence[MCQuestion], n_hois: int, *,
+                         label_space: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(correct, any choice)`` counts per in-vocabulary class of HICO-DET (or ``label_space``)
+    questions."""
+    space = label_space or "hico-det"
+    counts = np.zeros(n_hois)
+    all_choice = np.zeros(n_hois)
+    for q in questions:
+        if q.label_space != space:
+            continue
+        for i, c in enumerate(q.choices):
+            if 0 <= c.hoi < n_hois:
+                all_choice[c.hoi] += 1
+                if i in q.correct:
+                    counts[c.hoi] += 1
+    return counts, all_choice
+
+
+def class_distribution_figure(train_counts: np.ndarray, counts: np.ndarray, path: str | os.PathLike[str], *,
+                              title: str = "") -> None:
+    """Save a plot of class shares, classes sorted by train frequency: train vs benchmark."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hoibench._io import atomic_write
+
+    train = np.asarray(train_counts, dtype=np.float64)
+    c = np.asarray(counts, dtype=np.float64)
+    order = np.argsort(-train, kind="stable")
+    x = np.arange(len(order))
+    fig, ax = plt.subplots(figsize=(9, 3.6), dpi=120)
+    ax.bar(x, c[order] / max(c.sum(), 1), width=1.0, color="tab:red", alpha=0.6, label="benchmark (correct choices)")
+    ax.plot(x, train[order] / train.sum(), color="tab:blue", lw=1.2, label="train")
+    ax.set_yscale("log")
+    ax.set_xlabel("HOI classes, most frequent in train first")
+    ax.set_ylabel("share of instances")
+    ax.set_title(title or "class distribution")
+    ax.legend(loc="upper right", frameon=False)
+    fig.tight_layout()
+    suffix = os.path.splitext(str(path))[1].lstrip(".") or "png"
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format=suffix)
+    plt.close(fig)
