@@ -112,6 +112,18 @@ def test_builder_rules_on_synthetic_scenes() -> None:
     assert b.header["negative_filter"] is None and "no judge" in b.header["negative_filter_note"]
 
 
+def test_temporal_positives_make_twins_correct() -> None:
+    ds = synthetic_dataset()
+    b = build_mcq_benchmark(ds, random_state=0, redistribute=False, temporal_positives=True)
+    q = next(q for q in b.questions if q.id == "board.jpg#s1")
+    correct = {q.choices[i].hoi for i in q.correct}
+    twins = {hoi("exit", "airplane"), hoi("direct", "airplane")}
+    assert hoi("board", "airplane") in correct and correct & twins
+    assert set(q.meta["temporal_positives"]) == {q.choices[i].text for i in q.correct
+                                                  if q.choices[i].hoi in twins}
+    assert len(q.correct) < len(q.choices)
+
+
 def test_builder_is_deterministic_and_seed_dependent() -> None:
     ds = synthetic_dataset()
     a = build_mcq_benchmark(ds, random_state=3, redistribute=False)

@@ -62,6 +62,8 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
 @click.option("--no-remove-easy", is_flag=True, help="Keep single-person single-object and same-HOI scenes.")
 @click.option("--easy-min-train-count", type=int, default=100, show_default=True,
               help="Only scenes whose classes all have this many train pairs count as easy.")
+@click.option("--temporal-positives", is_flag=True,
+              help="Also mark the other time-sensitive classes of a time-sensitive positive correct.")
 @click.option("--judge", "judge_specs", multiple=True, metavar="BACKEND:MODEL",
               help="Negative-filtering judges in order: first, refine, cross-check (default: none).")
 @click.option("--judge-base-url", "judge_base_urls", multiple=True, help="Server URL(s) of openai judges.")
@@ -70,7 +72,7 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int, head_exponent: float,
           no_redistribute: bool,
-          no_remove_easy: bool, easy_min_train_count: int, judge_specs: tuple[str, ...],
+          no_remove_easy: bool, easy_min_train_count: int, temporal_positives: bool, judge_specs: tuple[str, ...],
           judge_base_urls: tuple[str, ...], images: str | None, out_path: str, as_json: bool) -> None:
     """Build multiple-choice questions from annotations (JSONL with a provenance header)."""
     from hoibench._exceptions import ConfigError
@@ -97,7 +99,8 @@ def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int
             result = build_mcq_benchmark(
                 ds, random_state=seed, settings=setting_list, remove_easy=not no_remove_easy,
                 easy_min_train_count=easy_min_train_count, redistribute=not no_redistribute,
-                max_per_class=max_per_class, head_exponent=head_exponent, judges=judges,
+                max_per_class=max_per_class, head_exponent=head_exponent,
+                temporal_positives=temporal_positives, judges=judges,
                 provenance=provenance, progress=progress)
     write_questions(out_path, result.questions, header={**result.header, "report": result.report})
     if as_json:
@@ -241,6 +244,10 @@ def score(questions_path: str, answers_path: str, protocol: str, setting: int | 
         qs_list = [q for q in qs if q.setting in (want, setting)]
     else:
         qs_list = list(qs)
+    if not qs_list:
+        from hoibench._exceptions import ConfigError
+
+        raise ConfigError(f"{questions_path}: no questions of setting {setting}")
     answers = read_answers(answers_path, qs_list)
     perms = answers.permutations()
     results = []

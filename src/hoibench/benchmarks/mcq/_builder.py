@@ -145,13 +145,14 @@ class _Tables:
     by_object: list[np.ndarray]
     time_sensitive: frozenset[int]
     similar: list[set[int]]
+    temporal_positives: bool = False
 
     @classmethod
-    def of(cls, vocab: LabelSpace) -> _Tables:
+    def of(cls, vocab: LabelSpace, *, temporal_positives: bool = False) -> _Tables:
         hv = vocab.hoi_verb_object
         by_object = [np.flatnonzero(hv[:, 1] == o) for o in range(vocab.n_objects)]
         ts = frozenset(time_sensitive_classes(vocab).tolist()) if vocab.name == "hico-det" else frozenset()
-        return cls(vocab, by_object, ts, similar_verbs(vocab))
+        return cls(vocab, by_object, ts, similar_verbs(vocab), temporal_positives)
 
     def text(self, hoi: int) -> Choice:
         v, o = self.vocab.hoi_verb_object[hoi]
@@ -194,6 +195,11 @@ class _Draft:
     person: _Person | None
     positives: list[int]
     tiers: list[list[int]]  # other-person, similar-verb, rest of pool
+    added: list[int] = field(default_factory=list)  # temporal twins made correct (not annotated)
+
+    @property
+    def annotated(self) -> list[int]:
+        return [c for c in self.positives if c not in self.added]
 
 
 def _positives(hois: frozenset[int], n_choices: int, rng: np.random.Generator) -> list[int]:
@@ -215,7 +221,14 @@ def _draft(scene: _Scene, person: _Person | None, tables: _Tables, n_choices: in
         others = sorted(set().union(*(p.hois for p in scene.people if p is not person)) - hois - twins)
     similar = [c for c in tables.similar_to(frozenset(hois), pool_set) if c not in others]
     rest = [c for c in pool if c not in set(others) | set(similar)]
-    return _Draft(scene, 1 if person is None else 2, person, positives, [others, similar, rest])
+    added: list[int] = []
+    if tables.temporal_positives and len(positives) < n_choices - 1:
+        twins = sorted(tables.temporal_twins(frozenset(hois)) - hois)
+        if twins:
+            room = n_choices - 1 - len(positives)  # keep at least one wrong choice
+            added = sorted(int(c) for c in rng.permutation(twins)[:room])
+            positives = sorted(positives + added)
+    return _Draft(scene, 1 if person is None else 2, person, positives, [others, similar, rest], added)
 
 
 def _draw_negatives(d: _Draft, n_choices: int, max_other: int, max_similar: int,
@@ -248,6 +261,8 @@ def _question(d: _Draft, negatives: list[int], ds: HOIDataset, tables: _Tables, 
              hard_negatives={k: [tables.text(c).text for c in v] for k, v in hard.items() if v})
     if d.person is not None:
         m["target_hois"] = sorted(d.person.hois)
+    if d.added:
+        m["temporal_positives"] = [tables.text(c).text for c in d.added]
     return MCQuestion(
         id=f"{ds.file_names[i]}#{suffix}", file_name=ds.file_names[i], setting=d.setting,
         choices=choices, correct=correct, person_box=None if d.person is None else d.person.box,
@@ -305,6 +320,7 @@ def build_mcq_benchmark(
     head_exponent: float = 0.3,
     max_other_person: int = 2,
     max_similar: int = 1,
+    temporal_positives: bool = False,
     judges: Any = None,
     train_counts: np.ndarray | None = None,
     provenance: dict[str, Any] | None = None,
@@ -327,6 +343,10 @@ def build_mcq_benchmark(
     head_exponent:
         Cap of class ``c`` = ``max(1, round(max_per_class · (n_c / median n)^head_exponent))``:
         0 flattens completely, 1 keeps the train distribution's shape up to the caps.
+    temporal_positives:
+        Also make the temporal twins of a time-sensitive positive correct (App. A; the paper's
+        "harder positives", e.g. both boarding and exiting), leaving at least one wrong choice.
+        Default off: twins are only kept out of the negatives.
     judges:
         A :class:`NegativeFilter` (or anything with ``keep(items)`` and ``describe()``), or None.
     progress:
@@ -349,7 +369,7 @@ def build_mcq_benchmark(
     if dataset.vocab.n_hois == 0:
         raise ConfigError(f"the {dataset.vocab.name} label space has no HOI classes to ask about")
     rng = check_random_state(int(random_state))
-    tables = _Tables.of(dataset.vocab)
+    tables = _Tables.of(dataset.vocab, temporal_positives=temporal_positives)
     train = _train_counts(dataset.vocab, train_counts)
     rarity = train if train is not None else np.asarray(dataset.hoi_counts(), dtype=np.float64)
     report: dict[str, Any] = {"images": dataset.n_images}
@@ -377,7 +397,7 @@ def build_mcq_benchmark(
     # one target per image; redistribution takes rarest classes first under a per-class cap
     shuffled = [cands[k] for k in rng.permutation(len(cands))]
     if redistribute:
-        key = [float(min(rarity[c] for c in d.positives)) for d, _ in shuffled]
+        key = [float(min(rarity[c] for c in d.annotated)) for d, _ in shuffled]
         order = np.argsort(np.asarray(key), kind="stable")
         count = np.zeros(dataset.vocab.n_hois, dtype=np.int64)
         scale = rarity / max(float(np.median(rarity[rarity > 0])), 1.0) if (rarity > 0).any() else np.ones_like(rarity)
@@ -391,9 +411,9 @@ def build_mcq_benchmark(
         if d.scene.index in chosen:
             continue
         if count is not None:
-            if any(count[c] >= caps[c] for c in d.positives):
+            if any(count[c] >= caps[c] for c in d.annotated):
                 continue
-            count[d.positives] += 1
+            count[d.annotated] += 1
         chosen[d.scene.index] = (d, n)
     images = sorted(chosen)
     base_meta = {"builder": "hoibench.mcq", "version": BUILDER_VERSION}
@@ -425,7 +445,8 @@ def build_mcq_benchmark(
         "settings": sorted(set(settings)),
         "params": {"n_choices": n_choices, "person_iou": person_iou, "remove_easy": remove_easy,
                    "easy_min_train_count": easy_min_train_count, "redistribute": redistribute, "max_per_class": max_per_class,
-                   "head_exponent": head_exponent, "max_other_person": max_other_person, "max_similar": max_similar},
+                   "head_exponent": head_exponent, "max_other_person": max_other_person,
+                   "max_similar": max_similar, "temporal_positives": temporal_positives},
         "negative_filter": None if judges is None else judges.describe(),
         "negative_filter_note": ("no judge: negatives are not checked by VLMs, so unannotated but true "
                                  "interactions can appear as wrong choices") if judges is None else None,
