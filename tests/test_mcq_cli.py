@@ -154,3 +154,33 @@ def test_released_hico_files_stats_and_scores(tmp_path: Path) -> None:
                 "--setting", "3", "--json", str(res))
         assert r.returncode == 0, r.stderr
         assert json.loads(res.read_text())["protocol"] == protocol
+
+
+def test_build_with_judges_over_http_is_cached_and_recorded(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from hoibench.runners._fake_server import FakeChatServer, request_text
+
+    ann = FIXTURES / "mini_instances_test2015.json"
+    images = tmp_path / "images"
+    images.mkdir()
+    for name in json.loads(ann.read_text())["filenames"]:
+        Image.new("RGB", (32, 24), (10, 120, 200)).save(images / name)
+
+    def handler(body: dict) -> str:  # every "hold" negative is plausible, the rest is not
+        return "Yes" if '"hold a/an' in request_text(body) else "No"
+
+    out = tmp_path / "q.jsonl"
+    args = ["build", "--dataset", str(ann), "--no-redistribute", "--no-remove-easy", "--settings", "2",
+            "--images", str(images), "--out", str(out)]
+    with FakeChatServer(handler) as server:
+        r = run(*args, "--judge", "openai:judge-model", "--judge-base-url", server.url)
+        assert r.returncode == 0, r.stderr
+        asked = server.count
+        assert asked > 0
+        qs = read_questions(out)
+        assert qs.header["negative_filter"]["first"]["model"] == "judge-model"
+        for q in qs:
+            assert not any(c.text.startswith("hold a/an") for i, c in enumerate(q.choices) if i not in q.correct)
+        r = run(*args, "--judge", "openai:judge-model", "--judge-base-url", server.url)
+        assert r.returncode == 0 and server.count == asked  # the re-run is served by the cache

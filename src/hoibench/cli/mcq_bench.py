@@ -22,10 +22,12 @@ def _dataset_for(dataset: str, split: str) -> Any:
     return resolve_dataset(dataset)
 
 
-def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | None) -> Any:
+def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | None, cache: str) -> Any:
+    """Judges wrapped in the runners' persistent response cache: an interrupted build re-asks
+    nothing that was already answered."""
     from hoibench._exceptions import ConfigError
     from hoibench.benchmarks.mcq import NegativeFilter
-    from hoibench.runners import make_backend
+    from hoibench.runners import CachedBackend, ResponseCache, make_backend
 
     if not specs:
         return None
@@ -34,6 +36,7 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
     if images is None:
         raise ConfigError("--judge needs --images (the judges look at the images)")
     backends = []
+    shared_cache = ResponseCache(cache)
     for spec in specs:
         name, sep, model = spec.partition(":")
         if not sep or not model:
@@ -41,7 +44,7 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
         kwargs: dict[str, Any] = {"model": model}
         if name == "openai" and base_urls:
             kwargs["base_urls"] = base_urls
-        backends.append(make_backend(name, **kwargs))
+        backends.append(CachedBackend(make_backend(name, **kwargs), shared_cache))
     return NegativeFilter(first=backends[0], refine=backends[1] if len(backends) > 1 else None,
                           cross_check=backends[2] if len(backends) > 2 else None, image_root=images)
 
@@ -68,12 +71,15 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
               help="Negative-filtering judges in order: first, refine, cross-check (default: none).")
 @click.option("--judge-base-url", "judge_base_urls", multiple=True, help="Server URL(s) of openai judges.")
 @click.option("--images", type=click.Path(file_okay=False), default=None, help="Image folder (judges only).")
+@click.option("--judge-cache", type=click.Path(dir_okay=False), default=None,
+              help="SQLite cache of judge replies (resume) [default: OUT.judges.sqlite].")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True, help="Questions JSONL.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int, head_exponent: float,
           no_redistribute: bool,
           no_remove_easy: bool, easy_min_train_count: int, temporal_positives: bool, judge_specs: tuple[str, ...],
-          judge_base_urls: tuple[str, ...], images: str | None, out_path: str, as_json: bool) -> None:
+          judge_base_urls: tuple[str, ...], images: str | None, judge_cache: str | None, out_path: str,
+          as_json: bool) -> None:
     """Build multiple-choice questions from annotations (JSONL with a provenance header)."""
     from hoibench._exceptions import ConfigError
     from hoibench.benchmarks.mcq import build_mcq_benchmark, build_mcq_training_set
@@ -85,7 +91,7 @@ def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int
         raise ConfigError(f"--settings must be a comma-separated list of 1 and 2; got {settings!r}") from None
     ds = _dataset_for(dataset, split)
     provenance = {"dataset_spec": dataset, "split": split, "n_images": ds.n_images, "n_pairs": ds.n_pairs}
-    judges = _judges(judge_specs, judge_base_urls, images)
+    judges = _judges(judge_specs, judge_base_urls, images, judge_cache or f"{out_path}.judges.sqlite")
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, transient=True) as bar:
         task = bar.add_task(f"analysing {ds.name} images", total=ds.n_images)
