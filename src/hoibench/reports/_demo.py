@@ -283,8 +283,7 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[A
     from hoibench.datasets import load_dataset
     from hoibench.evaluation import mcq_scores
     from hoibench.formats import read_answers, write_answers, write_questions
-    from hoibench.runners import PriorAnswerer, RandomAnswerer
-    from hoibench.runners._analysis import head_to_tail_recall
+    from hoibench.runners import PriorAnswerer, RandomAnswerer, head_to_tail_recall
 
     train, test = load_dataset("hico-det:train"), load_dataset("hico-det:test")
     train_counts = train.vocab.train_counts_official()

@@ -29,16 +29,6 @@ from hoibench.data import HOIDataset, HOIPredictions, MCAnswer, MCQuestion
 __all__ = ["ObjectPriorDetector", "PriorAnswerer", "RandomAnswerer", "verb_object_counts"]
 
 
-def _check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if random_state is None:
-        return np.random.default_rng()
-    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
-        raise ConfigError(f"random_state must be an int, a numpy Generator or None; got {random_state!r}")
-    return np.random.default_rng(int(random_state))
-
-
 def verb_object_counts(dataset: HOIDataset) -> np.ndarray:
     """``(n_verbs, n_objects + 1)`` pair counts; the last column counts pairs without object."""
     v = dataset.vocab
@@ -218,8 +208,10 @@ class RandomAnswerer:
 
     def answer(self, questions: Iterable[MCQuestion]) -> list[MCAnswer]:
         """One answer per question, in the given order."""
+        from hoibench.analysis import check_random_state
+
         shared = None if isinstance(self.random_state, (int, np.integer)) and not isinstance(
-            self.random_state, bool) else _check_random_state(self.random_state)
+            self.random_state, bool) else check_random_state(self.random_state)
         out = []
         for q in questions:
             rng = shared or _question_rng(int(self.random_state), q.id)  # type: ignore[arg-type]
