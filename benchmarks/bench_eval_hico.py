@@ -32,13 +32,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
-from hico_synth import noisy_predictions  # noqa: E402
 from hoibench.datasets import load_dataset  # noqa: E402
 from hoibench.evaluation import hico_mean_ap  # noqa: E402
 from hoibench.evaluation._hico_loop import hico_average_precision_loop  # noqa: E402
 from hoibench.formats import read_dataset, read_predictions, write_predictions  # noqa: E402
+from tests.hico_synth import noisy_predictions  # noqa: E402
 
 
 class Timer:

@@ -102,13 +102,24 @@ def test_recall_threshold_flavours_differ_exactly_where_the_references_do():
         assert voc11_ap(rec, prec, thresholds="arange") == pytest.approx(k / 11)
 
 
+def test_threshold_tables():
+    from hoibench.evaluation import RECALL_THRESHOLDS
+
+    # torch.linspace(0, 1, 11, dtype=torch.float64).tolist() with torch 2.13
+    torch_values = [0.0, 0.1, 0.2, 0.30000000000000004, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    assert RECALL_THRESHOLDS["linspace"].tolist() == torch_values
+    assert RECALL_THRESHOLDS["matlab"].tolist() == torch_values
+    np.testing.assert_array_equal(np.arange(0.0, 1.1, 0.1), RECALL_THRESHOLDS["arange"])
+    assert RECALL_THRESHOLDS["decimal"].tolist() == [k / 10 for k in range(11)]
+
+
+@pytest.mark.slow
 def test_torch_linspace_thresholds_match_our_table():
     torch = pytest.importorskip("torch")
     from hoibench.evaluation import RECALL_THRESHOLDS
 
     t = torch.linspace(0, 1, 11, dtype=torch.float64).numpy()
     np.testing.assert_array_equal(t, RECALL_THRESHOLDS["linspace"])
-    np.testing.assert_array_equal(np.arange(0.0, 1.1, 0.1), RECALL_THRESHOLDS["arange"])
 
 
 def test_iou_conventions():
