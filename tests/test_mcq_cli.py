@@ -87,9 +87,11 @@ def test_build_stats_score_from_detections_on_fixture(tmp_path: Path) -> None:
     # perfect answers score 1 everywhere
     perfect = tmp_path / "perfect.jsonl"
     write_answers(perfect, [MCAnswer(q.id, q.correct_texts) for q in qs])
-    r = run("score", "--questions", str(out), "--answers", str(perfect), "--json", str(res))
+    r = run("score", "--questions", str(out), "--answers", str(perfect), "--json", str(res), "--per-class")
     assert r.returncode == 0, r.stderr
-    assert all(json.loads(res.read_text())[k] == pytest.approx(1.0) for k in KEYS)
+    perfect_scores = json.loads(res.read_text())
+    assert all(perfect_scores[k] == pytest.approx(1.0) for k in KEYS)
+    assert perfect_scores["per_class"] and all(v["f1"] == 1.0 for v in perfect_scores["per_class"].values())
 
     # a detector that predicts every correct class of the image with a high score
     v = hico_det()

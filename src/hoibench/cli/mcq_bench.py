@@ -237,8 +237,9 @@ def _score_table(title: str, results: list[tuple[str, Any]]) -> Table:
               help="paper protocol: value of a ratio with an empty denominator.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
               help="Write the metrics as one JSON object to this file.")
+@click.option("--per-class", is_flag=True, help="Add per-class tp/pred/gt/F1 to the JSON output.")
 def score(questions_path: str, answers_path: str, protocol: str, setting: int | None, n_bootstrap: int,
-          seed: int, zero_division: float, json_out: str | None) -> None:
+          seed: int, zero_division: float, json_out: str | None, per_class: bool) -> None:
     """Score answers (JSONL: selected choice texts or letters) against questions."""
     from hoibench._io import atomic_write_json
     from hoibench.evaluation import mcq_scores
@@ -272,7 +273,7 @@ def score(questions_path: str, answers_path: str, protocol: str, setting: int | 
     if answers.n_truncated:
         err_console.print(f"note: {answers.n_truncated} truncated answer line ignored")
     if json_out is not None:
-        out = main.as_dict()
+        out = main.as_dict(per_class=per_class)
         if len(results) > 1:
             out["permutations"] = {name: r.metrics() for name, r in results}
             import numpy as np
