@@ -239,8 +239,14 @@ def test_cli_run_and_one_line_errors(tmp_path, images, capsys):
         assert summary["ok"] == 3 and summary["requests"] == 3 and server.count == 3
         header = json.loads(out.read_text().splitlines()[0])["header"]
         assert header["template"] == "crosshoi@1.0" and header["box_convention"] == "qwen2.5"
+        main([*args, "--out", str(tmp_path / "extra.jsonl"), "--extra-body", '{"top_k": 1}'])
+        capsys.readouterr()
+        assert server.bodies[-1]["top_k"] == 1 and server.count == 6
+        with pytest.raises(SystemExit):
+            main([*args, "--extra-body", "[1]"])
+        assert "--extra-body must be a JSON object" in capsys.readouterr().err
         main(args)  # same arguments: nothing left to ask
-        assert json.loads(capsys.readouterr().out)["resumed"] == 3 and server.count == 3
+        assert json.loads(capsys.readouterr().out)["resumed"] == 3 and server.count == 6
         with pytest.raises(SystemExit) as exc:
             main([*args[:-2], "--setting", "3"])
         err = capsys.readouterr().err
@@ -272,7 +278,7 @@ def test_killed_run_resumes_with_only_the_missing_requests(tmp_path, images):
 
     def handler(body):
         asked[phase[0]].append(_qid(body))
-        return FakeReply("A", delay=0.05)
+        return FakeReply("A", delay=0.08)
 
     with FakeChatServer(handler) as server:
         args = [sys.executable, str(script), "mcq", "run", "--questions", str(qpath), "--images",

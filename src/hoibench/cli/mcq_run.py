@@ -30,6 +30,8 @@ def _file_id(path: str) -> str:
               show_default=True, help="OpenAI-compatible server; repeat to spread requests round-robin.")
 @click.option("--concurrency", type=int, default=16, show_default=True, help="Requests in flight (openai).")
 @click.option("--batch-size", type=int, default=32, show_default=True, help="Batch size (vllm, transformers).")
+@click.option("--extra-body", default=None, metavar="JSON",
+              help="Extra JSON fields for every request (openai), e.g. '{\"top_k\": 1}'.")
 @click.option("--setting", type=click.Choice(["1", "2", "3"]), default=None,
               help="Override the questions' setting (3 = detect people first).")
 @click.option("--box-convention", default="auto", show_default=True,
@@ -58,7 +60,7 @@ def _file_id(path: str) -> str:
 @click.option("--no-progress", is_flag=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def run(questions_path: str, images: str, model: str, backend: str, base_urls: tuple[str, ...],
-        concurrency: int, batch_size: int, setting: str | None, box_convention: str,
+        concurrency: int, batch_size: int, extra_body: str | None, setting: str | None, box_convention: str,
         detections: str | None, limit: int | None, out: str, cache: str | None, template: str,
         answer_format: str, seed: int, permutation: int, max_tokens: int, temperature: float,
         max_retries: int, timeout: float, iou_threshold: float, strict_iou: bool,
@@ -82,9 +84,21 @@ def run(questions_path: str, images: str, model: str, backend: str, base_urls: t
         raise ConfigError("--detections is only used with --setting 3")
     qs = read_questions(questions_path, setting=s)
     qlist = list(qs)[:limit] if limit is not None else list(qs)
+    extra = None
+    if extra_body is not None:
+        import json
+
+        try:
+            extra = json.loads(extra_body)
+        except ValueError as exc:
+            raise ConfigError(f"--extra-body must be a JSON object; got {extra_body!r} ({exc})") from None
+        if not isinstance(extra, dict):
+            raise ConfigError(f"--extra-body must be a JSON object; got {extra_body!r}")
+        if backend != "openai":
+            raise ConfigError("--extra-body is only used with --backend openai")
     if backend == "openai":
         inner = make_backend("openai", model=model, base_urls=base_urls, concurrency=concurrency,
-                             max_retries=max_retries, timeout=timeout)
+                             max_retries=max_retries, timeout=timeout, extra_body=extra)
     else:
         inner = make_backend(backend, model=model, batch_size=batch_size)
     cache_path = cache if cache is not None else str(out) + ".cache.sqlite"
@@ -98,7 +112,7 @@ def run(questions_path: str, images: str, model: str, backend: str, base_urls: t
         iou_threshold=iou_threshold, strict_iou=strict_iou,
         strict_detection_parser=strict_detection_parser, box_shift=box_shift,
         progress=not no_progress,
-        extra_header={"questions": _file_id(questions_path), "limit": limit})
+        extra_header={"questions": _file_id(questions_path)})
     try:
         summary = runner.run(qlist, out, overwrite=overwrite)
     finally:
