@@ -194,7 +194,10 @@ def select_test_combinations(combinations: np.ndarray, *, ratio: float, seed: in
     _check_ratio(ratio)
     if len(combinations) < 2:
         raise ConfigError(f"need at least 2 combinations to split; got {len(combinations)}")
-    _, test = train_test_split(np.asarray(combinations), train_size=ratio, random_state=int(seed))
+    try:
+        _, test = train_test_split(np.asarray(combinations), train_size=ratio, random_state=int(seed))
+    except ValueError as exc:  # e.g. a ratio that leaves train or test empty
+        raise ConfigError(f"cannot split {len(combinations)} combinations with ratio {ratio}: {exc}") from None
     return np.asarray(test, dtype=np.int64).reshape(-1, 2)
 
 

@@ -1,0 +1,208 @@
+"""``hoibench split sg|audit|stats``: HICO-DET-SG / V-COCO-SG splits (see docs/sg-splits.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+from rich.table import Table
+
+from hoibench._exceptions import ConfigError, FormatError
+from hoibench._io import read_json
+from hoibench.cli._common import console, echo_json
+
+__all__ = ["audit", "sg", "stats"]
+
+
+def _load_source(specs: tuple[str, ...]) -> tuple[Any, np.ndarray | None, str]:
+    """The union to split: a bundled dataset name, or files concatenated in the given order."""
+    from hoibench.benchmarks.sg import load_union
+    from hoibench.data import HOIDataset
+    from hoibench.datasets import is_dataset_name
+    from hoibench.formats import read_dataset
+
+    if len(specs) == 1 and is_dataset_name(specs[0]) and not Path(specs[0]).exists():
+        ds, origin = load_union(specs[0].split(":")[0])
+        return ds, origin, ds.name
+    parts = [read_dataset(s) for s in specs]
+    ds = parts[0] if len(parts) == 1 else HOIDataset.concat(parts, name="+".join(specs))
+    return ds, None, ds.name
+
+
+def _removal_names(path: str) -> tuple[str, ...]:
+    """A JSON list of file names, or an object with exactly one list of them."""
+    data = read_json(path)
+    if isinstance(data, dict):
+        lists = [v for k, v in data.items() if not k.startswith("_")]
+        if len(lists) != 1:
+            raise FormatError(f"holds {len(lists)} lists; give a list of file names (or use --preset, "
+                              "which picks its own list)", file=path)
+        data = lists[0]
+    if not isinstance(data, list) or not all(isinstance(n, str) for n in data):
+        raise FormatError("expected a list of file names", file=path)
+    return tuple(data)
+
+
+@click.command("sg")
+@click.option("--dataset", "datasets", multiple=True, metavar="NAME_OR_FILE",
+              help="hico-det, v-coco, or annotation files (repeat: original train file first, "
+                   "then test); their union is split.")
+@click.option("--preset", default=None,
+              help="hico-det-sg1|sg2|sg3, v-coco-sg1|sg2|sg3: dataset, seed, ratio and policy "
+                   "'released' of a released split.")
+@click.option("--seed", default=None, metavar="N|auto[:START]",
+              help="SELECT's random_state; 'auto' retries START, START+1, ... until VERIFY passes.")
+@click.option("--ratio", type=float, default=None,
+              help="Share of combinations kept for train [0.9 hico-det, 0.7 v-coco].")
+@click.option("--policy", type=click.Choice(["paper", "released"]), default=None,
+              help="paper: mixed images dropped; released: mixed images go to test with their "
+                   "test pairs [paper; released with --preset].")
+@click.option("--verify", type=click.Choice(["paper", "released"]), default=None,
+              help="VERIFY rule [the policy's].")
+@click.option("--removals", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="JSON {split name: [file names]} of test entries to delete (released policy; "
+                   "presets use the lists shipped with hoibench).")
+@click.option("--boxes", type=click.Choice(["as-released", "0-based"]), default=None,
+              help="Box convention written for images of the original test set "
+                   "[as-released with policy released, else 0-based].")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
+@click.option("--json", "as_json", is_flag=True, help="Print stats.json instead of a table.")
+def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: float | None,
+       policy: str | None, verify: str | None, removals: str | None, boxes: str | None,
+       out: str, as_json: bool) -> None:
+    """Build one systematic-generalization split into OUT: trainval_*.json, test_*.json
+    (PPDM/QPIC layout), test_combinations.json, stats.json and table1.md."""
+    from hoibench.benchmarks.sg import (
+        build_preset,
+        build_sg_split,
+        get_preset,
+        paper_row,
+        table1_markdown,
+    )
+
+    if preset is not None:
+        p = get_preset(preset)
+        clash = [n for n, v in (("--seed", seed), ("--ratio", ratio)) if v is not None]
+        if clash:
+            raise ConfigError(f"--preset {p.name} fixes {', '.join(clash)}; drop them or drop --preset")
+        src, origin = (None, None)
+        if datasets:
+            src, origin, _ = _load_source(datasets)
+        split = build_preset(p.name, dataset=src, origin_test=origin, removals_file=removals,
+                             policy=policy or "released")
+    else:
+        if not datasets:
+            raise ConfigError("give --dataset (hico-det, v-coco or files) or --preset")
+        if seed is None:
+            raise ConfigError("give --seed N, --seed auto[:START] or --preset")
+        src, origin, _ = _load_source(datasets)
+        ratio = ratio if ratio is not None else (0.7 if src.vocab.name == "v-coco" else 0.9)
+        rem = _removal_names(removals) if removals is not None else ()
+        split = build_sg_split(src, seed=seed, ratio=ratio, policy=policy or "paper",  # type: ignore[arg-type]
+                               verify=verify, origin_test=origin, removals=rem,  # type: ignore[arg-type]
+                               name=f"{src.vocab.name}-sg-seed{seed}")
+    with console.status(f"writing {split.name} to {out}"):
+        paths = split.write(out, boxes=boxes)  # type: ignore[arg-type]
+    stats_out = split.stats()
+    if as_json:
+        echo_json(stats_out)
+        return
+    rows = [(f"{split.name} (ours, seed {split.seed})", split.table1())]
+    if split.name in {"hico-det-sg1", "hico-det-sg2", "hico-det-sg3", "v-coco-sg1", "v-coco-sg2", "v-coco-sg3"}:
+        rows.append((f"{split.name} (paper Table 1)", paper_row(split.name)))
+    click.echo(table1_markdown(rows))
+    if split.verify_problems:
+        console.print(f"[yellow]VERIFY {split.verify} fails for seed {split.seed}:[/] "
+                      + "; ".join(split.verify_problems[:5]))
+    console.print(f"seed {split.seed} ({split.attempts} attempt(s)), policy {split.policy}, "
+                  f"{split.mixed_images:,} mixed images, {len(split.removed)} test entries removed; "
+                  f"wrote {', '.join(str(p) for p in paths.values())}")
+
+
+@click.command("audit")
+@click.argument("train", type=click.Path(exists=True, dir_okay=False))
+@click.argument("test", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
+@click.option("--limit", default=20, show_default=True, help="Rows to print per list.")
+def audit(train: str, test: str, as_json: bool, limit: int) -> None:
+    """Leakage report for any TRAIN/TEST pair of annotation files; exit code 1 when a
+    combination occurs in both."""
+    from hoibench.benchmarks.sg import audit_split
+    from hoibench.formats import read_dataset
+
+    report = audit_split(read_dataset(train), read_dataset(test))
+    if as_json:
+        echo_json(report.as_dict())
+    else:
+        t1 = report.table1
+        console.print(f"train {train}: {t1['images']['train']:,} images, {t1['triplets']['train']:,} "
+                      f"triplets, {t1['combinations']['train']} combinations")
+        console.print(f"test  {test}: {t1['images']['test']:,} images, {t1['triplets']['test']:,} "
+                      f"triplets, {t1['combinations']['test']} combinations")
+        verdict = "[red]LEAKS[/]" if report.leaks else "[green]no leakage[/]"
+        console.print(f"shared combinations: {len(report.shared_combinations)} ({verdict})")
+        for r in report.shared_combinations[:limit]:
+            console.print(f"  {r['verb']} {r['object']}: train {r['train']}, test {r['test']}")
+        console.print(f"shared images: {len(report.shared_images)}"
+                      + (f" (e.g. {', '.join(report.shared_images[:5])})" if report.shared_images else ""))
+        console.print(f"objects only in test: {report.objects_only_in_test or 'none'}")
+        console.print(f"verbs only in test: {report.verbs_only_in_test or 'none'}")
+        table = Table(title="box conventions by file-name prefix")
+        for col in ("file", "prefix", "images", "boxes", "x1|y1 = 0", "x1|y1 = 1", "convention"):
+            table.add_column(col, justify="left" if col in ("file", "prefix", "convention") else "right",
+                             no_wrap=True)
+        for part, groups in report.box_groups.items():
+            for g in groups:
+                table.add_row(part, g.prefix, f"{g.images:,}", f"{g.boxes:,}", f"{g.at_zero:,}",
+                              f"{g.at_one:,}", g.convention)
+        console.print(table)
+        for part, mixed in report.box_conventions_mixed.items():
+            if mixed:
+                console.print(f"[yellow]{part}: box conventions are mixed[/] (some entries 1-based, "
+                              "others 0-based: a 1-pixel shift between them)")
+    if report.leaks:
+        raise SystemExit(1)
+
+
+@click.command("stats")
+@click.argument("split_dirs", nargs=-1, type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+@click.option("--no-original", is_flag=True, help="Skip the rows of the bundled original datasets.")
+def stats(split_dirs: tuple[str, ...], as_json: bool, no_original: bool) -> None:
+    """The paper's Table 1 (original datasets, the paper's SG rows, the released test files)
+    next to the SPLIT_DIRS built by ``hoibench split sg``, as a Markdown table."""
+    from hoibench.benchmarks.sg import (
+        PAPER_TABLE1,
+        RELEASED_TEST_COUNTS,
+        paper_row,
+        table1_markdown,
+    )
+
+    rows: list[tuple[str, dict[str, dict[str, int]]]] = []
+    if not no_original:
+        from hoibench.datasets import BUNDLED, load_dataset
+
+        for name in BUNDLED:
+            train_split, test_split = list(BUNDLED[name])
+            tr, te = load_dataset(name, train_split), load_dataset(name, test_split)
+            rows.append((f"original {name} (bundled)", {
+                "images": {"train": tr.n_images, "test": te.n_images},
+                "triplets": {"train": tr.n_pairs, "test": te.n_pairs},
+                "combinations": {"train": len(tr.combinations()), "test": len(te.combinations())},
+            }))
+    for name in PAPER_TABLE1:
+        rows.append((f"{name} (paper)", paper_row(name)))
+    for name, c in RELEASED_TEST_COUNTS.items():
+        rows.append((f"{name} (released test file)", {k: {"test": v} for k, v in c.items()}))
+    for d in split_dirs:
+        path = Path(d) / "stats.json"
+        data = read_json(path)
+        if not isinstance(data, dict) or "table1" not in data:
+            raise FormatError("not an SG stats.json (needs 'table1')", file=path)
+        rows.append((f"{data.get('name', d)} ({d}, {data.get('policy', '?')})", data["table1"]))
+    if as_json:
+        echo_json([{"split": label, **row} for label, row in rows])
+        return
+    click.echo(table1_markdown(rows))

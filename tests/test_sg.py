@@ -1,0 +1,380 @@
+"""HICO-DET-SG / V-COCO-SG builder on small synthetic datasets (always run)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from sklearn.model_selection import train_test_split
+
+from hoibench._exceptions import ConfigError, FormatError
+from hoibench.benchmarks import sg as sgmod
+from hoibench.benchmarks.sg import (
+    audit_split,
+    build_preset,
+    build_sg_split,
+    compare_splits,
+    select_test_combinations,
+    sg_combinations,
+    unseen_combinations,
+    unseen_hoi_classes,
+    verify_split,
+)
+from hoibench.cli import cli
+from hoibench.data import HOIDataset, HOIImage
+from hoibench.formats import read_ppdm, write_ppdm
+from hoibench.vocab import hico_det, vcoco
+
+H = hico_det()
+
+
+def _combo(verb: str, obj: str) -> tuple[int, int]:
+    return H.verb_index(verb), H.object_index(obj)
+
+
+def _image(name: str, combos: list[tuple[int, int]], *, corner: float = 10.0) -> HOIImage:
+    """One person box and one object box per pair."""
+    boxes, labels, pairs = [], [], []
+    for k, (v, o) in enumerate(combos):
+        boxes += [[corner + k, corner, corner + 50 + k, corner + 90], [corner + 5, corner + 40 + k, corner + 80, corner + 95 + k]]
+        labels += [H.person, o]
+        pairs.append([2 * k, 2 * k + 1, v])
+    return HOIImage.from_lists(name, boxes, labels, pairs, width=200, height=200)
+
+
+#: a small vocabulary of combinations over 4 objects and 4 verbs
+COMBOS = [_combo(v, o) for v, o in [
+    ("hold", "cup"), ("drink_with", "cup"), ("wash", "cup"), ("carry", "cup"),
+    ("hold", "bottle"), ("drink_with", "bottle"), ("carry", "bottle"), ("wash", "bottle"),
+    ("hold", "knife"), ("carry", "knife"), ("wash", "knife"), ("lick", "knife"),
+    ("hold", "fork"), ("carry", "fork"), ("lick", "fork"), ("wash", "fork"),
+]]
+
+
+def _dataset(n_images: int = 120, seed: int = 0) -> tuple[HOIDataset, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    images = []
+    for i in range(n_images):
+        k = int(rng.integers(1, 4))
+        picks = [COMBOS[j] for j in rng.choice(len(COMBOS), size=k, replace=False)]
+        prefix = "HICO_train2015" if i < n_images * 3 // 4 else "HICO_test2015"
+        images.append(_image(f"{prefix}_{i:08d}.jpg", picks))
+    images.append(HOIImage.from_lists("HICO_train2015_empty.jpg", [], [], [], width=10, height=10))
+    ds = HOIDataset.from_images(H, images, name="synthetic")
+    origin = np.array([f.startswith("HICO_test2015") for f in ds.file_names])
+    return ds, origin
+
+
+def _keyset(c: np.ndarray) -> set[tuple[int, int]]:
+    return set(map(tuple, np.asarray(c).tolist()))
+
+
+# ----------------------------------------------------------------------------- SELECT
+def test_select_matches_scikit_learn_on_sorted_combinations():
+    ds, _ = _dataset()
+    combos = sg_combinations(ds)
+    keys = [(int(H.coco80[o]), v) for v, o in combos.tolist()]
+    assert keys == sorted(keys) and len(combos) == len(set(keys)) == 16
+    _, expected = train_test_split(combos, train_size=0.75, random_state=7)
+    got = select_test_combinations(combos, ratio=0.75, seed=7)
+    assert np.array_equal(got, expected) and len(got) == 4
+
+
+@pytest.mark.parametrize("ratio", [0.0, 1.0, 1.5, -0.1])
+def test_ratio_out_of_range_is_a_config_error(ratio):
+    ds, _ = _dataset(20)
+    with pytest.raises(ConfigError, match="ratio"):
+        build_sg_split(ds, seed=0, ratio=ratio)
+
+
+@pytest.mark.parametrize("seed", ["abc", "auto:x", -3, "1.5"])
+def test_bad_seed_is_a_config_error(seed):
+    ds, _ = _dataset(20)
+    with pytest.raises(ConfigError, match="seed"):
+        build_sg_split(ds, seed=seed, ratio=0.75)
+
+
+def test_bad_policy_and_verify_are_config_errors():
+    ds, _ = _dataset(20)
+    with pytest.raises(ConfigError, match="policy"):
+        build_sg_split(ds, seed=0, ratio=0.75, policy="sloppy")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="verify"):
+        build_sg_split(ds, seed=0, ratio=0.75, verify="none")  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- ASSIGN
+def _pairs_of(ds: HOIDataset, name: str) -> set[tuple[int, int]]:
+    im = ds.image(ds.index_of(name))
+    return {(int(v), int(im.labels[o])) for _, o, v in im.pairs}
+
+
+@pytest.mark.parametrize("policy", ["paper", "released"])
+def test_assignment_rules(policy):
+    ds, _ = _dataset()
+    split = build_sg_split(ds, seed=3, ratio=0.75, policy=policy, verify="released")
+    test_set = _keyset(split.test_combinations)
+    assert len(test_set) == 4
+    n_mixed = 0
+    for i in range(ds.n_images):
+        im = ds.image(i)
+        combos = {(int(v), int(im.labels[o])) for _, o, v in im.pairs}
+        name = ds.file_names[i]
+        if not combos:
+            assert name not in split.train.file_names and name not in split.test.file_names
+        elif not combos & test_set:
+            assert name in split.train.file_names and _pairs_of(split.train, name) == combos
+        elif combos <= test_set:
+            assert _pairs_of(split.test, name) == combos
+        else:
+            n_mixed += 1
+            assert name not in split.train.file_names
+            if policy == "paper":
+                assert name not in split.test.file_names
+            else:
+                assert _pairs_of(split.test, name) == combos & test_set
+    assert split.mixed_images == n_mixed > 0
+    # never a test combination in train, never a train combination in test
+    assert not _keyset(split.train.combinations()) & test_set
+    assert _keyset(split.test.combinations()) <= test_set
+    # image order of the union is kept
+    order = [ds.index_of(f) for f in split.test.file_names]
+    assert order == sorted(order)
+
+
+def test_empty_images_go_to_test_only_when_asked():
+    ds, _ = _dataset(40)
+    kept = build_sg_split(ds, seed=1, ratio=0.75, policy="released", empty_images="test")
+    dropped = build_sg_split(ds, seed=1, ratio=0.75, policy="released")
+    assert "HICO_train2015_empty.jpg" in kept.test.file_names
+    assert "HICO_train2015_empty.jpg" not in dropped.test.file_names + dropped.train.file_names
+
+
+def test_pairs_without_object_released_last_box_rule():
+    v = vcoco()
+    hold, stand = v.verb_index("hold_obj"), v.verb_index("stand")
+    cup, person = v.object_index("cup"), v.person
+    # image 0: agent-only 'hold' whose last box is a cup; image 1: same, last box a person
+    im0 = HOIImage.from_lists("COCO_a_0.jpg", [[0, 0, 5, 5], [1, 1, 4, 4]], [person, cup], [[0, -1, hold]])
+    im1 = HOIImage.from_lists("COCO_a_1.jpg", [[1, 1, 4, 4], [0, 0, 5, 5]], [cup, person], [[1, -1, hold]])
+    im2 = HOIImage.from_lists("COCO_a_2.jpg", [[0, 0, 5, 5], [1, 1, 4, 4]], [person, cup], [[0, 1, hold], [0, -1, stand]])
+    ds = HOIDataset.from_images(v, [im0, im1, im2])
+    test = np.array([[hold, cup]])
+    last_box = sgmod._test_pair_mask(ds, test, no_object="last_box")
+    never = sgmod._test_pair_mask(ds, test, no_object="never")
+    assert last_box.tolist() == [True, False, True, False]
+    assert never.tolist() == [False, False, True, False]
+
+
+# ----------------------------------------------------------------------------- VERIFY
+def test_verify_released_rule():
+    c = np.array([_combo("hold", "cup"), _combo("wash", "cup"), _combo("hold", "knife"), _combo("lick", "knife")])
+    ok = verify_split(c[[0, 1, 2]], c[[3]][:, :], c, vocab=H, rule="released")
+    assert ok == ["verb 'lick' of a test combination is in no train combination"]
+    assert verify_split(c[[0, 1, 3]], c[[2]], c, vocab=H, rule="released") == []
+
+
+def test_verify_paper_rule_needs_two_partners():
+    c = np.array([_combo(v, o) for v, o in [("hold", "cup"), ("wash", "cup"), ("hold", "knife"),
+                                             ("wash", "knife"), ("hold", "fork"), ("lick", "fork")]])
+    assert verify_split(c, c[:0], c, vocab=H, rule="paper") == []
+    # fork keeps one verb; 'hold' (3 objects in the data) keeps only cup
+    problems = verify_split(c[[0, 1, 3, 5]], c[[2, 4]], c, vocab=H, rule="paper")
+    assert "object 'fork' has 1 verb(s) in train, needs 2" in problems
+    assert "verb 'hold' has 1 object(s) in train, needs 2" in problems
+    # a verb the data pairs with a single object needs only that one
+    assert not any("lick" in p for p in problems)
+
+
+def test_seed_auto_finds_the_first_passing_seed_and_is_deterministic():
+    ds, _ = _dataset()
+    a = build_sg_split(ds, seed="auto", ratio=0.75, policy="paper")
+    assert a.verify_problems == ()
+    for s in range(0, a.seed):
+        assert build_sg_split(ds, seed=s, ratio=0.75, policy="paper").verify_problems
+    b = build_sg_split(ds, seed=f"auto:{a.seed}", ratio=0.75, policy="paper")
+    assert (b.seed, b.attempts) == (a.seed, 1)
+    assert a.attempts == a.seed + 1
+    assert b.train.equals(a.train) and b.test.equals(a.test)
+
+
+def test_seed_auto_gives_up_with_a_clear_error():
+    ds, _ = _dataset()
+    with pytest.raises(ConfigError, match="passes VERIFY"):
+        build_sg_split(ds, seed="auto", ratio=0.2, policy="paper", max_attempts=5)
+    with pytest.raises(ConfigError, match="train set will be empty"):
+        build_sg_split(ds, seed=0, ratio=0.01)
+
+
+# ----------------------------------------------------------------------------- removals, inherit
+def test_removals_drop_test_entries_and_report_unknown_names():
+    ds, _ = _dataset()
+    base = build_sg_split(ds, seed=3, ratio=0.75, policy="released")
+    gone = base.test.file_names[:2]
+    split = build_sg_split(ds, seed=3, ratio=0.75, policy="released", removals=[*gone, "nope.jpg"])
+    assert split.test.file_names == base.test.file_names[2:]
+    assert split.removed == gone and split.missing_removals == ("nope.jpg",)
+    assert split.train.equals(base.train)
+
+
+def test_inherit_keeps_only_previous_test_pairs_of_previously_mixed_images():
+    ds, _ = _dataset()
+    prev = build_sg_split(ds, seed=3, ratio=0.75, policy="released")
+    prev_test = _keyset(prev.test_combinations)
+    split = build_sg_split(ds, seed=11, ratio=0.75, policy="released", inherit=(3, 0.75))
+    now_test = _keyset(split.test_combinations)
+    checked = 0
+    for i in range(ds.n_images):
+        im = ds.image(i)
+        combos = {(int(v), int(im.labels[o])) for _, o, v in im.pairs}
+        if combos & prev_test and combos - prev_test:  # mixed under the previous run
+            effective = combos & prev_test
+            name = ds.file_names[i]
+            if effective & now_test:
+                assert _pairs_of(split.test, name) == effective & now_test
+            else:
+                assert _pairs_of(split.train, name) == effective
+            checked += 1
+    assert checked > 5
+
+
+def test_presets_are_known_and_unknown_is_an_error():
+    assert sgmod.get_preset("sg2").seed == 680
+    assert sgmod.get_preset("HICO-DET-SG3").inherit == "hico-det-sg2"
+    assert sgmod.get_preset("vcoco-sg3").seed == 2065
+    with pytest.raises(ConfigError, match="preset"):
+        build_preset("hico-det-sg4")
+    assert len(sgmod.load_released_removals("hico-det-sg1")) == 352
+    assert sgmod.load_released_removals("v-coco-sg1") == ()
+
+
+# ----------------------------------------------------------------------------- writing, split dirs
+def test_write_split_directory_round_trips(tmp_path):
+    ds, origin = _dataset()
+    split = build_sg_split(ds, seed=3, ratio=0.75, policy="released", origin_test=origin)
+    paths = split.write(tmp_path / "out")
+    train = read_ppdm(paths["train"])
+    test = read_ppdm(paths["test"])
+    assert train.file_names == split.train.file_names and test.n_pairs == split.test.n_pairs
+    # as-released: images of the original test set are written 1-based
+    shift = np.repeat(split.test_origin_test.astype(float), np.diff(split.test.box_offsets))
+    assert np.array_equal(test.boxes, split.test.boxes + shift[:, None])
+    assert split.test_origin_test.any() and not split.test_origin_test.all()
+    zero = split.write(tmp_path / "zero", boxes="0-based")
+    assert np.array_equal(read_ppdm(zero["test"]).boxes, split.test.boxes)
+    # test combinations, unseen classes and stats
+    expected = np.unique(H.hoi_index(split.test_combinations[:, 0], split.test_combinations[:, 1]))
+    assert np.array_equal(unseen_hoi_classes(tmp_path / "out"), expected)
+    assert _keyset(unseen_combinations(paths["combinations"])) == _keyset(split.test_combinations)
+    stats = json.loads(paths["stats"].read_text())
+    assert stats["table1"]["images"] == {"train": split.train.n_images, "test": split.test.n_images}
+    assert stats["table1"]["combinations"] == {"train": 12, "test": 4}
+    assert stats["boxes"] == "as-released"
+    assert (tmp_path / "out" / "table1.md").read_text().startswith("| data split |")
+
+
+def test_same_seed_gives_byte_identical_files(tmp_path):
+    ds, origin = _dataset()
+    for d in ("a", "b"):
+        build_sg_split(ds, seed=5, ratio=0.75, origin_test=origin).write(tmp_path / d)
+    for f in ("trainval_hico.json", "test_hico.json", "test_combinations.json", "stats.json"):
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
+
+
+def test_unseen_classes_errors(tmp_path):
+    (tmp_path / "test_combinations.json").write_text(json.dumps({"combinations": [{"verb_index": "x"}]}))
+    with pytest.raises(FormatError, match="record 0"):
+        unseen_hoi_classes(tmp_path)
+    (tmp_path / "test_combinations.json").write_text(json.dumps({"label_space": "v-coco", "combinations": []}))
+    with pytest.raises(ConfigError, match="hico-det splits only"):
+        unseen_hoi_classes(tmp_path)
+    with pytest.raises(FormatError, match="no such file"):
+        unseen_hoi_classes(tmp_path / "missing")
+
+
+# ----------------------------------------------------------------------------- audit, compare
+def test_audit_detects_leakage_and_box_convention_mix():
+    ds, origin = _dataset()
+    split = build_sg_split(ds, seed=3, ratio=0.75, policy="released", origin_test=origin)
+    clean = audit_split(split.train, split.test)
+    assert not clean.leaks and clean.shared_images == []
+    assert all(r["train"] == 0 or r["test"] == 0 for r in clean.per_combination)
+    # leak one test image into train
+    leaky_train = HOIDataset.concat([split.train, split.test.subset([0])])
+    report = audit_split(leaky_train, split.test)
+    assert report.leaks and report.shared_images == [split.test.file_names[0]]
+    # a 1-pixel shift on the original-test images makes the conventions differ
+    groups = {g.prefix: g for g in sgmod.box_convention_groups(split.test)}
+    assert groups["HICO_test2015"].convention == "unknown"  # synthetic boxes never touch 0 or 1
+    shifted = sgmod._shift_boxes(split.test, split.test_origin_test, -10.0)
+    zero_based = sgmod._shift_boxes(shifted, ~split.test_origin_test, -9.0)
+    mixed = audit_split(split.train, zero_based)
+    conv = {g.prefix: g.convention for g in mixed.box_groups["test"]}
+    assert conv == {"HICO_test2015": "0-based", "HICO_train2015": "1-based"}
+    assert mixed.box_conventions_mixed == {"train": False, "test": True}
+
+
+def test_compare_splits_reports_missing_and_extra_pairs():
+    ds, _ = _dataset(30)
+    a = ds.subset(np.arange(10))
+    b_keep = np.ones(a.n_pairs, bool)
+    b_keep[0] = False
+    b = a.filter_pairs(b_keep).subset(np.arange(1, 10))
+    c = compare_splits(a, a)
+    assert c.identical and c.exact_box_pairs == a.n_pairs and c.min_iou == 1.0
+    d = compare_splits(a, b)
+    assert d.only_ours == [a.file_names[0]] and d.only_reference == []
+    assert compare_splits(b, a).only_reference == [a.file_names[0]]
+    first_with_pair = a.file_names[0]
+    assert first_with_pair not in d.missing_pairs
+    # shifted boxes still match at IoU >= 0.5 but not exactly
+    e = compare_splits(a, a, box_shift=np.ones(a.n_images))
+    assert e.pairs_matched == a.n_pairs and e.exact_box_pairs == 0 and 0.5 < e.min_iou < 1.0
+    assert not compare_splits(a, a, box_shift=np.ones(a.n_images), iou_threshold=1.0).identical
+
+
+# ----------------------------------------------------------------------------- CLI
+def _files(tmp_path) -> tuple[str, str]:
+    ds, origin = _dataset()
+    train, test = ds.subset(np.flatnonzero(~origin)), ds.subset(np.flatnonzero(origin))
+    write_ppdm(train, tmp_path / "trainval.json")
+    write_ppdm(test, tmp_path / "test.json")
+    return str(tmp_path / "trainval.json"), str(tmp_path / "test.json")
+
+
+def test_cli_sg_audit_stats(tmp_path):
+    tr, te = _files(tmp_path)
+    out = tmp_path / "split"
+    r = CliRunner().invoke(cli, ["split", "sg", "--dataset", tr, "--dataset", te, "--seed", "auto",
+                                 "--ratio", "0.75", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "| data split |" in r.output and (out / "test_hico.json").exists()
+    r = CliRunner().invoke(cli, ["split", "audit", str(out / "trainval_hico.json"), str(out / "test_hico.json")])
+    assert r.exit_code == 0, r.output
+    assert "no leakage" in r.output
+    r = CliRunner().invoke(cli, ["split", "audit", tr, te, "--json"])
+    assert r.exit_code == 1
+    assert json.loads(r.output)["leaks"] is True
+    r = CliRunner().invoke(cli, ["split", "stats", str(out), "--no-original"])
+    assert r.exit_code == 0, r.output
+    assert "hico-det-sg1 (paper) | 38,312 | 8,515 |" in r.output
+    assert f"({out}, paper)" in r.output
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    from hoibench.cli import main
+
+    tr, te = _files(tmp_path)
+    for argv, needle in [
+        (["split", "sg", "--dataset", tr, "--seed", "zz", "--out", str(tmp_path / "o")], "seed must be"),
+        (["split", "sg", "--dataset", tr, "--out", str(tmp_path / "o")], "--seed"),
+        (["split", "sg", "--preset", "hico-det-sg1", "--seed", "3", "--out", str(tmp_path / "o")], "fixes --seed"),
+        (["split", "sg", "--dataset", str(tmp_path / "nope.json"), "--seed", "1", "--out", str(tmp_path / "o")],
+         "no such file"),
+    ]:
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1, err
