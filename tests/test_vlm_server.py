@@ -342,3 +342,38 @@ def test_released_crosshoi_prompts_reproduced(tmp_path):
         if len(expect) < 4:
             expect.add("None")
         assert shown == expect
+
+
+def test_oracle_server_scores_perfectly_on_released_questions(tmp_path, capsys):
+    """run → score on real questions: a server that knows the released answers and replies with
+    their letters must score 100%, which proves the letter ↔ choice mapping end to end."""
+    path = shared_file("crosshoi-bench/hicodet/our_test/crosshoi_bench_hum_box_final.json")
+    raw = json.loads(Path(path).read_text())
+    qs = list(read_questions(path))[:30]
+    img_dir = tmp_path / "img"
+    img_dir.mkdir()
+    color = {}
+    for k, q in enumerate(qs):
+        c = (k * 8 % 256, 255 - k * 8 % 256, 100)
+        color[c] = q.file_name
+        Image.new("RGB", (96, 64), c).save(img_dir / q.file_name, format="PNG")
+    sub = tmp_path / "sub.json"
+    sub.write_text(json.dumps({q.file_name: raw[q.file_name] for q in qs}))
+
+    def oracle(body):
+        img = Image.open(io.BytesIO(request_image(body))).convert("RGB")
+        entry = raw[color[img.getpixel((3, 3))]]
+        gt = {t if "no_interaction" not in t else "no_interaction with" + t[t.index(" a/an ") + 5:]
+              for t in entry["gt_choices"]}
+        text = request_text(body)
+        letters = [m.group(1) for m in re.finditer(r"^\(([A-Z])\) (.*)$", text, re.M) if m.group(2) in gt]
+        return ",".join(letters)
+
+    out = tmp_path / "answers.jsonl"
+    with FakeChatServer(oracle) as server:
+        main(["mcq", "run", "--questions", str(sub), "--images", str(img_dir), "--model", "Qwen2.5-VL-7B",
+              "--base-url", server.url, "--out", str(out), "--no-progress", "--json", "--seed", "11"])
+    assert json.loads(capsys.readouterr().out)["ok"] == len(qs)
+    main(["mcq", "score", "--questions", str(sub), "--answers", str(out), "--json", str(tmp_path / "s.json")])
+    scores = json.loads((tmp_path / "s.json").read_text())
+    assert scores["instance_f1"] == pytest.approx(1.0) and scores["exact_match"] == pytest.approx(1.0)
