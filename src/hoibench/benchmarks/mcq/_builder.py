@@ -16,7 +16,10 @@ Pipeline, deterministic for a seed:
    do (at most ``max_other_person``), then *visually similar verbs* with the same object (at most
    ``max_similar``, table ``data/similar_verbs.json``); the rest at random from the pool.
 4. **Negative filtering** (optional): a :class:`~hoibench.benchmarks.mcq.NegativeFilter` of VLM
-   judges removes plausible negatives before they are drawn. Default: none, recorded in the header.
+   judges removes plausible candidates of the *selected* images (after step 5, in one batch, so
+   the judges see ~15 candidates per image instead of every person's pool); negatives are then
+   drawn from what survives, and an image left without enough negatives is dropped from both
+   settings. Default: none, recorded in the header.
 5. **Redistribution** (``redistribute``): candidate (image, target person) questions are taken
    rarest train class first and kept while every class of the question is below
    ``max_per_class``, one question per image. This flattens the class distribution (KL to train
@@ -389,8 +392,6 @@ def build_mcq_benchmark(
         scenes = kept
     # candidate target people: every person of every remaining scene
     drafts2 = [_draft(s, p, tables, n_choices, rng) for s in scenes for p in s.people]
-    if judges is not None:
-        report["judges"] = _judge_pool(drafts2, judges, dataset)
     negatives = [_draw_negatives(d, n_choices, max_other_person, max_similar, rng) for d in drafts2]
     report["too_few_negatives"] = sum(n is None for n in negatives)
     cands = [(d, n) for d, n in zip(drafts2, negatives, strict=True) if n is not None]
@@ -419,19 +420,39 @@ def build_mcq_benchmark(
     base_meta = {"builder": "hoibench.mcq", "version": BUILDER_VERSION}
     questions: list[MCQuestion] = []
     s1_dropped = 0
-    for i in images:
-        d2, n2 = chosen[i]
-        if 1 in settings:
-            d1 = _draft(d2.scene, None, tables, n_choices, rng)
-            if judges is not None:
-                _judge_pool([d1], judges, dataset)
-            n1 = _draw_negatives(d1, n_choices, 0, max_similar, rng)
-            if n1 is None:
-                s1_dropped += 1
-            else:
-                questions.append(_question(d1, n1, dataset, tables, rng, "s1", base_meta))
-        if 2 in settings:
-            questions.append(_question(d2, n2, dataset, tables, rng, "s2", base_meta))
+    if judges is None:
+        for i in images:
+            d2, n2 = chosen[i]
+            if 1 in settings:
+                d1 = _draft(d2.scene, None, tables, n_choices, rng)
+                n1 = _draw_negatives(d1, n_choices, 0, max_similar, rng)
+                if n1 is None:
+                    s1_dropped += 1
+                else:
+                    questions.append(_question(d1, n1, dataset, tables, rng, "s1", base_meta))
+            if 2 in settings:
+                questions.append(_question(d2, n2, dataset, tables, rng, "s2", base_meta))
+    else:
+        # judge only the selected images' candidates (one batch), then draw from what survives;
+        # an image that runs out of negatives in either setting is dropped from both
+        d1s = {i: _draft(chosen[i][0].scene, None, tables, n_choices, rng) for i in images} if 1 in settings else {}
+        report["judges"] = _judge_pool([chosen[i][0] for i in images if 2 in settings] + list(d1s.values()),
+                                       judges, dataset)
+        kept_images = []
+        for i in images:
+            d2 = chosen[i][0]
+            n2 = _draw_negatives(d2, n_choices, max_other_person, max_similar, rng) if 2 in settings else []
+            n1 = _draw_negatives(d1s[i], n_choices, 0, max_similar, rng) if i in d1s else []
+            if n1 is None or n2 is None:
+                s1_dropped += n1 is None
+                continue
+            kept_images.append(i)
+            if i in d1s:
+                questions.append(_question(d1s[i], n1, dataset, tables, rng, "s1", base_meta))
+            if 2 in settings:
+                questions.append(_question(d2, n2, dataset, tables, rng, "s2", base_meta))
+        report["judges"]["images_dropped"] = len(images) - len(kept_images)
+        images = kept_images
     report["setting1_too_few_negatives"] = s1_dropped
     report["selected_images"] = len(images)
     report["questions"] = len(questions)
