@@ -207,8 +207,7 @@ def test_statistics_and_distribution_helpers() -> None:
     assert head_tail_ratio(train, np.array([2, 2, 0, 0, 1, 1]), k=2) == 2.0  # tail = last two count-1 classes
 
 
-@pytest.mark.shared_data
-def test_hico_det_distribution_facts() -> None:
+def test_hico_det_distribution_facts() -> None:  # bundled data: always runs
     from hoibench.datasets import load_dataset
 
     test = load_dataset("hico-det:test")

@@ -181,6 +181,8 @@ def stats(questions_path: str, annotations: str | None, setting: int | None, plo
         ("correct answers per question", result["correct_answers_histogram"], ""),
         ("choices per question", result["choices_histogram"], ""),
         ("out-of-vocabulary choices", result["out_of_vocabulary_choices"], ""),
+        ("distinct texts (correct / any choice)",
+         f"{result['distinct_correct_texts']} / {result['distinct_choice_texts']}", ""),
     ]
     if result.get("oddities"):
         rows.append(("oddities", result["oddities"], ""))

@@ -57,6 +57,8 @@ def question_statistics(
         "correct_answers_histogram": {str(k): v for k, v in sorted(n_correct.items())},
         "choices_histogram": {str(k): v for k, v in sorted(n_choices.items())},
         "out_of_vocabulary_choices": sum(1 for q in questions for c in q.choices if not c.in_vocabulary),
+        "distinct_correct_texts": len({q.choices[i].text for q in questions for i in q.correct}),
+        "distinct_choice_texts": len({c.text for q in questions for c in q.choices}),
         "oddities": dict(oddities),
     }
     n_hois = 600 if dataset is None else dataset.vocab.n_hois
