@@ -147,7 +147,19 @@ def test_demo_rerun_reuses_finished_results(quick_demo, tmp_path):
     done = run_demo(copy, config=cfg, progress=False)
     assert {p: p.stat().st_mtime_ns for p in (copy / "results").rglob("*.json")} == before
     assert len(done.results) == len(before)
-    assert json.loads((copy / "demo.json").read_text())["finished"]
+    marker = json.loads((copy / "demo.json").read_text())
+    assert marker["finished"] and list(marker["timings"]) == ["writing the report", "total"]
+    assert (copy / "report.html").read_text().count("<table ") == \
+        (out / "report.html").read_text().count("<table ")
+    # an unfinished run with the same parameters recomputes only what is missing
+    (copy / "results" / "mcq" / "random-setting1.json").unlink()
+    marker["finished"] = False
+    (copy / "demo.json").write_text(json.dumps(marker))
+    again = run_demo(copy, config=cfg, progress=False)
+    assert (copy / "results" / "mcq" / "random-setting1.json").exists()
+    kept = {p: t for p, t in before.items() if p.name != "random-setting1.json"}
+    assert all(p.stat().st_mtime_ns == t for p, t in kept.items())
+    assert len(again.results) == len(done.results)
 
 
 def test_demo_rejects_bad_options(tmp_path, capsys):

@@ -48,6 +48,7 @@ def test_table_renders_markdown_csv_json_html():
     rows = list(csv.reader(io.StringIO(t.to_csv())))
     assert rows == [["model", "map", "note"], ["a|b", "12.3456", ""], ["c", "", "x<y"]]
     assert t.to_dict()["rows"] == [["a|b", 12.3456, None], ["c", None, "x<y"]]
+    assert Table.from_dict(t.to_dict()).to_csv() == t.to_csv()
     h = t.to_html()
     assert 'data-table="demo"' in h and "x&lt;y" in h and '<td class="num">12.3</td>' in h
 

@@ -326,10 +326,9 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[A
                         recall=np.array([h2t.per_class[h][2] / h2t.per_class[h][1] for h in hois]),
                         class_names=tuple(train.vocab.hoi_name(h) for h in hois)).to_dict()
 
-                results.append(result_from_dict(
-                    _cached(out / "results" / "mcq" / f"{stem}.json", reuse, score)))
-                results.append(result_from_dict(
-                    _cached(out / "results" / "recall" / f"{stem}.json", reuse, recall)))
+                for kind, fn in (("mcq", score), ("recall", recall)):
+                    path = out / "results" / kind / f"{stem}.json"
+                    results.append(result_from_dict(_cached(path, reuse, fn), file=path))
     rep = build.report
     rows = [("test images", rep.get("images")), ("images with pairs", rep.get("images_with_pairs"))]
     rows += [(f"removed as easy: {k}", v) for k, v in sorted(rep.get("removed_easy", {}).items())]
@@ -348,6 +347,22 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[A
 
 
 # ---------------------------------------------------------------------------------- the job
+STATS_FILE = "benchmarks/stats-tables.json"
+
+
+def _finished_run(out: Path, previous: dict[str, Any]) -> tuple[list[Any], list[Table]] | None:
+    """Results and statistics tables of a finished run with the same parameters, if all are there."""
+    names = previous.get("results")
+    if not previous.get("finished") or not isinstance(names, list) or not (out / STATS_FILE).exists():
+        return None
+    paths = [out / n for n in names]
+    if not all(p.exists() for p in paths):
+        return None
+    results = [result_from_dict(read_json(p), file=p) for p in paths]
+    tables = [Table.from_dict(d) for d in read_json(out / STATS_FILE)["tables"]]
+    return results, tables
+
+
 def run_demo(out_dir: str | Path, *, config: DemoConfig | None = None, progress: bool = True) -> DemoOutput:
     """Build the benchmarks, run and evaluate the baselines, write the report under ``out_dir``.
 
@@ -359,15 +374,22 @@ def run_demo(out_dir: str | Path, *, config: DemoConfig | None = None, progress:
     marker = out / "demo.json"
     previous = read_json(marker) if marker.exists() else None
     reuse = isinstance(previous, dict) and previous.get("config") == cfg.to_dict()
+    finished = _finished_run(out, previous) if reuse else None
     atomic_write_json(marker, {"kind": "hoibench_demo", "config": cfg.to_dict(), "finished": False},
                       indent=True)
-    n_steps = 3 + 3 * len(DEMO_DETECTORS) + 1 + len(DEMO_ANSWERERS) + 1
+    n_steps = 1 if finished else 3 + 3 * len(DEMO_DETECTORS) + 1 + len(DEMO_ANSWERERS) + 1
     t0 = time.perf_counter()
     with _Steps(n_steps, progress) as steps:
-        benches, stats_tables = _build_benchmarks(cfg, out / "benchmarks", steps)
-        results: list[Any] = _map_results(cfg, benches, out, reuse, steps)
-        mcq_results, mcq_tables = _mcq(cfg, out, reuse, steps)
-        results += mcq_results
+        if finished is not None:
+            results, stats_tables = finished
+        else:
+            benches, stats_tables = _build_benchmarks(cfg, out / "benchmarks", steps)
+            results = _map_results(cfg, benches, out, reuse, steps)
+            mcq_results, mcq_tables = _mcq(cfg, out, reuse, steps)
+            results += mcq_results
+            stats_tables += mcq_tables
+            atomic_write_json(out / STATS_FILE, {"tables": [t.to_dict() for t in stats_tables]},
+                              indent=True)
         with steps.step("writing the report"):
             report = build_report(
                 results, title="hoibench demo: what language priors alone score",
@@ -377,11 +399,12 @@ def run_demo(out_dir: str | Path, *, config: DemoConfig | None = None, progress:
                       "the bundled HICO-DET annotations.",
                 meta={"config": cfg.to_dict(), "detectors": list(DEMO_DETECTORS),
                       "answerers": list(DEMO_ANSWERERS)},
-                stats_tables=stats_tables + mcq_tables, reference_benchmark=BENCH_HICO,
-                n_bins=cfg.n_bins)
+                stats_tables=stats_tables, reference_benchmark=BENCH_HICO, n_bins=cfg.n_bins)
             files = report.write(out)
     timings = {**steps.timings, "total": round(time.perf_counter() - t0, 3)}
-    atomic_write_json(marker, {"kind": "hoibench_demo", "config": cfg.to_dict(), "finished": True,
-                               "timings": timings, "report": str(files.html)}, indent=True)
+    atomic_write_json(marker, {
+        "kind": "hoibench_demo", "config": cfg.to_dict(), "finished": True, "timings": timings,
+        "report": str(files.html),
+        "results": [str(Path(r.source).relative_to(out)) for r in results]}, indent=True)
     return DemoOutput(out, files, results, timings)
 

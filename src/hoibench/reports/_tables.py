@@ -100,6 +100,13 @@ class Table:
         return cls(name=name, title=title, columns=tuple(columns), rows=rows, caption=caption,
                    decimals=decimals)
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Table:
+        """Inverse of :meth:`to_dict`."""
+        return cls(name=d["name"], title=d["title"], columns=tuple(d["columns"]),
+                   rows=tuple(tuple(r) for r in d["rows"]), caption=d.get("caption", ""),
+                   decimals=int(d.get("decimals", 2)))
+
     def column(self, name: str) -> list[Any]:
         """The cells of one column."""
         try:
@@ -135,7 +142,8 @@ class Table:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready record: name, title, caption, columns and raw rows."""
         return {"name": self.name, "title": self.title, "caption": self.caption,
-                "columns": list(self.columns), "rows": [[_raw(v) for v in r] for r in self.rows]}
+                "decimals": self.decimals, "columns": list(self.columns),
+                "rows": [[_raw(v) for v in r] for r in self.rows]}
 
     def to_html(self) -> str:
         """An HTML ``<table>`` (escaped) with a ``data-table`` attribute naming it."""
