@@ -171,3 +171,16 @@ def test_released_hico_oddities_and_boxes_match_instances() -> None:
         raw = [[v - 1 for v in b] for b in inst["annotation"][index[q.file_name]]["boxes_h"]]
         hits += list(q.person_box) in raw
     assert hits >= 195  # boxes are HICO-DET's 1-based boxes, shifted to 0-based
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("name,n_correct_classes", [("vcoco_newbench_person.json", 196),
+                                                    ("vcoco_newbench_none.json", 202)])
+def test_released_vcoco_class_counts_match_its_readme(name: str, n_correct_classes: int) -> None:
+    """The release's vcoco/readme.md: 647 questions, 499 images, 196 (person box) / 202 (no box)
+    HOI classes, 323 with the negative-only ones."""
+    from hoibench.benchmarks.mcq import question_statistics
+
+    st = question_statistics(read_questions(shared_file(f"crosshoi-bench/vcoco/our_test/{name}")))
+    assert (st["questions"], st["images"]) == (647, 499)
+    assert st["distinct_correct_texts"] == n_correct_classes and st["distinct_choice_texts"] == 323
