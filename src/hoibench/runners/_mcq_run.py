@@ -90,6 +90,12 @@ class _Image:
     failed: str | None = None  # status when a pre-stage makes the question unanswerable
 
 
+def _frame(img: _Image) -> ModelFrame:
+    if img.frame is None:  # pragma: no cover - every path sets a frame or marks the image failed
+        raise RuntimeError("internal error: image frame missing")
+    return img.frame
+
+
 class MCQRunner:
     """Run a chat backend on multiple-choice HOI questions.
 
@@ -349,9 +355,9 @@ class MCQRunner:
                     img.stage_meta.update(failed_stage="detection", error=resp.error)
                     return
                 parsed = parse_detection(resp.text, strict=self.strict_detection_parser)
-                assert img.frame is not None
+                frame = _frame(img)
                 img.model_boxes = list(parsed.boxes)
-                img.detections = np.asarray([img.frame.from_model(b) for b in parsed.boxes],
+                img.detections = np.asarray([frame.from_model(b) for b in parsed.boxes],
                                             dtype=np.float64).reshape(-1, 4)
                 img.stage_meta.update(detection_raw=resp.text, detection_status=parsed.status,
                                       detection_dropped=parsed.dropped)
@@ -371,8 +377,7 @@ class MCQRunner:
             if img.failed is not None:
                 write(MCAnswer(q.id, frozenset(), None, img.failed, meta=meta), q)
                 continue
-            frame = img.frame
-            assert frame is not None
+            frame = _frame(img)
             box_text = None
             if q.setting == 2:
                 shifted = [v + self.box_shift for v in q.person_box]  # type: ignore[union-attr]

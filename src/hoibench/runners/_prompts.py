@@ -8,11 +8,10 @@ in a user's template is an error rather than a silently ignored field.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench.data import Choice, MCQuestion
@@ -143,12 +142,3 @@ def render_question(question: MCQuestion, template: PromptTemplate, *, setting: 
     text = (head + template.choices_header + "\n".join(lines) + "\n"
             + template.instruction(answer_format))
     return RenderedQuestion(text, {LETTERS[k]: stored for k, (_, stored) in enumerate(shown)}, order)
-
-
-def template_summary(template: PromptTemplate, answer_format: str) -> dict[str, Any]:
-    """What an answers header records about the prompts."""
-    return {"template": template.tag, "answer_format": answer_format, "source": template.source}
-
-
-def choices_of(rendered: RenderedQuestion) -> Sequence[str]:
-    return [t for t in rendered.letters.values() if t is not None]
