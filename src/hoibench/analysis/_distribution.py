@@ -36,13 +36,16 @@ __all__ = [
 
 
 def kl_divergence(p_counts: np.ndarray | Sequence[float], q_counts: np.ndarray | Sequence[float], *,
-                  epsilon: float = 0.0) -> float:
+                  epsilon: float = 0.0, support: str = "all") -> float:
     """``KL(p ‖ q) = Σ p log(p / q)`` (natural log) of two count vectors, normalised here.
 
     Classes where ``p`` is 0 contribute nothing. Classes where ``q`` is 0 but ``p`` is not make the
-    divergence infinite unless ``epsilon`` > 0 is added to every ``q`` count first (the HICO-DET
-    test set and the released benchmark cover all 600 classes, so neither needs it).
+    divergence infinite, unless ``epsilon`` > 0 is added to every ``q`` count first, or
+    ``support="q"`` restricts both distributions to the classes ``q`` covers (renormalising ``p``).
+    The HICO-DET test set and the released benchmark cover all 600 classes, where all three agree.
     """
+    if support not in ("all", "q"):
+        raise ConfigError(f"support must be one of ['all', 'q']; got {support!r}")
     p = np.asarray(p_counts, dtype=np.float64)
     q = np.asarray(q_counts, dtype=np.float64)
     if p.shape != q.shape or p.ndim != 1:
@@ -50,6 +53,8 @@ def kl_divergence(p_counts: np.ndarray | Sequence[float], q_counts: np.ndarray |
     if (p < 0).any() or (q < 0).any() or epsilon < 0:
         raise ConfigError("counts and epsilon must be non-negative")
     q = q + epsilon
+    if support == "q":
+        p = np.where(q > 0, p, 0.0)
     if p.sum() <= 0 or q.sum() <= 0:
         raise ConfigError("both count vectors need a positive total")
     p = p / p.sum()
