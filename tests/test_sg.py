@@ -365,7 +365,7 @@ def test_cli_sg_audit_stats(tmp_path):
 def test_cli_errors_are_one_line(tmp_path, capsys):
     from hoibench.cli import main
 
-    tr, te = _files(tmp_path)
+    tr, _ = _files(tmp_path)
     for argv, needle in [
         (["split", "sg", "--dataset", tr, "--seed", "zz", "--out", str(tmp_path / "o")], "seed must be"),
         (["split", "sg", "--dataset", tr, "--out", str(tmp_path / "o")], "--seed"),
