@@ -327,3 +327,28 @@ def test_report_cli_bad_file_is_one_line_error(tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err == f"error: {p}: full: missing number"
+
+
+def test_report_reads_split_stats_files(tmp_path, capsys):
+    sg = {"kind": "sg_stats", "name": "hico-det-sg1", "table1": {
+        "images": {"train": 10, "test": 3}, "triplets": {"train": 40, "test": 7},
+        "combinations": {"train": 9, "test": 1}}}
+    bal = {"kind": "balanced_stats", "params": {"top_k": 5, "seed": 2},
+           "sets": {"train": {"images": 4, "instances": 10}, "test": {"images": 2, "instances": 5}},
+           "total_deficit": {"train": 1, "test": 0}}
+    paths = []
+    for i, d in enumerate((sg, bal, _map_dict("m", "b", 3.0))):
+        p = tmp_path / f"s{i}.json"
+        p.write_text(json.dumps(d))
+        paths.append(str(p))
+    main(["report", *paths, "--out", str(tmp_path / "o")])
+    capsys.readouterr()
+    rows = list(csv.reader((tmp_path / "o" / "tables" / "stats-hico-det-sg1.csv").open()))
+    assert rows == [["data split", "part", "images", "triplets", "combinations"],
+                    ["hico-det-sg1", "train", "10", "40", "9"], ["hico-det-sg1", "test", "3", "7", "1"]]
+    rows = list(csv.reader((tmp_path / "o" / "tables" / "stats-b-right-top-5-seed-2.csv").open()))
+    assert rows[1] == ["train", "4", "10", "1"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**sg, "table1": {**sg["table1"], "images": {"train": 1}}}))
+    with pytest.raises(FormatError, match=r"table1.images: expected an integer test count"):
+        load_results([bad])

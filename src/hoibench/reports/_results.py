@@ -5,7 +5,10 @@ Kinds (see ``docs/interfaces.md``):
 - ``hico_map``: mAP results of ``hoibench eval hico --json`` (percent; per-class AP as fractions);
 - ``mcq_metrics``: multiple-choice metrics of ``hoibench mcq score --json`` (fractions), with
   optional bootstrap confidence intervals;
-- ``class_recall``: per-class recall and train counts, for head-to-tail plots.
+- ``class_recall``: per-class recall and train counts, for head-to-tail plots;
+- ``benchmark_stats`` (``{"benchmark", "rows": [{column: value}]}``), and the ``stats.json`` of
+  ``hoibench split sg`` (``sg_stats``) and ``hoibench split balanced`` (``balanced_stats``):
+  statistics tables.
 
 Readers check every field they use and raise :class:`~hoibench.FormatError` naming the file and
 the field, so ``hoibench report`` never draws a plot from a malformed file.
@@ -269,8 +272,40 @@ class StatsResult:
                    rows=tuple(rows), source=str(file or ""))
 
 
+def _sg_stats(d: Mapping[str, Any], *, file: Any = None) -> StatsResult:
+    """``stats.json`` of ``hoibench split sg``: the SG paper's Table 1 row."""
+    t1 = d.get("table1")
+    if not isinstance(t1, dict):
+        raise FormatError("expected an object", file=file, field="table1")
+    name = _str(d, "name", file, "SG split")
+    rows = []
+    for part in ("train", "test"):
+        row: dict[str, Any] = {"data split": name, "part": part}
+        for key in ("images", "triplets", "combinations"):
+            v = t1.get(key)
+            if not isinstance(v, dict) or not isinstance(v.get(part), int):
+                raise FormatError(f"expected an integer {part} count", file=file, field=f"table1.{key}")
+            row[key] = v[part]
+        rows.append(row)
+    return StatsResult(benchmark=name, rows=tuple(rows), source=str(file or ""))
+
+
+def _balanced_stats(d: Mapping[str, Any], *, file: Any = None) -> StatsResult:
+    """``stats.json`` of ``hoibench split balanced``: Table 1 / S1 rows per set."""
+    sets = d.get("sets")
+    if not isinstance(sets, dict) or not all(isinstance(v, dict) for v in sets.values()):
+        raise FormatError("expected an object {set: statistics}", file=file, field="sets")
+    deficit = d.get("total_deficit") or {}
+    params = d.get("params") or {}
+    rows = tuple({"set": k, **v, "deficit": deficit.get(k)} for k, v in sets.items())
+    name = f"B-RIGHT (top {params.get('top_k', '?')}, seed {params.get('seed', '?')})"
+    return StatsResult(benchmark=name, rows=rows, source=str(file or ""))
+
+
 Result = MapResult | MCQMetricsResult | ClassRecall | StatsResult
 _KINDS: dict[str, Any] = {c.kind: c for c in (MapResult, MCQMetricsResult, ClassRecall, StatsResult)}
+_READERS: dict[str, Any] = {**{k: c.from_dict for k, c in _KINDS.items()},
+                            "sg_stats": _sg_stats, "balanced_stats": _balanced_stats}
 
 
 def result_from_dict(d: Any, *, file: Any = None) -> Result:
@@ -289,10 +324,10 @@ def result_from_dict(d: Any, *, file: Any = None) -> Result:
             kind = "mcq_metrics"
         else:
             raise FormatError(f"cannot tell what results these are: no 'kind' (one of "
-                              f"{sorted(_KINDS)}) and no known keys", file=file, field="kind")
-    if kind not in _KINDS:
-        raise FormatError(f"kind must be one of {sorted(_KINDS)}; got {kind!r}", file=file, field="kind")
-    return _KINDS[kind].from_dict(d, file=file)
+                              f"{sorted(_READERS)}) and no known keys", file=file, field="kind")
+    if kind not in _READERS:
+        raise FormatError(f"kind must be one of {sorted(_READERS)}; got {kind!r}", file=file, field="kind")
+    return _READERS[kind](d, file=file)
 
 
 def load_result(path: str | Path) -> list[Result]:
