@@ -220,6 +220,22 @@ def test_qpic_keeps_the_top_100_per_image():
     check_loop(p, gt, "qpic")
 
 
+def test_cdn_pair_nms_suppresses_overlapping_duplicates_per_class():
+    gt = dataset(image("a.jpg", [(H, OB, HORSE, RIDE), (H2, O2, HORSE, RIDE)]))
+    near = [11, 11, 110, 210]
+    p = preds([("a.jpg", H, OB, HORSE, RIDE, 0.9),
+               ("a.jpg", near, OB, HORSE, RIDE, 0.8),  # same class, overlap > 0.7: suppressed
+               ("a.jpg", near, OB, HORSE, FEED, 0.85),  # another class: kept
+               ("a.jpg", H2, O2, HORSE, RIDE, 0.7)])   # far away: kept
+    res = hico_mean_ap(p, gt, protocol="cdn")
+    assert res.n_dropped["suppressed by pair-NMS (0.7)"] == 1
+    assert res.per_class_ap[RIDE_HORSE] == pytest.approx(1.0)  # qpic: TP, FP, TP
+    assert hico_mean_ap(p, gt, protocol="qpic").per_class_ap[RIDE_HORSE] == pytest.approx(1 / 11 * 6 + 2 / 3 / 11 * 5)
+    loose = HICOProtocol.preset("cdn").replace(pair_nms=0.99)
+    assert hico_mean_ap(p, gt, protocol=loose).n_dropped.get("suppressed by pair-NMS (0.99)") is None
+    check_loop(p, gt, "cdn")
+
+
 def test_means_all_classes_versus_classes_with_ground_truth():
     gt = dataset(image("a.jpg", [(H, OB, HORSE, RIDE)]))
     p = preds([("a.jpg", H, OB, HORSE, RIDE, 0.9)])
@@ -285,7 +301,7 @@ def test_unknown_images_error_or_lenient_drop():
 
 
 def test_protocol_validation():
-    with pytest.raises(ConfigError, match=r"protocol must be one of \['official', 'pocket', 'qpic'\]"):
+    with pytest.raises(ConfigError, match=r"protocol must be one of \['cdn', 'official', 'pocket', 'qpic'\]"):
         hico_mean_ap(preds([]), dataset(image("a.jpg", [])), protocol="matlab")
     with pytest.raises(ConfigError, match="recall thresholds"):
         HICOProtocol(recall_thresholds="coco")
@@ -338,6 +354,9 @@ def test_cli_eval_hico(tmp_path):
     assert "rare" in out["subsets"]
     lines = (tmp_path / "c.csv").read_text().splitlines()
     assert lines[0].startswith("hoi,name,n_gt") and len(lines) == 601
+    r = runner.invoke(cli, [*args, "--protocol", "qpic", "--pair-nms", "0.7", "--json", "-"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["protocol"] == "qpic+pair-nms"
     r = runner.invoke(cli, [*args, "--protocol", "qpic", "--known-object", "--json", "-"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.output)["full"] == pytest.approx(50.0)

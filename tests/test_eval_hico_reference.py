@@ -70,7 +70,7 @@ def test_per_class_ap_equals_the_reference_implementations(test_set):
 
 
 @pytest.mark.shared_data
-@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("protocol", [*PROTOCOLS, "cdn"])
 def test_vectorised_equals_the_loop_oracle_on_real_data(test_set, protocol):
     gt = test_set.subset(np.arange(0, test_set.n_images, 10))
     preds = noisy_predictions(gt, seed=11)

@@ -26,8 +26,10 @@ __all__ = ["hico"]
               help="Detections: hoibench or generic prediction JSON, or QPIC/CDN outputs as JSON.")
 @click.option("--format", "pred_format", type=click.Choice(["hoibench", "generic", "qpic"]),
               default=None, help="Prediction format (detected from the content when omitted).")
-@click.option("--protocol", type=click.Choice(["official", "qpic", "pocket"]), default="official",
-              show_default=True, help="Which reference implementation to reproduce.")
+@click.option("--protocol", type=click.Choice(["official", "qpic", "pocket", "cdn"]), default="official",
+              show_default=True, help="Which reference implementation to reproduce (cdn: qpic + pair-NMS).")
+@click.option("--pair-nms", type=float, default=None, metavar="THRESHOLD",
+              help="Apply CDN's pair-NMS (alpha 1, beta 0.5) with this threshold (CDN: 0.7) first.")
 @click.option("--known-object", is_flag=True, help="Known-Object setting instead of Default.")
 @click.option("--image-labels", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Image-level labels for --known-object: HICO's anno.mat or JSON {file: [objects]}.")
@@ -42,7 +44,8 @@ __all__ = ["hico"]
               help="Write the mAP results object (docs/interfaces.md); '-' prints it to stdout.")
 @click.option("--model", default="", help="Model name recorded in --json output.")
 @click.option("--benchmark", default="", help="Benchmark name recorded in --json output.")
-def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str, known_object: bool,
+def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
+         pair_nms: float | None, known_object: bool,
          image_labels: str | None, classes_spec: str | None, lenient: bool, per_class_csv: str | None,
          json_out: str | None, model: str, benchmark: str) -> None:
     """Score HICO-DET detections: mAP (Full, Rare, Non-rare) and per-class AP."""
@@ -51,7 +54,12 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str, k
     from hoibench._exceptions import ConfigError
     from hoibench._io import atomic_write_bytes, atomic_write_json
     from hoibench.datasets import resolve_dataset
-    from hoibench.evaluation import hico_class_subsets, hico_mean_ap, read_image_labels
+    from hoibench.evaluation import (
+        HICOProtocol,
+        hico_class_subsets,
+        hico_mean_ap,
+        read_image_labels,
+    )
     from hoibench.formats import load_predictions
 
     if image_labels is not None and not known_object:
@@ -62,11 +70,14 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str, k
         loaded = load_predictions(pred_path, format=pred_format, vocab=gt.vocab, lenient=lenient)
         labels = read_image_labels(image_labels, vocab=gt.vocab) if image_labels else None
     t_read = time.perf_counter() - t0
+    proto = HICOProtocol.preset(protocol)
+    if pair_nms is not None:
+        proto = proto.replace(pair_nms=pair_nms, name=f"{proto.name}+pair-nms")
     subsets, classes = ({}, None)
     if classes_spec:
         subsets, classes = hico_class_subsets(classes_spec, vocab=gt.vocab)
     t1 = time.perf_counter()
-    res = hico_mean_ap(loaded.predictions, gt, protocol=protocol, known_object=known_object,
+    res = hico_mean_ap(loaded.predictions, gt, protocol=proto, known_object=known_object,
                        image_labels=labels, class_subsets=subsets, classes=classes, lenient=lenient)
     t_eval = time.perf_counter() - t1
     dropped = dict(loaded.dropped)

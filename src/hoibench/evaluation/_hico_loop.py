@@ -47,6 +47,29 @@ def _iou(a: tuple[float, ...], b: tuple[float, ...], convention: str) -> float:
     return inter / union if union else 0.0
 
 
+def _pair_nms(rows: list[int], preds: HOIPredictions, hois: list[int], scores: list[float],
+              proto: HICOProtocol) -> list[int]:
+    """CDN's ``triplet_nms_filter`` + ``pairwise_nms`` for one image, one pivot at a time."""
+    groups: dict[int, list[int]] = {}
+    for k in rows:
+        groups.setdefault(hois[k], []).append(k)
+    kept: list[int] = []
+    for members in groups.values():
+        order = list(np.argsort(np.array([scores[k] for k in members]))[::-1])
+        while order:
+            i = order.pop(0)
+            kept.append(members[i])
+            hi, oi = preds.boxes_h[members[i]].tolist(), preds.boxes_o[members[i]].tolist()
+            survivors = []
+            for t in order:
+                ht, ot = preds.boxes_h[members[t]].tolist(), preds.boxes_o[members[t]].tolist()
+                ovr = _iou(hi, ht, "pixel") ** proto.pair_nms_alpha * _iou(oi, ot, "pixel") ** proto.pair_nms_beta
+                if ovr <= proto.pair_nms:
+                    survivors.append(t)
+            order = survivors
+    return sorted(kept)
+
+
 def hico_average_precision_loop(preds: HOIPredictions, target: HOIDataset, *,
                                 protocol: str | HICOProtocol = "official") -> np.ndarray:
     """Per-class AP (NaN where a class has no ground truth), one detection at a time."""
@@ -76,6 +99,8 @@ def hico_average_precision_loop(preds: HOIPredictions, target: HOIDataset, *,
         if proto.max_per_image is not None:
             rows = sorted(rows, key=lambda k: -scores[k])[:proto.max_per_image]
             rows.sort()
+        if proto.pair_nms is not None:
+            rows = _pair_nms(rows, preds, hois, scores, proto)
         if not proto.count_images_without_pairs and n_pairs[j] == 0:
             continue
         for k in rows:

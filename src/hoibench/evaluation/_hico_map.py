@@ -41,7 +41,7 @@ import numpy as np
 from hoibench._exceptions import ConfigError, FormatError, ValidationError
 from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.evaluation._ap import recall_thresholds, voc11_ap
-from hoibench.evaluation._iou import IOU_CONVENTIONS, pair_iou
+from hoibench.evaluation._iou import IOU_CONVENTIONS, pair_iou, paired_box_iou
 
 __all__ = [
     "HICO_PROTOCOLS",
@@ -88,6 +88,10 @@ class HICOProtocol:
     mean_over:
         ``"all"``: means over every class of the subset, classes without ground truth count as
         0; ``"with_gt"``: means over the classes that have ground truth.
+    pair_nms, pair_nms_alpha, pair_nms_beta:
+        CDN's optional pair-NMS after the per-image cap (``None``: off; CDN uses 0.7, 1, 0.5):
+        per image and HOI class, in descending score order, a detection suppresses the later
+        ones whose ``IoU_h ** alpha * IoU_o ** beta`` (+1 pixel IoU) exceeds the threshold.
     ranking:
         Order of tied scores when ranking a class's detections for AP: ``"stable"`` (image
         order, then file order) or ``"numpy"`` (numpy's default argsort of the scores in QPIC's
@@ -104,6 +108,9 @@ class HICOProtocol:
     count_images_without_pairs: bool = True
     mean_over: Literal["all", "with_gt"] = "all"
     ranking: Literal["stable", "numpy"] = "stable"
+    pair_nms: float | None = None
+    pair_nms_alpha: float = 1.0
+    pair_nms_beta: float = 0.5
 
     def __post_init__(self) -> None:
         if self.iou not in IOU_CONVENTIONS:
@@ -115,6 +122,8 @@ class HICOProtocol:
             raise ConfigError(f"max_per_image must be a positive integer or None; got {self.max_per_image!r}")
         if self.mean_over not in ("all", "with_gt"):
             raise ConfigError(f"mean_over must be one of ['all', 'with_gt']; got {self.mean_over!r}")
+        if self.pair_nms is not None and not 0.0 <= self.pair_nms <= 1.0:
+            raise ConfigError(f"pair_nms must be None or in [0, 1]; got {self.pair_nms!r}")
         if self.ranking not in ("stable", "numpy"):
             raise ConfigError(f"ranking must be one of ['numpy', 'stable']; got {self.ranking!r}")
 
@@ -142,6 +151,9 @@ HICO_PROTOCOLS: dict[str, HICOProtocol] = {
     "qpic": HICOProtocol(name="qpic", iou="qpic", box_offset=0.0, recall_thresholds="arange",
                          max_per_image=100, count_images_without_pairs=False, mean_over="with_gt",
                          ranking="numpy"),
+    "cdn": HICOProtocol(name="cdn", iou="qpic", box_offset=0.0, recall_thresholds="arange",
+                        max_per_image=100, count_images_without_pairs=False, mean_over="with_gt",
+                        ranking="numpy", pair_nms=0.7),
     "pocket": HICOProtocol(name="pocket", iou="continuous", box_offset=0.0, strict=True,
                            recall_thresholds="linspace", count_images_without_pairs=False),
 }
@@ -377,6 +389,47 @@ def _ranks_within(keys: np.ndarray, order: np.ndarray) -> np.ndarray:
     return rank
 
 
+def _pair_nms(det: _Aligned, keep: np.ndarray, protocol: HICOProtocol) -> np.ndarray:
+    """CDN's ``triplet_nms_filter``: greedy pair-NMS per (image, HOI class), all groups at once.
+
+    Rounds: every group's best remaining detection is kept and removes the remaining ones it
+    overlaps by more than the threshold; at most (largest group) rounds. Within a group CDN
+    orders by ``scores.argsort()[::-1]``, i.e. ties in reverse input order for small groups.
+    """
+    idx = np.flatnonzero(keep)
+    n_img = int(det.image.max(initial=0)) + 1
+    group = det.hoi[idx] * n_img + det.image[idx]
+    # descending score, ties in reverse file order (numpy's argsort()[::-1] on small groups)
+    order = idx[np.lexsort((-det.det_index[idx], -det.scores[idx], group))]
+    g = det.hoi[order] * n_img + det.image[order]
+    start = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1]
+    gid = np.repeat(np.arange(len(start)), np.diff(np.r_[start, len(g)]))
+    h, o = det.boxes_h[order], det.boxes_o[order]
+    alive = np.ones(len(order), dtype=bool)
+    kept = np.zeros(len(order), dtype=bool)
+    while alive.any():
+        pos = np.flatnonzero(alive)
+        first_of_group = np.r_[True, gid[pos][1:] != gid[pos][:-1]]
+        pivots = pos[first_of_group]
+        kept[pivots] = True
+        alive[pivots] = False
+        pivot_of = np.full(len(start), -1, dtype=np.int64)
+        pivot_of[gid[pivots]] = pivots
+        rest = np.flatnonzero(alive)
+        if not len(rest):
+            break
+        pv = pivot_of[gid[rest]]
+        has = pv >= 0
+        rest, pv = rest[has], pv[has]
+        ih = paired_box_iou(h[pv], h[rest], convention="pixel")
+        io = paired_box_iou(o[pv], o[rest], convention="pixel")
+        ovr = np.power(ih, protocol.pair_nms_alpha) * np.power(io, protocol.pair_nms_beta)
+        alive[rest[~(ovr <= protocol.pair_nms)]] = False
+    out = np.zeros(len(keep), dtype=bool)
+    out[order[kept]] = True
+    return out
+
+
 def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
            image_labels: np.ndarray | None, dropped: Counter[str]) -> HICOMatches:
     n_cls = target.vocab.n_hois
@@ -396,6 +449,11 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
         if over.any():
             dropped[f"beyond the top {protocol.max_per_image} of its image"] += int(over.sum())
         keep &= ~over
+    if protocol.pair_nms is not None:
+        suppressed = keep & ~_pair_nms(det, keep, protocol)
+        if suppressed.any():
+            dropped[f"suppressed by pair-NMS ({protocol.pair_nms})"] += int(suppressed.sum())
+        keep &= ~suppressed
     pairs_per_image = target.pairs_per_image
     if not protocol.count_images_without_pairs:
         nopair = keep & (pairs_per_image[det.image] == 0)
