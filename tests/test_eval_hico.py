@@ -362,3 +362,25 @@ def test_cli_eval_hico(tmp_path):
     assert json.loads(r.output)["full"] == pytest.approx(50.0)
     r = runner.invoke(cli, [*args, "--image-labels", str(tmp_path / "p.json")])
     assert r.exit_code != 0 and "--known-object" in str(r.exception)
+
+
+def test_read_image_labels_from_anno_mat_and_json(tmp_path):
+    from scipy.io import savemat
+
+    from hoibench.evaluation import read_image_labels
+
+    names = np.array(["a.jpg", "b.jpg"], dtype=object).reshape(-1, 1)
+    anno = np.full((600, 2), np.nan)
+    anno[RIDE_HORSE, 0] = 1  # positive: the image has a horse
+    anno[V.hoi_index(RIDE, V.object_index("cow")), 1] = 0  # ambiguous: no object from it
+    anno[V.hoi_index(RIDE, V.object_index("bicycle")), 1] = -1  # negative
+    savemat(tmp_path / "anno.mat", {"list_test": names, "anno_test": anno})
+    labels = read_image_labels(tmp_path / "anno.mat")
+    assert labels == {"a.jpg": frozenset({HORSE}), "b.jpg": frozenset()}
+    with pytest.raises(FormatError, match="missing variable 'list_train'"):
+        read_image_labels(tmp_path / "anno.mat", split="train")
+    (tmp_path / "l.json").write_text(json.dumps({"a.jpg": ["horse", 3], "b.jpg": []}))
+    assert read_image_labels(tmp_path / "l.json")["a.jpg"] == frozenset({HORSE, 3})
+    (tmp_path / "bad.json").write_text(json.dumps({"a.jpg": ["unicorn"]}))
+    with pytest.raises(FormatError, match=r"bad.json: record a.jpg: \[0\]: unknown object 'unicorn'"):
+        read_image_labels(tmp_path / "bad.json")
