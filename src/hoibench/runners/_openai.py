@@ -86,6 +86,7 @@ class OpenAIBackend(ChatBackend):
     """
 
     name = "openai"
+    connections_per_pool = 8
 
     def __init__(self, *, model: str, base_urls: Sequence[str] = ("http://127.0.0.1:8000/v1",),
                  concurrency: int = 16, max_retries: int = 5, backoff: float = 1.0,
@@ -135,10 +136,15 @@ class OpenAIBackend(ChatBackend):
         except ImportError as exc:
             raise MissingExtraError("openai", "openai", "the OpenAI-compatible backend") from exc
         key = self.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+        # httpx's pool scans all its connections on every request; several small pools (one per
+        # CONNECTIONS_PER_POOL requests in flight) keep that cheap at high concurrency
+        n_pools = max(1, -(-self.concurrency // self.connections_per_pool))
+        per_pool = -(-self.concurrency // n_pools)
+        limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
+        # interleaved by server, so that consecutive attempts (a retry) go to different servers
         clients = [openai.AsyncOpenAI(base_url=u, api_key=key, max_retries=0, timeout=self.timeout,
                                       http_client=httpx.AsyncClient(limits=limits, timeout=self.timeout))
-                   for u in self.base_urls]
+                   for _ in range(n_pools) for u in self.base_urls]
         retryable = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
                      openai.APIConnectionError, openai.ConflictError)
         sem = asyncio.Semaphore(self.concurrency)
