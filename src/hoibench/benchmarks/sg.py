@@ -630,8 +630,11 @@ def build_preset(
 
     ``policy="released"`` reproduces the released files (with split 3's inheritance and the
     deleted test entries); ``policy="paper"`` applies the paper's rule to the same seed.
+    For V-COCO-SG pass QPIC's ``trainval_vcoco.json`` + ``test_vcoco.json`` as ``dataset``:
+    the bundled V-COCO (vcoco toolkit instances) has other pairs and 236 combinations, not 228.
     """
     p = get_preset(preset)
+    bundled = dataset is None
     if dataset is None:
         dataset, origin_test = load_union(p.dataset)
     inherit = None
@@ -641,7 +644,10 @@ def build_preset(
             prev = PRESETS[p.inherit]
             inherit = (prev.seed, prev.ratio)
         removals = load_released_removals(p.name, removals_file)
-    empty = "test" if policy == "released" and p.dataset == "v-coco" else "drop"
+    # QPIC's V-COCO files list images whose pairs all lack an object role; the released generator
+    # sent such pair-less entries to test. The bundled V-COCO has no agent-only pairs at all, so
+    # its pair-less images are not those entries and are dropped.
+    empty = "test" if policy == "released" and p.dataset == "v-coco" and not bundled else "drop"
     return build_sg_split(
         dataset, seed=p.seed, ratio=p.ratio, policy=policy, origin_test=origin_test,
         removals=removals, inherit=inherit, empty_images=empty, name=p.name,
