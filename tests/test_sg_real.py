@@ -179,3 +179,16 @@ def test_vcoco_preset_runs_on_the_bundled_data():
     assert n == len(sg_combinations(ds))
     assert len(split.test_combinations) == int(np.ceil(0.3 * n))
     assert not audit_split(split.train, split.test).leaks
+
+
+def test_cli_stats_prints_original_paper_and_released_rows():
+    from click.testing import CliRunner
+
+    from hoibench.cli import cli
+
+    shared_file("hoi-sg/test_hico_sg1.json")
+    r = CliRunner().invoke(cli, ["split", "stats"])
+    assert r.exit_code == 0, r.output
+    assert "| original hico-det (bundled) | 38,118 | 9,658 | 117,654 | 33,405 | 600 | 600 |" in r.output
+    assert "| hico-det-sg3 (paper) | 40,672 | 6,229 | 120,096 | 8,994 | 540 | 60 |" in r.output
+    assert "| hico-det-sg1 (released test file) | – | 8,515 | – | 14,475 | – | 60 |" in r.output
