@@ -384,3 +384,19 @@ def test_read_image_labels_from_anno_mat_and_json(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"a.jpg": ["unicorn"]}))
     with pytest.raises(FormatError, match=r"bad.json: record a.jpg: \[0\]: unknown object 'unicorn'"):
         read_image_labels(tmp_path / "bad.json")
+
+
+def test_tied_scores_rank_by_ground_truth_image_then_file_order():
+    # MATLAB's stable sort over per-image lists: ties go to the earlier ground-truth image, even
+    # when the prediction file lists images in another order and has filtered detections
+    gt = dataset(image("a.jpg", [(H, OB, HORSE, RIDE)]), image("b.jpg", [(H, OB, HORSE, RIDE)]))
+    eat = V.verb_index("eat")
+    airplane = V.object_index("airplane")
+    rows = [("b.jpg", H2, O2, HORSE, RIDE, 0.5)] + [("b.jpg", H2, O2, airplane, eat, 0.5)] * 5
+    rows += [("a.jpg", H, OB, HORSE, RIDE, 0.5)]
+    p = preds(rows)
+    m = match_hico_detections(p, gt)
+    _, tp = m.for_class(RIDE_HORSE)
+    assert tp.tolist() == [True, False]  # a.jpg's TP ranks first although b.jpg comes first in the file
+    assert m.image_index.tolist() == [0, 1]
+    check_loop(p, gt, "official")

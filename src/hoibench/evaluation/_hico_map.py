@@ -437,7 +437,8 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
     # One stable score rank serves every ordering below: descending score, ties by ground-truth
     # image, then by position in the prediction file (MATLAB's stable sort of the per-image lists).
     n_all = len(det.scores)
-    by_image = np.argsort(det.image * max(n_all, 1) + det.det_index - det.det_index.min(initial=0))
+    pos = det.det_index - det.det_index.min(initial=0)
+    by_image = np.argsort(det.image * (int(pos.max(initial=0)) + 1) + pos)
     srank_order = by_image[np.argsort(-det.scores[by_image], kind="stable")]
     srank_all = np.empty(n_all, dtype=np.int64)
     srank_all[srank_order] = np.arange(n_all)
