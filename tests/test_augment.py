@@ -401,28 +401,43 @@ def test_cli_filter_with_constant_backends(tmp_path: Path) -> None:
     assert data[0]["hoi_annotation"][0]["hoi_category_id"] == RIDE_HORSE + 1
 
 
-def test_cli_run_with_tiny_models(tmp_path: Path) -> None:
+def test_cli_split_augment_split_loop(tmp_path: Path) -> None:
+    """split balanced → deficits.json → augment run (tiny SDXL) → split balanced --extra-train:
+    every class ends with exactly L train instances."""
     pytest.importorskip("diffusers")
-    real = real_dataset(tmp_path / "real", {RIDE_HORSE: 2})
+    real = real_dataset(tmp_path / "real", {EAT_APPLE: 10, RIDE_HORSE: 4, HOLD_CUP: 3})
     write_ppdm(real, tmp_path / "real.json")
-    deficits = _deficits_file(tmp_path / "d.json", [_row(RIDE_HORSE, 1)])
+    split = ["split", "balanced", "--dataset", str(tmp_path / "real.json"), "--top-k", "3", "--l-train", "4",
+             "--l-test", "1"]
+    code, out = _cli([*split, "--out", str(tmp_path / "s0")])
+    assert code == 0, out
+    first = json.loads((tmp_path / "s0" / "deficits.json").read_text())
+    assert {c["hoi"] for c in first["classes"] if c["split"] == "train"} == {RIDE_HORSE, HOLD_CUP}
     cfg = tmp_path / "c.yaml"
     cfg.write_text("generator: {kind: tiny, steps: 1, width: 32, height: 32}\ndetector: {kind: fake}\n"
                    "pseudo_label_verbs: target\ndescribe_vlm: {kind: constant, reply: 'at dawn'}\n"
                    "region_vlm: {kind: constant, reply: 'Yes'}\nllm: {kind: constant, reply: 'Yes'}\n")
-    args = ["augment", "run", "--deficits", str(deficits), "--dataset", str(tmp_path / "real.json"),
-            "--images", str(tmp_path / "real"), "--out", str(tmp_path / "o"), "--config", str(cfg),
-            "--no-progress"]
-    code, out = _cli(args)
+    code, out = _cli(["augment", "run", "--deficits", str(tmp_path / "s0" / "deficits.json"),
+                      "--dataset", str(tmp_path / "real.json"), "--images", str(tmp_path / "real"),
+                      "--out", str(tmp_path / "aug"), "--config", str(cfg), "--no-progress"])
     assert code == 0, out
-    assert "filled" in out and "1 images, 1 instances" in out
-    rec = next(r for r in read_manifests(tmp_path / "o") if r["event"] == "generated")
-    assert rec["prompt"] == "A photo of a person riding a horse, at dawn"
-    run = json.loads((tmp_path / "o" / "run.json").read_text())
+    assert "filled" in out and "unfilled" not in out
+    rec = next(r for r in read_manifests(tmp_path / "aug") if r["event"] == "generated")
+    assert rec["prompt"] == f"A photo of a person {'riding a horse' if rec['hoi'] == RIDE_HORSE else 'holding a cup'}, at dawn"
+    run = json.loads((tmp_path / "aug" / "run.json").read_text())
     assert run["models"]["generator"]["model"] == "tiny-random-sdxl"
-    assert (tmp_path / "o" / "chat_cache.sqlite").exists()
-    code, out = _cli(["augment", "collect", "--out", str(tmp_path / "o")])
-    assert code == 0 and "1 images, 1 instances" in out
+    assert (tmp_path / "aug" / "chat_cache.sqlite").exists()
+    code, out = _cli([*split, "--extra-train", str(tmp_path / "aug" / "annotations" / "trainval_augment.json"),
+                      "--out", str(tmp_path / "s1"), "--json"])
+    assert code == 0, out
+    stats = json.loads((tmp_path / "s1" / "stats.json").read_text())
+    train = stats["sets"]["train"]
+    assert train["min"] == train["max"] == 4 and train["classes"] == 3 and train["extra_images"] > 0
+    assert stats["total_deficit"]["train"] == 0
+    assert [c for c in json.loads((tmp_path / "s1" / "deficits.json").read_text())["classes"]
+            if c["split"] == "train"] == []
+    code, out = _cli(["augment", "collect", "--out", str(tmp_path / "aug"), "--dataset", str(tmp_path / "real.json")])
+    assert code == 0 and "kept images" in out
 
 
 def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
