@@ -148,12 +148,23 @@ def test_paper_policy_on_the_three_seeds(union):
         assert not audit_split(paper.train, paper.test).leaks
 
 
-def test_unseen_hoi_classes_of_a_written_split(tmp_path, sg1, released_sg1):
-    sg1.write(tmp_path)
+def test_unseen_hoi_classes_of_the_released_split1(tmp_path, sg1, released_sg1):
+    from hoibench._io import atomic_write_json
+
+    atomic_write_json(tmp_path / "test_combinations.json", sg1.combinations_record())
     hoi = unseen_hoi_classes(tmp_path)
     expected = np.unique(released_sg1.pair_hoi)
     assert np.array_equal(hoi, expected) and len(hoi) == 60
-    assert read_ppdm(tmp_path / "test_hico.json").n_images == sg1.test.n_images
+
+
+@pytest.mark.slow
+def test_written_split_directory_reads_back(tmp_path, sg1):
+    paths = sg1.write(tmp_path)
+    test = read_ppdm(paths["test"])
+    assert test.file_names == sg1.test.file_names and test.n_pairs == sg1.test.n_pairs
+    assert np.array_equal(unseen_hoi_classes(tmp_path), np.unique(sg1.test.pair_hoi))
+    report = audit_split(read_ppdm(paths["train"]), test)
+    assert not report.leaks and report.box_conventions_mixed == {"train": True, "test": True}
 
 
 def test_vcoco_released_file_follows_the_last_box_rule():

@@ -376,12 +376,23 @@ class SGSplit:
             "removals_not_found": list(self.missing_removals),
             "table1": self.table1(),
         }
-        paper = PAPER_TABLE1.get(self.name)
-        if paper is not None:
-            out["paper_table1"] = {k: {"train": v[0], "test": v[1]} for k, v in paper.items()}
-        if self.name in RELEASED_TEST_COUNTS:
-            out["released_test"] = dict(RELEASED_TEST_COUNTS[self.name])
+        ref = self.reference_preset
+        if ref is not None:
+            out["reference_split"] = ref
+            out["paper_table1"] = paper_row(ref)
+            out["released_test"] = dict(RELEASED_TEST_COUNTS[ref])
         return out
+
+    @property
+    def reference_preset(self) -> str | None:
+        """The released split with this split's label space, seed and ratio, if any (its paper
+        Table 1 row and released counts are the reference to compare with)."""
+        if self.name in PRESETS:
+            return self.name
+        for p in PRESETS.values():
+            if p.dataset == self.vocab.name and p.seed == self.seed and abs(p.ratio - self.ratio) < 1e-9:
+                return p.name
+        return None
 
     def combinations_record(self) -> dict[str, Any]:
         """``test_combinations.json`` (layout in ``docs/sg-splits.md``)."""

@@ -75,6 +75,7 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
     """Build one systematic-generalization split into OUT: trainval_*.json, test_*.json
     (PPDM/QPIC layout), test_combinations.json, stats.json and table1.md."""
     from hoibench.benchmarks.sg import (
+        RELEASED_TEST_COUNTS,
         build_preset,
         build_sg_split,
         get_preset,
@@ -109,9 +110,12 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
     if as_json:
         echo_json(stats_out)
         return
-    rows = [(f"{split.name} (ours, seed {split.seed})", split.table1())]
-    if split.name in {"hico-det-sg1", "hico-det-sg2", "hico-det-sg3", "v-coco-sg1", "v-coco-sg2", "v-coco-sg3"}:
-        rows.append((f"{split.name} (paper Table 1)", paper_row(split.name)))
+    rows = [(f"{split.name} (ours, {split.policy} policy, seed {split.seed})", split.table1())]
+    ref = split.reference_preset
+    if ref is not None:
+        rows.append((f"{ref} (paper Table 1)", paper_row(ref)))
+        rows.append((f"{ref} (released test file)",
+                     {k: {"test": v} for k, v in RELEASED_TEST_COUNTS[ref].items()}))
     click.echo(table1_markdown(rows))
     if split.verify_problems:
         console.print(f"[yellow]VERIFY {split.verify} fails for seed {split.seed}:[/] "
