@@ -45,6 +45,7 @@ __all__ = [
     "map_bars_figure",
     "map_table",
     "mcq_figures",
+    "mcq_summary_table",
     "mcq_table",
     "ranking_shift_table",
     "stats_table",
@@ -153,6 +154,26 @@ def mcq_table(results: Sequence[MCQMetricsResult]) -> Table:
                                       f"{ci_text} (empty when not computed).")
 
 
+def mcq_summary_table(results: Sequence[MCQMetricsResult], *, decimals: int = 1) -> Table:
+    """One row per (model, benchmark): each metric as ``value [low, high]`` in percent (display
+    table; :func:`mcq_table` has the raw numbers)."""
+    metrics = [k for k in MCQ_METRICS if any(k in r.metrics for r in results)]
+
+    def cell(r: MCQMetricsResult, k: str) -> str | None:
+        if k not in r.metrics:
+            return None
+        text = f"{100 * r.metrics[k]:.{decimals}f}"
+        if k in r.ci:
+            lo, hi = r.ci[k]
+            text += f" [{100 * lo:.{decimals}f}, {100 * hi:.{decimals}f}]"
+        return text
+
+    rows = tuple((r.model, r.benchmark, *(cell(r, k) for k in metrics)) for r in results)
+    return Table("mcq-summary", "Multiple-choice metrics (%) with confidence intervals",
+                 ("model", "benchmark", *metrics), rows,
+                 caption="value [CI low, CI high]; the raw numbers are in the next table.")
+
+
 def mcq_figures(results: Sequence[MCQMetricsResult]) -> list[Figure]:
     """Per benchmark, bars per metric with one bar per model and CI error bars."""
     figs = []
@@ -258,7 +279,7 @@ def build_report(
         report.add_section(
             "Multiple-choice HOI recognition",
             "Set metrics of each answerer with bootstrap confidence intervals.",
-            tables=[mcq_table(mcqs)], figures=mcq_figures(mcqs))
+            tables=[mcq_summary_table(mcqs), mcq_table(mcqs)], figures=mcq_figures(mcqs))
     if recalls:
         report.add_section(
             "Head-to-tail recall",
