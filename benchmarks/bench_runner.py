@@ -58,7 +58,7 @@ def run_runner(url: str, img_dir: Path, qs, out: Path, concurrency: int, *, cach
 
     backend = CachedBackend(make_backend("openai", model="Qwen/Qwen2.5-VL-7B-Instruct", base_urls=[url],
                                          concurrency=concurrency), cache)
-    runner = MCQRunner(backend, images=img_dir, progress=False, chunk_size=512)
+    runner = MCQRunner(backend, images=img_dir, progress=False)
     t0 = time.perf_counter()
     summary = runner.run(qs, out)
     dt = time.perf_counter() - t0

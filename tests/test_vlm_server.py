@@ -377,3 +377,14 @@ def test_oracle_server_scores_perfectly_on_released_questions(tmp_path, capsys):
     main(["mcq", "score", "--questions", str(sub), "--answers", str(out), "--json", str(tmp_path / "s.json")])
     scores = json.loads((tmp_path / "s.json").read_text())
     assert scores["instance_f1"] == pytest.approx(1.0) and scores["exact_match"] == pytest.approx(1.0)
+
+
+def test_small_chunks_prefetch_images_and_keep_question_order(tmp_path, images):
+    qs = _questions(7, setting=3)
+    dets = {f"im{k}.jpg": np.array([BOX]) for k in range(3)}
+    with FakeChatServer(lambda b: "D") as server:
+        s = _runner(server.url, images, chunk_size=2, box_convention="original", detections=dets,
+                    detections_id="d").run(qs, tmp_path / "a.jsonl")
+    assert s.ok == 7 and server.count == 7
+    lines = (tmp_path / "a.jsonl").read_text().splitlines()
+    assert [json.loads(ln)["question_id"] for ln in lines[1:]] == [q.id for q in qs]

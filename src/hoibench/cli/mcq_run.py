@@ -33,7 +33,8 @@ def _file_id(path: str) -> str:
 @click.option("--extra-body", default=None, metavar="JSON",
               help="Extra JSON fields for every request (openai), e.g. '{\"top_k\": 1}'.")
 @click.option("--setting", type=click.Choice(["1", "2", "3"]), default=None,
-              help="Override the questions' setting (3 = detect people first).")
+              help="Only questions of this setting; 3 asks the setting-2 questions with detection "
+                   "first [default: every question in its own setting].")
 @click.option("--box-convention", default="auto", show_default=True,
               type=click.Choice(["auto", "qwen2.5", "qwen3", "internvl", "relative-1000", "original"]))
 @click.option("--detections", type=click.Path(exists=True, dir_okay=False), default=None,
@@ -82,8 +83,15 @@ def run(questions_path: str, images: str, model: str, backend: str, base_urls: t
     s = int(setting) if setting is not None else None
     if detections is not None and s not in (None, 3):
         raise ConfigError("--detections is only used with --setting 3")
-    qs = read_questions(questions_path, setting=s)
-    qlist = list(qs)[:limit] if limit is not None else list(qs)
+    qlist = list(read_questions(questions_path))
+    if s is not None:
+        # like `mcq score --setting`: setting 3 asks the setting-2 (person-box) questions
+        want = (2, 3) if s == 3 else (s,)
+        qlist = [q if q.setting == s else q.with_setting(s) for q in qlist if q.setting in want]
+        if not qlist:
+            raise ConfigError(f"{questions_path}: no questions of setting {' or '.join(map(str, want))}")
+    if limit is not None:
+        qlist = qlist[:limit]
     extra = None
     if extra_body is not None:
         import json

@@ -17,7 +17,7 @@ import mimetypes
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,7 +136,7 @@ class MCQRunner:
                  detections: Mapping[str, np.ndarray] | None = None, detections_id: str | None = None,
                  iou_threshold: float = 0.5, strict_iou: bool = False,
                  strict_detection_parser: bool = False, box_shift: float = 0.0, min_pixels: int = QWEN_MIN_PIXELS,
-                 max_pixels: int = QWEN_MAX_PIXELS, chunk_size: int = 512, progress: bool = True,
+                 max_pixels: int = QWEN_MAX_PIXELS, chunk_size: int = 256, progress: bool = True,
                  extra_header: Mapping[str, Any] | None = None) -> None:
         if setting not in (None, 1, 2, 3):
             raise ConfigError(f"setting must be 1, 2 or 3; got {setting!r}")
@@ -283,8 +283,15 @@ class MCQRunner:
                 (errors if answer.status == "error" else done)[q.id] = answer
                 bar.advance(answer.status)
 
-            for s in range(0, len(todo), self.chunk_size):
-                self._run_chunk(todo[s:s + self.chunk_size], write, sent)
+            chunks = [todo[s:s + self.chunk_size] for s in range(0, len(todo), self.chunk_size)]
+            # decoding, resizing and encoding release the GIL: images are prepared in threads, and
+            # the next chunk's while the current chunk's requests are in flight
+            with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+                pending = self._prepare_chunk(pool, chunks[0]) if chunks else None
+                for k, chunk in enumerate(chunks):
+                    images = {name: fut.result() for name, fut in pending.items()}  # type: ignore[union-attr]
+                    pending = self._prepare_chunk(pool, chunks[k + 1]) if k + 1 < len(chunks) else None
+                    self._run_chunk(chunk, images, write, sent)
 
         final = [done.get(q.id) or errors.get(q.id) for q in questions]
         # one line per question, in question order (replaces retried errors and resumed duplicates)
@@ -309,14 +316,14 @@ class MCQRunner:
     def _request(self, image: _Image, text: str, **meta: Any) -> ChatRequest:
         return ChatRequest((ChatMessage.user(image.part, text),), self.params, meta=meta)
 
-    def _run_chunk(self, chunk: list[MCQuestion], write: Callable[[MCAnswer, MCQuestion], None],
-                   sent: list[int]) -> None:
+    def _prepare_chunk(self, pool: ThreadPoolExecutor, chunk: list[MCQuestion]) -> dict[str, Future[_Image]]:
         first: dict[str, MCQuestion] = {}
         for q in chunk:
             first.setdefault(q.file_name, q)
-        # decoding, resizing and encoding release the GIL: prepare the chunk's images in threads
-        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-            images = dict(zip(first, pool.map(self._prepare_image, first.values())))
+        return {name: pool.submit(self._prepare_image, q) for name, q in first.items()}
+
+    def _run_chunk(self, chunk: list[MCQuestion], images: dict[str, _Image],
+                   write: Callable[[MCAnswer, MCQuestion], None], sent: list[int]) -> None:
         boxed = {q.file_name for q in chunk if q.setting in (2, 3)}
         names = list(images)
 
