@@ -6,7 +6,8 @@ Two oracles:
   code** on the full real test set with ``noisy_predictions(gt, seed=0)`` (about 1.1M
   detections): QPIC's ``datasets/hico_eval.py`` (hitachi-rd-cv/qpic @ 257f314) and pocket's
   ``BoxPairAssociation`` + ``DetectionAPMeter('11P')`` driven by UPT's ``test_hico`` loop
-  (fredzzhang/pocket @ bff2870, fredzzhang/upt @ 1927430). MATLAB cannot run here, so the
+  (fredzzhang/pocket @ bff2870, fredzzhang/upt @ 1927430); CDN's ``datasets/hico_eval.py`` with
+  its pair-NMS (YueLiao/CDN @ 71c5702) for the ``cdn`` preset. MATLAB cannot run here, so the
   ``official`` column comes from the plain loop transliteration of ho-rcnn's
   ``VOCevaldet_bboxpair.m`` (``hoibench.evaluation._hico_loop``), itself checked rule by rule
   in ``test_eval_hico.py``. The script that produced the file is described in
@@ -54,7 +55,7 @@ def test_per_class_ap_equals_the_reference_implementations(test_set):
     ref = json.loads(FIXTURE.read_text())
     preds = noisy_predictions(test_set, seed=ref["seed"])
     assert len(preds) == ref["n_detections"]
-    for proto in PROTOCOLS:
+    for proto in (*PROTOCOLS, "cdn"):
         res = hico_mean_ap(preds, test_set, protocol=proto)
         expected = _as_array(ref["per_class_ap"][proto])
         got = res.per_class_ap.copy()
