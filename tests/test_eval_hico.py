@@ -344,7 +344,7 @@ def test_cli_eval_hico(tmp_path):
     runner = CliRunner()
     args = ["eval", "hico", "--gt", str(tmp_path / "gt.json"), "--pred", str(tmp_path / "p.json")]
     r = runner.invoke(cli, [*args, "--json", str(tmp_path / "r.json"), "--per-class", str(tmp_path / "c.csv"),
-                            "--classes", "rare", "--model", "m"])
+                            "--classes", "rare", "--model", "m", "--matlab-out", str(tmp_path / "d.mat")])
     assert r.exit_code == 0, r.output
     assert "Full" in r.output and "read" in r.output
     out = json.loads((tmp_path / "r.json").read_text())
@@ -352,6 +352,7 @@ def test_cli_eval_hico(tmp_path):
     assert out["full"] == pytest.approx(100 * (1.0 + 0.0) / 600)
     assert out["per_class_ap"][RIDE_HORSE] == pytest.approx(1.0) and out["per_class_ap"][FEED_HORSE] == 0.0
     assert "rare" in out["subsets"]
+    assert (tmp_path / "d.mat").stat().st_size > 0
     lines = (tmp_path / "c.csv").read_text().splitlines()
     assert lines[0].startswith("hoi,name,n_gt") and len(lines) == 601
     r = runner.invoke(cli, [*args, "--protocol", "qpic", "--pair-nms", "0.7", "--json", "-"])

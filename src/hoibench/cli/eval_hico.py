@@ -42,12 +42,14 @@ __all__ = ["hico"]
               help="Write per-class AP as CSV.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
               help="Write the mAP results object (docs/interfaces.md); '-' prints it to stdout.")
+@click.option("--matlab-out", type=click.Path(dir_okay=False), default=None,
+              help="Also write ho-rcnn's detections.mat (all_boxes) to cross-check in MATLAB.")
 @click.option("--model", default="", help="Model name recorded in --json output.")
 @click.option("--benchmark", default="", help="Benchmark name recorded in --json output.")
 def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
          pair_nms: float | None, known_object: bool,
          image_labels: str | None, classes_spec: str | None, lenient: bool, per_class_csv: str | None,
-         json_out: str | None, model: str, benchmark: str) -> None:
+         json_out: str | None, matlab_out: str | None, model: str, benchmark: str) -> None:
     """Score HICO-DET detections: mAP (Full, Rare, Non-rare) and per-class AP."""
     from rich.table import Table
 
@@ -60,7 +62,7 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
         hico_mean_ap,
         read_image_labels,
     )
-    from hoibench.formats import load_predictions
+    from hoibench.formats import load_predictions, write_matlab_detections
 
     if image_labels is not None and not known_object:
         raise ConfigError("--image-labels only applies with --known-object")
@@ -89,6 +91,8 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
         out["headline"] = "selected" if "selected" in subsets else "unseen"
     out["prediction_format"] = loaded.format
 
+    if matlab_out:
+        write_matlab_detections(loaded.predictions, gt, matlab_out)
     if per_class_csv:
         buf = io.StringIO()
         w = csv.writer(buf)
