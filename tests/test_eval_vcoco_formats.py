@@ -43,13 +43,29 @@ def synthetic() -> tuple[dict, list[dict], VCOCODetections]:
     return make_synthetic(11, n_images=12)
 
 
-def test_hoibench_json_round_trip(tmp_path, synthetic) -> None:
+@pytest.mark.parametrize("share", [True, False])
+def test_hoibench_json_round_trip(tmp_path, synthetic, share: bool) -> None:
     _, _, det = synthetic
     det = det.subset(np.argsort(det.image_ids, kind="stable"))  # the writer groups by image
-    write_vcoco_detections(det, tmp_path / "d.json")
+    write_vcoco_detections(det, tmp_path / "d.json", share_role_boxes=share)
     back = read_vcoco_detections(tmp_path / "d.json")
     assert back.layout == "hoibench json" and not back.dropped
     _same(det, back.detections)
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert ("role_objects" in doc["images"][0]) == share
+
+
+def test_shared_role_boxes_bad_index(tmp_path) -> None:
+    doc = {"agent_classes": [], "role_classes": ["hold_obj"],
+           "images": [{"image_id": 3, "person_boxes": [[0, 0, 10, 10]], "agent_scores": [[]],
+                       "object_boxes": [[1, 1, 4, 4]], "role_objects": [[1]], "role_scores": [[0.5]]}]}
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match=r"record 0: role_objects: expected indices into object_boxes \(0..0\)"):
+        read_vcoco_detections(path)
+    doc["images"][0]["role_objects"] = [[None]]
+    path.write_text(json.dumps(doc))
+    assert np.isnan(read_vcoco_detections(path).detections.role_boxes).all()
 
 
 def test_vsrl_pickle_and_json_round_trip(tmp_path, synthetic) -> None:

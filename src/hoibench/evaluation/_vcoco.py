@@ -520,8 +520,8 @@ class VCOCORoleAP:
 
     def reset(self) -> None:
         n_act, n_role = len(vcoco_action_names()), len(vcoco_role_classes())
-        self._agent: list[tuple[np.ndarray, ...]] = []
-        self._role: dict[int, list[tuple[np.ndarray, ...]]] = {s: [] for s in self.scenarios}
+        self._agent: list[tuple[np.ndarray, ...]] = []  # (class, score, tp[1, n]) per update
+        self._role: list[tuple[np.ndarray, ...]] = []  # (class, score, tp[n_scenarios, n])
         self._npos = np.zeros(n_act, dtype=np.int64)
         self._n_role = n_role
         self._seen: set[int] = set()
@@ -543,85 +543,94 @@ class VCOCORoleAP:
                 raise ValidationError(f"image id {min(again)} was already scored by an earlier update")
         self._seen.update(gt.image_ids.tolist())
         self._cache = None
-        image_key = det_image + self._n_images  # ties: image order over all updates, then detection
         self._n_images += gt.n_images
         self._complete &= gt.complete
         self._npos += gt.n_positives()
         if len(det) == 0:
             return
+        # rank ties by (image order, detection order): put the detections in that order once, so
+        # that entry order is tie order from here on (``compute`` sorts stably by score)
+        order = np.argsort(det_image, kind="stable")
+        if np.any(order[1:] < order[:-1]):
+            det, det_image = det.subset(order), det_image[order]
+        n_det = len(det)
         person, ovmax = _match_persons(gt, det_image, det.person_boxes)
         keep = person >= 0
-        ignored = np.zeros(len(det), dtype=bool)
+        ignored = np.zeros(n_det, dtype=bool)
         ignored[keep] = gt.ignored[person[keep]]
         live = ~ignored
         person_ok = keep & (ovmax >= self.iou_threshold)
-        det_idx = np.arange(len(det), dtype=np.int64)
         safe_person = np.where(keep, person, 0)
-        has_action = np.zeros((len(det), self._npos.size), dtype=bool)
+        has_action = np.zeros((n_det, self._npos.size), dtype=bool)
         if gt.n_persons:
             has_action = (gt.person_actions[safe_person] == 1) & keep[:, None]
 
-        # agent AP: one entry per (detection, action) with a score, on a person not ignored
-        d, a = np.nonzero(~np.isnan(det.agent_scores) & live[:, None])
+        # agent AP: one entry per (action, detection) with a score, on a person not ignored;
+        # class-major, detections in tie order
+        a, d = np.nonzero((~np.isnan(det.agent_scores) & live[:, None]).T)
         score = det.agent_scores[d, a]
         hit = person_ok[d] & has_action[d, a]
-        tp = _first_hits(hit, safe_person[d] * self._npos.size + a, score, det_idx[d])
-        self._agent.append((a, score, tp, image_key[d], det_idx[d]))
+        tp = _first_hits(hit, safe_person[d] * self._npos.size + a, score, d)
+        self._agent.append((a.astype(np.int16), score, tp[None]))
 
-        # role AP: entries per (detection, role class); the person test is shared with agent AP
+        # role AP: entries per (role class, detection); only person hits need the role test
         role_action = _role_action()
-        d, c = np.nonzero(~np.isnan(det.role_scores) & live[:, None])
+        c, d = np.nonzero((~np.isnan(det.role_scores) & live[:, None]).T)
         score = det.role_scores[d, c]
         base_hit = person_ok[d] & has_action[d, role_action[c]]
-        pred = det.role_boxes[d, c]
-        gt_role = (gt.role_boxes[safe_person[d], c] if gt.n_persons
-                   else np.full((d.size, 4), np.nan, dtype=_F32))
+        cand = np.flatnonzero(base_hit)
+        dc, cc = d[cand], c[cand]
+        pred = det.role_boxes[dc, cc]
+        gt_role = gt.role_boxes[safe_person[dc], cc]
         gt_empty = np.isnan(gt_role).all(axis=1)
         ov = _overlap_f32(np.where(gt_empty[:, None], _F32(0.0), gt_role), pred)
         with np.errstate(invalid="ignore"):
             role_ok = ov >= self.iou_threshold  # NaN predicted box vs a real role: False, as in the reference
         pred_empty = (pred == 0).all(axis=1) | np.isnan(pred).all(axis=1)
         group = safe_person[d] * self._n_role + c
+        tps = []
         for s in self.scenarios:
-            ok = np.where(gt_empty, pred_empty if s == 1 else True, role_ok)
-            tp = _first_hits(base_hit & ok, group, score, det_idx[d])
-            self._role[s].append((c, score, tp, image_key[d], det_idx[d]))
+            hit = np.zeros(c.size, dtype=bool)
+            hit[cand] = np.where(gt_empty, pred_empty if s == 1 else True, role_ok)
+            tps.append(_first_hits(hit, group, score, d))
+        self._role.append((c.astype(np.int16), score, np.stack(tps)))
 
     def compute(self) -> VCOCOResult:
         """Rank each class's detections (score, then image and detection order) and take VOC AP."""
         if self._cache is not None:
             return self._cache
-        n_act = self._npos.size
-        agent_ap, n_agent = self._class_ap(self._agent, n_act, self._npos)
-        role_npos = self._npos[_role_action()]
-        role_ap: dict[int, np.ndarray] = {}
-        n_role = np.zeros(self._n_role, dtype=np.int64)
-        for s in self.scenarios:
-            role_ap[s], n_role = self._class_ap(self._role[s], self._n_role, role_npos)
+        agent_ap, n_agent = self._class_ap(self._agent, self._npos.size, self._npos, 1)
+        role_ap_all, n_role = self._class_ap(self._role, self._n_role, self._npos[_role_action()],
+                                             len(self.scenarios))
         self._cache = VCOCOResult(
             action_names=vcoco_action_names(), role_class_names=vcoco_role_classes(),
-            agent_ap=agent_ap, role_ap=role_ap, n_positives=self._npos.copy(),
-            n_detections_agent=n_agent, n_detections_role=n_role, n_images=self._n_images,
-            iou_threshold=self.iou_threshold, complete_ground_truth=self._complete)
+            agent_ap=agent_ap[0], role_ap=dict(zip(self.scenarios, role_ap_all)),
+            n_positives=self._npos.copy(), n_detections_agent=n_agent, n_detections_role=n_role,
+            n_images=self._n_images, iou_threshold=self.iou_threshold,
+            complete_ground_truth=self._complete)
         return self._cache
 
     @staticmethod
-    def _class_ap(parts: list[tuple[np.ndarray, ...]], n_classes: int,
-                  npos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        ap = np.full(n_classes, np.nan)
-        n_det = np.zeros(n_classes, dtype=np.int64)
+    def _class_ap(parts: list[tuple[np.ndarray, ...]], n_classes: int, npos: np.ndarray,
+                  n_tp: int) -> tuple[np.ndarray, np.ndarray]:
+        """AP per class for ``n_tp`` TP columns; entries are (class, score, tp) in tie order."""
+        ap = np.full((n_tp, n_classes), np.nan)
         if parts:
-            cls, score, tp, img, det = (np.concatenate(x) for x in zip(*parts))
+            cls = np.concatenate([p[0] for p in parts])
+            score = np.concatenate([p[1] for p in parts])
+            tp = np.concatenate([p[2] for p in parts], axis=1)
         else:
-            cls = score = tp = img = det = np.zeros(0)
-        order = np.lexsort((det, img, -score, cls))
-        cls, tp = cls[order].astype(np.int64), tp[order].astype(bool)
+            cls, score, tp = np.zeros(0, np.int16), np.zeros(0, _F32), np.zeros((n_tp, 0), bool)
+        if len(parts) > 1:  # class-major again, keeping tie order (radix sort on int16)
+            by_class = np.argsort(cls, kind="stable")
+            cls, score, tp = cls[by_class], score[by_class], tp[:, by_class]
         bounds = np.searchsorted(cls, np.arange(n_classes + 1))
         for k in range(n_classes):
             lo, hi = bounds[k], bounds[k + 1]
-            n_det[k] = hi - lo
-            ap[k] = _voc_ap_f32(tp[lo:hi], int(npos[k]))
-        return ap, n_det
+            rank = np.argsort(-score[lo:hi], kind="stable")
+            for t in range(n_tp):
+                ap[t, k] = _voc_ap_f32(tp[t, lo:hi][rank], int(npos[k]))
+        return ap, np.diff(bounds).astype(np.int64)
 
 
 def vcoco_role_ap(detections: VCOCODetections, ground_truth: VCOCOGroundTruth, *,

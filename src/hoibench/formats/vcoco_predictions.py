@@ -15,6 +15,11 @@ role box; class lists are optional and default to all 26 actions / 25 role class
                  "role_boxes":  [[[x1, y1, x2, y2] | null, ...], ...],
                  "role_scores": [[s | null, ...], ...]}]}
 
+Instead of ``role_boxes`` an image may give ``"object_boxes": [[x1, y1, x2, y2], ...]`` and
+``"role_objects": [[k | -1 | null, ...], ...]`` (per person and role class, an index into
+``object_boxes``; -1 or null = no role object), which is how HOI detectors produce role boxes and
+several times smaller; :func:`write_vcoco_detections` writes that form by default.
+
 Columns that a file does not list are "not predicted". Boxes are passed to the evaluator as they
 are, exactly as ``vsrl_eval.py`` takes them (it compares with the +1 pixel rule).
 
@@ -229,14 +234,18 @@ def _from_hoibench(data: dict[str, Any], path: object, lenient: bool) -> VCOCODe
         if not isinstance(entry, dict):
             raise FormatError(f"expected an object, got {type(entry).__name__}", file=path, record=k)
         img = _image_id(entry, path, k)
-        for key in ("person_boxes", "agent_scores", "role_boxes", "role_scores"):
+        shared = "role_objects" in entry
+        for key in ("person_boxes", "agent_scores", "role_objects" if shared else "role_boxes", "role_scores"):
             if key not in entry:
                 raise FormatError("missing", file=path, record=k, field=key)
         pb = entry["person_boxes"]
         n = len(pb) if isinstance(pb, list) else -1
         boxes.append(_matrix(pb, (4,), n, path, k, "person_boxes"))
         agent.append(_matrix(entry["agent_scores"], (a_cols.size,), n, path, k, "agent_scores"))
-        rbox.append(_matrix(entry["role_boxes"], (r_cols.size, 4), n, path, k, "role_boxes"))
+        if shared:
+            rbox.append(_shared_role_boxes(entry, n, r_cols.size, path, k))
+        else:
+            rbox.append(_matrix(entry["role_boxes"], (r_cols.size, 4), n, path, k, "role_boxes"))
         rsc.append(_matrix(entry["role_scores"], (r_cols.size,), n, path, k, "role_scores"))
         ids.append(np.full(n, img, dtype=np.int64))
         recs.append(np.full(n, k, dtype=np.int64))
@@ -255,6 +264,22 @@ def _from_hoibench(data: dict[str, Any], path: object, lenient: bool) -> VCOCODe
     return _checked(det, records, path, lenient, "hoibench json", {})
 
 
+def _shared_role_boxes(entry: dict[str, Any], n: int, n_cols: int, path: object, record: int) -> np.ndarray:
+    """Role boxes given as indices into the image's ``object_boxes`` (-1 or null: no role object)."""
+    objs = entry.get("object_boxes")
+    m = len(objs) if isinstance(objs, list) else -1
+    obj = _matrix(objs, (4,), m, path, record, "object_boxes")
+    idx = _matrix(entry["role_objects"], (n_cols,), n, path, record, "role_objects")
+    idx = np.where(np.isnan(idx), -1, idx)
+    if np.any((idx != np.round(idx)) | (idx < -1) | (idx >= m)):
+        raise FormatError(f"expected indices into object_boxes (0..{m - 1}) or -1/null",
+                          file=path, record=record, field="role_objects")
+    out = np.full((n, n_cols, 4), np.nan)
+    has = idx >= 0
+    out[has] = obj[idx[has].astype(np.int64)]
+    return out
+
+
 def _from_vsrl(data: Any, path: object, lenient: bool, layout: str) -> VCOCODetectionsFile:
     if not isinstance(data, list):
         raise FormatError(f"expected a list of detection dicts, got {type(data).__name__}", file=path)
@@ -263,6 +288,9 @@ def _from_vsrl(data: Any, path: object, lenient: bool, layout: str) -> VCOCODete
     role_keys = [f"{a}_{r}" for a, rs in zip(names, roles) for r in rs[1:]]
     known = {"image_id", "person_box", *agent_keys, *role_keys}
     n = len(data)
+    fast = _vsrl_fast(data, agent_keys, role_keys, len(known))
+    if fast is not None:
+        return _checked(fast, np.arange(n, dtype=np.int64), path, lenient, layout, {})
     ids = np.zeros(n, dtype=np.int64)
     boxes = np.full((n, 4), np.nan, dtype=np.float32)
     agent = np.full((n, len(agent_keys)), np.nan, dtype=np.float32)
@@ -302,6 +330,25 @@ def _from_vsrl(data: Any, path: object, lenient: bool, layout: str) -> VCOCODete
     return _checked(result, keep.astype(np.int64), path, lenient, layout, dropped)
 
 
+def _vsrl_fast(data: list[Any], agent_keys: list[str], role_keys: list[str],
+               n_keys: int) -> VCOCODetections | None:
+    """Column-wise read of well-formed records; None when any record is odd (the record-by-record
+    reader then names it)."""
+    try:
+        if not all(type(d) is dict and len(d) == n_keys for d in data):
+            return None
+        ids = np.array([d["image_id"] for d in data])
+        if ids.size and (ids.dtype.kind not in "iu"):
+            return None
+        boxes = np.array([d["person_box"] for d in data], dtype=np.float32).reshape(len(data), 4)
+        agent = np.array([[d[k] for k in agent_keys] for d in data], dtype=np.float32).reshape(len(data), -1)
+        roles = np.array([[d[k] for k in role_keys] for d in data], dtype=np.float32)
+        roles = roles.reshape(len(data), len(role_keys), 5)
+    except (KeyError, ValueError, TypeError):
+        return None
+    return VCOCODetections(ids.astype(np.int64), boxes, agent, roles[..., :4], roles[..., 4])
+
+
 def _vec(value: Any, size: int, path: object, record: int, key: str) -> np.ndarray:
     try:
         a = np.asarray(value, dtype=np.float64).reshape(-1)
@@ -332,27 +379,33 @@ def _checked(det: VCOCODetections, records: np.ndarray, path: object, lenient: b
 
 
 # --------------------------------------------------------------------------- detections: write
-def _nan_to_none(a: np.ndarray) -> list[Any]:
-    obj = a.astype(object)
-    obj[np.isnan(a)] = None
-    return obj.tolist()
-
-
-def write_vcoco_detections(detections: VCOCODetections, path: str | os.PathLike[str]) -> None:
-    """Write the hoibench JSON layout (atomically); NaN becomes ``null``."""
+def write_vcoco_detections(detections: VCOCODetections, path: str | os.PathLike[str], *,
+                           share_role_boxes: bool = True) -> None:
+    """Write the hoibench JSON layout (atomically): float32 values in their shortest form, NaN as
+    ``null``. With ``share_role_boxes`` the distinct role boxes of an image are written once
+    (``object_boxes``) and referenced by index (``role_objects``), as detectors produce them."""
     det = detections
     images = []
     order = np.argsort(det.image_ids, kind="stable")
     ids = det.image_ids[order]
     cuts = np.flatnonzero(np.diff(ids)) + 1
     for rows in np.split(order, cuts) if order.size else []:
-        rb = det.role_boxes[rows].astype(np.float64)
-        boxes = [[None if np.isnan(b).all() else b.tolist() for b in row] for row in rb]
-        images.append({"image_id": int(det.image_ids[rows[0]]),
-                       "person_boxes": det.person_boxes[rows].astype(np.float64).tolist(),
-                       "agent_scores": _nan_to_none(det.agent_scores[rows].astype(np.float64)),
-                       "role_boxes": boxes,
-                       "role_scores": _nan_to_none(det.role_scores[rows].astype(np.float64))})
+        entry: dict[str, Any] = {"image_id": int(det.image_ids[rows[0]]),
+                                 "person_boxes": det.person_boxes[rows],
+                                 "agent_scores": det.agent_scores[rows]}
+        rb = det.role_boxes[rows]
+        if share_role_boxes:
+            flat = rb.reshape(-1, 4)
+            has = ~np.isnan(flat).all(axis=1)
+            uniq, inverse = np.unique(flat[has], axis=0, return_inverse=True)
+            index = np.full(flat.shape[0], -1, dtype=np.int64)
+            index[has] = inverse.reshape(-1)
+            entry["object_boxes"] = uniq
+            entry["role_objects"] = index.reshape(rb.shape[:2])
+        else:
+            entry["role_boxes"] = [[None if np.isnan(b).all() else b for b in row] for row in rb]
+        entry["role_scores"] = det.role_scores[rows]
+        images.append(entry)
     atomic_write_json(path, {"kind": "vcoco_detections", "agent_classes": list(vcoco_action_names()),
                              "role_classes": list(vcoco_role_classes()), "images": images})
 
