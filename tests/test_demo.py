@@ -48,9 +48,11 @@ def test_demo_prints_report_path_and_writes_everything(quick_demo):
     report = json.loads((out / "report.json").read_text())
     tables = {t["name"] for s in report["sections"] for t in s["tables"]}
     assert {"stats-hico-det-sg", "stats-b-right", "stats-mcq", "map", "class-ap-spread",
-            "ranking-shift-hico-det-vs-b-right", "mcq-metrics", "head-to-tail-recall"} <= tables
+            "ranking-shift-hico-det-vs-b-right", "mcq-summary", "mcq-metrics", "head-to-tail-recall",
+            "class-ap-head-to-tail"} <= tables
     figures = {f["name"] for s in report["sections"] for f in s["figures"]}
-    assert {"map-bars", "class-ap-boxplot", "head-to-tail-mcq-hoi-setting-1"} <= figures
+    assert {"map-bars", "class-ap-boxplot", "head-to-tail-mcq-hoi-setting-1",
+            "class-ap-head-to-tail-b-right"} <= figures
     assert all((out / "figures" / f"{f}.png").stat().st_size > 1000 for f in figures)
 
 

@@ -27,6 +27,7 @@ from hoibench.reports import (
     Table,
     binned_head_to_tail,
     build_report,
+    class_ap_head_to_tail,
     class_ap_spread_table,
     load_results,
     map_table,
@@ -182,6 +183,20 @@ def test_binned_head_to_tail_orders_by_train_count():
     assert sizes.tolist() == [3, 2]
     assert mean_count.tolist() == pytest.approx([155 / 3, 0.5])
     assert mean_recall.tolist() == pytest.approx([(1.0 + 0.8 + 0.4) / 3, 0.1])
+
+
+def test_class_ap_head_to_tail_bins_ap_by_train_count():
+    ap = np.array([0.9, np.nan, 0.5, 0.1, 0.0, 0.3])
+    n_gt = np.array([5, 0, 5, 5, 5, 5])
+    counts = np.array([100, 90, 50, 5, 1, 10])
+    r = MapResult(model="m", benchmark="b", protocol="official", full=1.0, per_class_ap=ap, n_gt=n_gt)
+    table, figs = class_ap_head_to_tail([r], counts, n_bins=2)
+    # classes with ground truth by count: 100 (0.9), 50 (0.5), 10 (0.3) | 5 (0.1), 1 (0.0)
+    assert table.rows[0][:3] == ("m", "b", 5)
+    assert table.rows[0][3:] == pytest.approx((100 * (0.9 + 0.5 + 0.3) / 3, 100 * 0.05))
+    assert [f.name for f in figs] == ["class-ap-head-to-tail-b"]
+    with pytest.raises(ValidationError, match="no result has per-class AP"):
+        class_ap_head_to_tail([r], counts[:3])
 
 
 # ---------------------------------------------------------------------------------- report

@@ -22,6 +22,7 @@ from hoibench.reports._results import (
 )
 from hoibench.reports._standard import (
     build_report,
+    class_ap_head_to_tail,
     class_ap_spread_table,
     head_to_tail_table,
     map_bars_figure,
@@ -52,6 +53,7 @@ __all__ = [
     "binned_head_to_tail",
     "build_report",
     "class_ap_boxplot",
+    "class_ap_head_to_tail",
     "class_ap_spread_table",
     "format_cell",
     "grouped_bars",

@@ -194,13 +194,14 @@ def head_to_tail_recall_plot(
     *,
     panels: Mapping[str, tuple[Sequence[float], Sequence[float]]],
     n_bins: int = 10,
+    value_label: str = "recall",
     caption: str = "",
 ) -> Figure:
     """Head-to-tail recall histograms, one panel per model, like ``001``'s Figure 3.
 
     ``panels[model] = (train_counts, recall)`` per class; classes are ordered by train count
     (head first) and binned; blue bars give the bin's mean train count (left axis), red bars its
-    mean recall (right axis).
+    mean recall (right axis). ``value_label`` names another per-class fraction (e.g. class AP).
     """
     plt = _pyplot()
     if not panels:
@@ -215,9 +216,9 @@ def head_to_tail_recall_plot(
         ax.set_xticks(x)
         ax.set_xticklabels([str(i + 1) for i in x], fontsize=7)
         ax2 = ax.twinx()
-        ax2.bar(x + 0.2, mean_recall, 0.4, color="#de2d26", label="recall")
+        ax2.bar(x + 0.2, mean_recall, 0.4, color="#de2d26", label=value_label)
         ax2.set_ylim(0, 1.05)
-        ax2.set_ylabel("recall", color="#de2d26", fontsize=8)
+        ax2.set_ylabel(value_label, color="#de2d26", fontsize=8)
         ax.set_title(model, fontsize=9)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()

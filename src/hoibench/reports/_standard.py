@@ -40,6 +40,7 @@ from hoibench.reports._tables import Table
 
 __all__ = [
     "build_report",
+    "class_ap_head_to_tail",
     "class_ap_spread_table",
     "head_to_tail_table",
     "map_bars_figure",
@@ -50,6 +51,10 @@ __all__ = [
     "ranking_shift_table",
     "stats_table",
 ]
+
+
+#: name of HICO-DET's first HOI class, to recognise its 600-class results
+_HICO_FIRST = "board airplane"
 
 
 def _slug(text: str) -> str:
@@ -206,6 +211,38 @@ def head_to_tail_table(results: Sequence[ClassRecall], *, n_bins: int = 10) -> T
                                       "per-class recall.")
 
 
+def _ap_by_frequency(results: Sequence[MapResult], train_counts: np.ndarray) -> list[ClassRecall]:
+    """Per-class AP (fraction) with each class's train count, for the classes with ground truth."""
+    out = []
+    for r in results:
+        if r.per_class_ap is None or len(r.per_class_ap) != len(train_counts):
+            continue
+        keep = ~np.isnan(r.per_class_ap) if r.n_gt is None else (r.n_gt > 0) & ~np.isnan(r.per_class_ap)
+        out.append(ClassRecall(model=r.model, benchmark=r.benchmark, train_counts=train_counts[keep],
+                               recall=np.clip(r.per_class_ap[keep], 0.0, 1.0), source=r.source))
+    return out
+
+
+def class_ap_head_to_tail(results: Sequence[MapResult], train_counts: np.ndarray, *,
+                          n_bins: int = 10) -> tuple[Table, list[Figure]]:
+    """Class AP from head to tail classes (by train count): a table of bin means and one figure
+    per benchmark. A falling profile is a head-class bias of the detector."""
+    recs = _ap_by_frequency(results, np.asarray(train_counts, dtype=float))
+    if not recs:
+        raise ValidationError("no result has per-class AP for the given train counts")
+    base = head_to_tail_table(recs, n_bins=n_bins)
+    table = Table("class-ap-head-to-tail", "Class AP from head to tail classes (%)", base.columns,
+                  base.rows, caption="Classes with ground truth ordered by train count (bin 1 = most "
+                                     "frequent) and cut into equal bins; cells are mean class AP.")
+    figs = [head_to_tail_recall_plot(
+        f"class-ap-head-to-tail-{_slug(b)}", f"Class AP from head to tail on {b}",
+        panels={r.model: (r.train_counts, r.recall) for r in recs if r.benchmark == b},
+        n_bins=n_bins, value_label="class AP",
+        caption="Blue: mean train instances per class in each bin; red: mean class AP.")
+        for b in _unique([r.benchmark for r in recs])]
+    return table, figs
+
+
 def stats_table(stats: Sequence[StatsResult]) -> list[Table]:
     """One table per benchmark statistics record."""
     return [Table.from_records(f"stats-{_slug(s.benchmark)}", f"Statistics: {s.benchmark}",
@@ -222,6 +259,7 @@ def build_report(
     stats_tables: Sequence[Table] = (),
     reference_benchmark: str | None = None,
     n_bins: int = 10,
+    train_counts: np.ndarray | None = None,
 ) -> Report:
     """A report with every section the given results allow.
 
@@ -235,7 +273,10 @@ def build_report(
     reference_benchmark:
         Benchmark the ranking shifts are measured from (default: the first mAP benchmark).
     n_bins:
-        Bins of the head-to-tail recall histogram.
+        Bins of the head-to-tail histograms.
+    train_counts:
+        Per-class train counts for the class-AP head-to-tail plot (default: HICO-DET's official
+        counts when the mAP results are HICO-DET's 600 classes).
     """
     from hoibench.analysis import class_ap_boxplot_figure
 
@@ -266,6 +307,19 @@ def build_report(
                 "ranking tables show how model rankings change between benchmarks.",
                 tables=[class_ap_spread_table(with_ap)],
                 figures=[class_ap_boxplot_figure(with_ap, title="Class AP per model and benchmark")])
+            counts = train_counts
+            if counts is None and all(r.per_class_ap is not None and len(r.per_class_ap) == 600
+                                      and r.class_names[:1] in ((), (_HICO_FIRST,)) for r in with_ap):
+                from hoibench.vocab import hico_det
+
+                counts = hico_det().train_counts_official()
+            if counts is not None:
+                try:
+                    t, figs = class_ap_head_to_tail(with_ap, counts, n_bins=n_bins)
+                    section.tables.append(t)
+                    section.figures.extend(figs)
+                except ValidationError:
+                    pass  # no result matches the train counts' classes
             benches = _unique([r.benchmark for r in maps])
             ref = reference_benchmark or benches[0]
             for other in benches:
