@@ -28,7 +28,7 @@ import functools
 import json
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -500,6 +500,7 @@ def build_sg_split(
     no_object: Literal["never", "last_box"] | None = None,
     empty_images: Literal["drop", "test"] = "drop",
     max_attempts: int = 10000,
+    on_attempt: Callable[[int, Sequence[str]], None] | None = None,
     name: str = "",
 ) -> SGSplit:
     """Build one SG split of ``dataset`` (the union of the original train and test sets).
@@ -531,6 +532,8 @@ def build_sg_split(
     empty_images:
         Images without pairs are dropped (``"drop"``), or sent to test as the released
         generator did with the images QPIC's V-COCO files list without pairs (``"test"``).
+    on_attempt:
+        Called after each tried seed with the seed and its VERIFY problems (progress display).
     """
     if policy not in POLICIES:
         raise ConfigError(f"policy must be one of {list(POLICIES)}; got {policy!r}")
@@ -579,6 +582,8 @@ def build_sg_split(
             in_train[a.train] = True
             problems = verify_split(_observed(ds, in_train[ds.pair_image]), test_combos, combos,
                                     vocab=ds.vocab, rule="paper")
+        if on_attempt is not None:
+            on_attempt(s, problems)
         if not problems or not search:
             break
         if attempts >= max_attempts:

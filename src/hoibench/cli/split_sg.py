@@ -101,9 +101,19 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
         src, origin, _ = _load_source(datasets)
         ratio = ratio if ratio is not None else (0.7 if src.vocab.name == "v-coco" else 0.9)
         rem = _removal_names(removals) if removals is not None else ()
-        split = build_sg_split(src, seed=seed, ratio=ratio, policy=policy or "paper",  # type: ignore[arg-type]
-                               verify=verify, origin_test=origin, removals=rem,  # type: ignore[arg-type]
-                               name=f"{src.vocab.name}-sg-seed{seed}")
+        from rich.progress import Progress, SpinnerColumn, TextColumn
+
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), console=console,
+                      transient=True) as progress:
+            task = progress.add_task("SELECT + VERIFY", total=None)
+
+            def on_attempt(tried: int, problems: object) -> None:
+                progress.update(task, description=f"seed {tried}: "
+                                + ("VERIFY passes" if not problems else "VERIFY fails, next seed"))
+
+            split = build_sg_split(src, seed=seed, ratio=ratio, policy=policy or "paper",  # type: ignore[arg-type]
+                                   verify=verify, origin_test=origin, removals=rem,  # type: ignore[arg-type]
+                                   on_attempt=on_attempt)
     with console.status(f"writing {split.name} to {out}"):
         paths = split.write(out, boxes=boxes)  # type: ignore[arg-type]
     stats_out = split.stats()
