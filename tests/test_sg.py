@@ -189,8 +189,11 @@ def test_verify_paper_rule_needs_two_partners():
 
 def test_seed_auto_finds_the_first_passing_seed_and_is_deterministic():
     ds, _ = _dataset()
-    a = build_sg_split(ds, seed="auto", ratio=0.75, policy="paper")
+    tried: list[tuple[int, bool]] = []
+    a = build_sg_split(ds, seed="auto", ratio=0.75, policy="paper",
+                       on_attempt=lambda s, p: tried.append((s, bool(p))))
     assert a.verify_problems == ()
+    assert tried == [(s, s != a.seed) for s in range(a.seed + 1)]
     for s in range(0, a.seed):
         assert build_sg_split(ds, seed=s, ratio=0.75, policy="paper").verify_problems
     b = build_sg_split(ds, seed=f"auto:{a.seed}", ratio=0.75, policy="paper")
@@ -272,6 +275,10 @@ def test_write_split_directory_round_trips(tmp_path):
     assert stats["table1"]["combinations"] == {"train": 12, "test": 4}
     assert stats["boxes"] == "as-released"
     assert (tmp_path / "out" / "table1.md").read_text().startswith("| data split |")
+    assert "paper_table1" not in stats  # seed 3 is no released split
+    released_seed = build_sg_split(ds, seed=368, ratio=0.9, policy="paper").stats()
+    assert released_seed["reference_split"] == "hico-det-sg1"
+    assert released_seed["paper_table1"]["images"] == {"train": 38312, "test": 8515}
 
 
 def test_same_seed_gives_byte_identical_files(tmp_path):
