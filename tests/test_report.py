@@ -367,3 +367,17 @@ def test_report_reads_split_stats_files(tmp_path, capsys):
     bad.write_text(json.dumps({**sg, "table1": {**sg["table1"], "images": {"train": 1}}}))
     with pytest.raises(FormatError, match=r"table1.images: expected an integer test count"):
         load_results([bad])
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs Debian's "
+                                             "chromium package: apt-get install -y chromium)")
+def test_chromium_check_catches_a_broken_image(tmp_path):
+    rep = build_report(_results()[:2], title="broken")
+    files = rep.write(tmp_path / "out")
+    page = files.html.read_text()
+    start = page.index("data:image/png;base64,") + len("data:image/png;base64,")
+    files.html.write_text(page[:start] + "AAAA" + page[page.index('"', start):])
+    n = len(rep.figures)
+    with pytest.raises(AssertionError, match=rf"assert \({n}, {n - 1}\) == \({n}, {n}\)"):
+        check_html_in_chromium(files.html, tmp_path, n_images=len(rep.figures),
+                               n_tables=len(rep.tables), screenshot_name="broken.png")
