@@ -134,3 +134,25 @@ def test_fills_two_classes_with_paraphrase_limit_and_resume(tmp_path: Path,
     assert merged.train.extra_images > 0
     assert merged.test.counts.tolist() == [L_TEST] * 3
     assert not any(n.startswith("aug_") for n in merged.test.dataset.file_names)
+
+
+def test_owlv2_detector_on_a_tiny_checkpoint(tmp_path: Path) -> None:
+    """The transformers detector code path (processor, model, OWLv2's square-padding
+    post-processing, per-query limit, clipping) on a tiny random checkpoint saved locally."""
+    from PIL import Image
+
+    from hoibench.augment import DetectorConfig, build_detector
+    from hoibench.augment._tiny import save_tiny_owlv2
+
+    folder = save_tiny_owlv2(tmp_path / "owl")
+    det = build_detector(DetectorConfig(kind="owlv2", model=str(folder), box_threshold=0.0,
+                                        max_per_label=3, device="cpu"))
+    dets = det.detect(Image.new("RGB", (48, 40), (90, 20, 20)), ["person", "horse"])
+    assert 0 < len(dets) <= 6
+    for q in (0, 1):
+        mine = [d for d in dets if d.query == q]
+        assert len(mine) <= 3 and [d.score for d in mine] == sorted((d.score for d in mine), reverse=True)
+    for d in dets:
+        x1, y1, x2, y2 = d.box
+        assert 0 <= x1 <= x2 <= 48 and 0 <= y1 <= y2 <= 40 and 0 < d.score < 1
+    assert det.fingerprint()["kind"] == "owlv2"

@@ -200,8 +200,10 @@ class TransformersDetector(Detector):
             inputs = self.processor(images=image, text=[list(queries)], return_tensors="pt").to(self.device)
             with torch.no_grad():
                 outputs = self.model(**inputs)
-            res = self.processor.post_process_object_detection(
-                outputs, threshold=self.cfg.box_threshold, target_sizes=size)[0]
+            # OWLv2 pads images to a square at the bottom/right: boxes are relative to that square
+            side = max(image.height, image.width)
+            res = self.processor.image_processor.post_process_object_detection(
+                outputs=outputs, threshold=self.cfg.box_threshold, target_sizes=torch.tensor([[side, side]]))[0]
             index = [int(i) for i in res["labels"].tolist()]
         boxes = res["boxes"].cpu().tolist()
         scores = res["scores"].cpu().tolist()
@@ -230,8 +232,9 @@ def _match_query(label: str, queries: Sequence[str]) -> int:
 
 def _clip(box: Sequence[float], width: int, height: int) -> tuple[float, float, float, float]:
     x1, y1, x2, y2 = (float(v) for v in box)
-    return (round(min(max(x1, 0.0), width), 2), round(min(max(y1, 0.0), height), 2),
-            round(min(max(x2, 0.0), width), 2), round(min(max(y2, 0.0), height), 2))
+    w, h = float(width), float(height)
+    return (round(min(max(x1, 0.0), w), 2), round(min(max(y1, 0.0), h), 2),
+            round(min(max(x2, 0.0), w), 2), round(min(max(y2, 0.0), h), 2))
 
 
 def limit_detections(dets: Sequence[Detection], max_per_label: int) -> list[Detection]:

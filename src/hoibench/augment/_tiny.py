@@ -10,7 +10,7 @@ from typing import Any
 
 from hoibench._exceptions import MissingExtraError
 
-__all__ = ["tiny_sdxl_pipeline"]
+__all__ = ["save_tiny_owlv2", "tiny_sdxl_pipeline"]
 
 
 def _byte_alphabet() -> list[str]:
@@ -30,7 +30,8 @@ def _byte_alphabet() -> list[str]:
 def _tiny_tokenizer(folder: Path) -> Any:
     from transformers import CLIPTokenizer
 
-    vocab = {"<|startoftext|>": 0, "!": 1, "<|endoftext|>": 2}
+    # no special token at id 0: OWL models take a first token 0 for an empty (padding) query
+    vocab = {"!": 0, "<|startoftext|>": 1, "<|endoftext|>": 2}
     for ch in _byte_alphabet():
         vocab.setdefault(ch, len(vocab))
         vocab.setdefault(ch + "</w>", len(vocab))
@@ -65,7 +66,7 @@ def tiny_sdxl_pipeline(*, seed: int = 0) -> Any:
         block_out_channels=[16, 32], in_channels=3, out_channels=3,
         down_block_types=["DownEncoderBlock2D"] * 2, up_block_types=["UpDecoderBlock2D"] * 2,
         latent_channels=4, sample_size=32, norm_num_groups=8)
-    text_cfg = CLIPTextConfig(bos_token_id=0, eos_token_id=2, pad_token_id=1, hidden_size=32,
+    text_cfg = CLIPTextConfig(bos_token_id=1, eos_token_id=2, pad_token_id=2, hidden_size=32,
                               intermediate_size=37, num_attention_heads=4, num_hidden_layers=2,
                               vocab_size=1000, hidden_act="gelu", projection_dim=32)
     scheduler = EulerDiscreteScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
@@ -76,3 +77,35 @@ def tiny_sdxl_pipeline(*, seed: int = 0) -> Any:
         vae=vae.eval(), text_encoder=CLIPTextModel(text_cfg).eval(),
         text_encoder_2=CLIPTextModelWithProjection(text_cfg).eval(), tokenizer=tokenizer,
         tokenizer_2=tokenizer, unet=unet.eval(), scheduler=scheduler)
+
+
+def save_tiny_owlv2(folder: str | Path, *, seed: int = 0) -> Path:
+    """Write a tiny random OWLv2 checkpoint (model and processor) to ``folder``: the
+    ``detector: {kind: owlv2, model: FOLDER}`` code path without a download. Returns ``folder``."""
+    try:
+        import torch
+        from transformers import (
+            Owlv2Config,
+            Owlv2ForObjectDetection,
+            Owlv2ImageProcessor,
+            Owlv2Processor,
+        )
+    except ImportError as exc:
+        raise MissingExtraError(exc.name or "transformers", "augment", "the tiny OWLv2") from None
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    cfg = Owlv2Config(
+        text_config={"vocab_size": 1000, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
+                     "num_attention_heads": 4, "max_position_embeddings": 77, "bos_token_id": 1,
+                     "eos_token_id": 2, "pad_token_id": 2},
+        vision_config={"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
+                       "num_attention_heads": 4, "image_size": 32, "patch_size": 8},
+        projection_dim=32)
+    with tempfile.TemporaryDirectory() as tmp:
+        tokenizer = _tiny_tokenizer(Path(tmp))
+    processor = Owlv2Processor(image_processor=Owlv2ImageProcessor(size={"height": 32, "width": 32}),
+                               tokenizer=tokenizer)
+    Owlv2ForObjectDetection(cfg).save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
