@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 __all__ = ["FakeChatServer", "FakeReply", "request_image", "request_text"]
 
@@ -127,7 +128,7 @@ class FakeChatServer:
                 status, payload, delay = self._dispatch(method, path, raw)
                 if delay:
                     await asyncio.sleep(delay)
-                data = json.dumps(payload).encode()
+                data = orjson.dumps(payload)
                 writer.write(f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}\r\n"
                              f"content-type: application/json\r\ncontent-length: {len(data)}\r\n"
                              "connection: keep-alive\r\n\r\n".encode() + data)
@@ -142,7 +143,7 @@ class FakeChatServer:
             return 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}, 0.0
         if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
             return 404, {"error": {"message": f"no route {method} {path}"}}, 0.0
-        body = json.loads(raw)
+        body = orjson.loads(raw)
         with self._lock:
             self.count += 1
             if self.record:
