@@ -388,3 +388,32 @@ def test_small_chunks_prefetch_images_and_keep_question_order(tmp_path, images):
     assert s.ok == 7 and server.count == 7
     lines = (tmp_path / "a.jsonl").read_text().splitlines()
     assert [json.loads(ln)["question_id"] for ln in lines[1:]] == [q.id for q in qs]
+
+
+def test_cli_detections_file_and_missing_extra(tmp_path, images, capsys):
+    qpath = tmp_path / "q.jsonl"
+    write_questions(qpath, _questions(3), header={"seed": 0})
+    det = tmp_path / "det.json"
+    det.write_text(json.dumps({"im0.jpg": {"boxes": [[309, 20, 361, 122]], "scores": [0.9], "labels": ["person"]},
+                               "im1.jpg": [], "im2.jpg": [[0, 0, 5, 5]]}))
+    base = ["mcq", "run", "--questions", str(qpath), "--images", str(images), "--model", "llava-onevision-7b",
+            "--no-progress", "--json"]
+    with FakeChatServer(lambda b: "A") as server:
+        main([*base, "--base-url", server.url, "--setting", "3", "--detections", str(det),
+              "--out", str(tmp_path / "a.jsonl")])
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["ok"], summary["no_person_match"]) == (1, 2) and server.count == 1
+    assert "with a bounding box [309.0, 20.0, 361.0, 122.0]." in request_text(server.bodies[0])
+    header = read_answers(tmp_path / "a.jsonl").header
+    assert header["detections"].startswith("det.json:sha256:") and header["setting"] == 3
+    with pytest.raises(SystemExit) as exc:
+        main([*base, "--setting", "2", "--detections", str(det), "--out", str(tmp_path / "b.jsonl")])
+    assert exc.value.code == 2 and "only used with --setting 3" in capsys.readouterr().err
+    pytest.importorskip("openai")
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        with pytest.raises(SystemExit) as exc:
+            main([*base, "--backend", "vllm", "--out", str(tmp_path / "c.jsonl")])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and "pip install 'hoibench[vllm]'" in err and len(err.strip().splitlines()) == 1
