@@ -165,7 +165,7 @@ def world(tmp_path: Path):
 def test_retrieval_describe_and_pseudo_labels(tmp_path: Path, world) -> None:
     real, targets, kw = world
     gen = SolidGenerator()
-    res = augment_deficits(targets, out_dir=tmp_path / "o", pipeline=pipeline(gen, Script()), **kw)
+    res = augment_deficits(targets, out_dir=tmp_path / "o", pipeline=pipeline(gen, Script()), progress=True, **kw)
     recs = read_manifests(tmp_path / "o")
     describes = [r for r in recs if r["event"] == "describe"]
     # one description per kept image, each from a different real image of the class
@@ -456,6 +456,16 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     bad.mkdir(parents=True)
     code, out = _cli(["augment", "filter", "--images", str(tmp_path / "crawled"), "--out", str(tmp_path / "o2")])
     assert code != 0 and "named by HOI class index" in out
+
+
+def test_grounding_dino_labels_map_back_to_queries() -> None:
+    from hoibench.augment._models import _match_query, limit_detections
+
+    queries = ["person", "baseball bat"]
+    assert [_match_query(x, queries) for x in ("person", "Baseball  bat", "bat", "person baseball", "dog")] == [
+        0, 1, 1, 0, -1]
+    dets = [Detection((0, 0, 1, 1), 0, s) for s in (0.2, 0.9, 0.5)] + [Detection((0, 0, 2, 2), 1, 0.3)]
+    assert [(d.query, d.score) for d in limit_detections(dets, 2)] == [(0, 0.9), (0, 0.5), (1, 0.3)]
 
 
 def test_fake_detector_contract() -> None:

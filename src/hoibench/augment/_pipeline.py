@@ -545,7 +545,10 @@ def filter_images(
             filled[rec["hoi"]] = filled.get(rec["hoi"], 0) + int(rec["target_instances"])
     with _progress(progress, len(items), "images") as bar:
         for path, target in items:
-            rel = Path(path).resolve().relative_to(root.resolve()).as_posix()
+            try:
+                rel = Path(path).resolve().relative_to(root.resolve()).as_posix()
+            except ValueError:
+                raise ConfigError(f"{path} is not under images_root {root}") from None
             if bar is not None:
                 bar[0].advance(bar[1])
             if rel in done or (target.need > 0 and filled.get(target.hoi, 0) >= target.need):
