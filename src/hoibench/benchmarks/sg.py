@@ -383,6 +383,17 @@ class SGSplit:
             out["released_test"] = dict(RELEASED_TEST_COUNTS[ref])
         return out
 
+    def table1_rows(self) -> list[tuple[str, dict[str, dict[str, int]]]]:
+        """This split's Table 1 row, then the paper's and the released test file's for the
+        released split with the same seed (if any), for :func:`table1_markdown`."""
+        rows = [(f"{self.name} (ours, {self.policy} policy, seed {self.seed})", self.table1())]
+        ref = self.reference_preset
+        if ref is not None:
+            rows.append((f"{ref} (paper Table 1)", paper_row(ref)))
+            rows.append((f"{ref} (released test file)",
+                         {k: {"test": v} for k, v in RELEASED_TEST_COUNTS[ref].items()}))
+        return rows
+
     @property
     def reference_preset(self) -> str | None:
         """The released split with this split's label space, seed and ratio, if any (its paper
@@ -453,7 +464,7 @@ class SGSplit:
         stats = self.stats()
         stats["boxes"] = boxes
         atomic_write_json(paths["stats"], stats)
-        atomic_write_bytes(out / "table1.md", (table1_markdown([(self.name, self.table1())]) + "\n").encode())
+        atomic_write_bytes(out / "table1.md", (table1_markdown(self.table1_rows()) + "\n").encode())
         return paths
 
 
@@ -557,10 +568,9 @@ def build_sg_split(
     if inherit is not None:
         prev_seed, prev_ratio = inherit
         prev_combos = select_test_combinations(sg_combinations(ds), ratio=prev_ratio, seed=prev_seed)
-        prev = _assign(ds, _test_pair_mask(ds, prev_combos, no_object=no_object), "released")
-        mixed = np.zeros(ds.n_images, dtype=bool)
-        mixed[prev.mixed] = True
         prev_test = _test_pair_mask(ds, prev_combos, no_object=no_object)
+        mixed = np.zeros(ds.n_images, dtype=bool)
+        mixed[_assign(ds, prev_test, "released").mixed] = True
         ds = ds.filter_pairs(~mixed[ds.pair_image] | prev_test)
 
     combos = sg_combinations(ds)

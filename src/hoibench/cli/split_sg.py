@@ -74,14 +74,7 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
        out: str, as_json: bool) -> None:
     """Build one systematic-generalization split into OUT: trainval_*.json, test_*.json
     (PPDM/QPIC layout), test_combinations.json, stats.json and table1.md."""
-    from hoibench.benchmarks.sg import (
-        RELEASED_TEST_COUNTS,
-        build_preset,
-        build_sg_split,
-        get_preset,
-        paper_row,
-        table1_markdown,
-    )
+    from hoibench.benchmarks.sg import build_preset, build_sg_split, get_preset, table1_markdown
 
     if preset is not None:
         p = get_preset(preset)
@@ -120,13 +113,7 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
     if as_json:
         echo_json(stats_out)
         return
-    rows = [(f"{split.name} (ours, {split.policy} policy, seed {split.seed})", split.table1())]
-    ref = split.reference_preset
-    if ref is not None:
-        rows.append((f"{ref} (paper Table 1)", paper_row(ref)))
-        rows.append((f"{ref} (released test file)",
-                     {k: {"test": v} for k, v in RELEASED_TEST_COUNTS[ref].items()}))
-    click.echo(table1_markdown(rows))
+    click.echo(table1_markdown(split.table1_rows()))
     if split.verify_problems:
         console.print(f"[yellow]VERIFY {split.verify} fails for seed {split.seed}:[/] "
                       + "; ".join(split.verify_problems[:5]))
