@@ -134,7 +134,7 @@ def test_demo_report_renders_in_headless_chromium(quick_demo, tmp_path):
                            screenshot_name="demo-report-screenshot.png")
 
 
-def test_demo_rerun_reuses_finished_results(quick_demo, tmp_path):
+def test_demo_rerun_reuses_finished_results(quick_demo, tmp_path, capsys):
     out, _ = quick_demo
     # a copy of the finished results, so the module's output stays as it was
     import shutil
@@ -146,10 +146,14 @@ def test_demo_rerun_reuses_finished_results(quick_demo, tmp_path):
     before = {p: p.stat().st_mtime_ns for p in (copy / "results").rglob("*.json")}
     time.sleep(0.01)
     cfg = DemoConfig(max_test_images=250, n_bootstrap=50, save_predictions=True)
-    done = run_demo(copy, config=cfg, progress=False)
+    main(["demo", "--out", str(copy), "--max-test-images", "250", "--bootstrap", "50",
+          "--save-predictions"])  # with progress bar and summary
+    captured = capsys.readouterr()
+    assert captured.out.strip() == str(copy / "report.html")
+    assert "mAP (%)" in captured.err and "object-prior-top5" in captured.err
     assert {p: p.stat().st_mtime_ns for p in (copy / "results").rglob("*.json")} == before
-    assert len(done.results) == len(before)
     marker = json.loads((copy / "demo.json").read_text())
+    assert len(marker["results"]) == len(before)
     assert marker["finished"] and list(marker["timings"]) == ["writing the report", "total"]
     assert (copy / "report.html").read_text().count("<table ") == \
         (out / "report.html").read_text().count("<table ")
@@ -161,7 +165,7 @@ def test_demo_rerun_reuses_finished_results(quick_demo, tmp_path):
     assert (copy / "results" / "mcq" / "random-setting1.json").exists()
     kept = {p: t for p, t in before.items() if p.name != "random-setting1.json"}
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())
-    assert len(again.results) == len(done.results)
+    assert len(again.results) == len(before)
 
 
 def test_demo_rejects_bad_options(tmp_path, capsys):

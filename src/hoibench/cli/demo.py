@@ -35,6 +35,36 @@ def demo(out_dir: Path, seed: int, n_bootstrap: int, max_test_images: int | None
                      save_predictions=save_predictions)
     result = run_demo(out_dir, config=cfg, progress=not quiet)
     if not quiet:
+        _summary(result.results)
         err_console.print(f"finished in {result.timings['total']:.1f} s: {len(result.results)} results, "
                           f"{len(result.report.tables)} tables, {len(result.report.figures)} figures")
     click.echo(str(result.report.html))
+
+
+def _summary(results: list) -> None:
+    """Headline mAP per model and benchmark, and multiple-choice exact match, on stderr."""
+    from rich.table import Table
+
+    from hoibench.reports import MapResult, MCQMetricsResult
+
+    maps = [r for r in results if isinstance(r, MapResult)]
+    benches = list(dict.fromkeys(r.benchmark for r in maps))
+    table = Table(title="mAP (%)")
+    table.add_column("model")
+    for b in benches:
+        table.add_column(b, justify="right")
+    for m in dict.fromkeys(r.model for r in maps):
+        vals = {r.benchmark: r.headline for r in maps if r.model == m}
+        table.add_row(m, *(f"{vals[b]:.2f}" if b in vals else "–" for b in benches))
+    err_console.print(table)
+    mcq = [r for r in results if isinstance(r, MCQMetricsResult)]
+    table = Table(title="multiple choice: exact match / macro-F1 (%)")
+    table.add_column("model")
+    mbenches = list(dict.fromkeys(r.benchmark for r in mcq))
+    for b in mbenches:
+        table.add_column(b, justify="right")
+    for m in dict.fromkeys(r.model for r in mcq):
+        vals = {r.benchmark: r.metrics for r in mcq if r.model == m}
+        table.add_row(m, *(f"{100 * vals[b]['exact_match']:.1f} / {100 * vals[b]['macro_f1']:.1f}"
+                           if b in vals else "–" for b in mbenches))
+    err_console.print(table)
