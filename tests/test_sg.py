@@ -385,3 +385,27 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
         assert exc.value.code == 2
         err = capsys.readouterr().err
         assert needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_files_in_the_released_box_conventions_give_the_same_split_files(tmp_path):
+    """The bundled route (0-based inside, +1 on write for original-test images) and the file
+    route (PPDM files as the generator read them: test entries 1-based) write the same bytes."""
+    ds, origin = _dataset()
+    ds = ds.drop_empty_images()
+    origin = np.array([f.startswith("HICO_test2015") for f in ds.file_names])
+    train_part = ds.subset(np.flatnonzero(~origin))
+    test_part = sgmod._shift_boxes(ds.subset(np.flatnonzero(origin)),
+                                   np.ones(int(origin.sum()), bool), 1.0)
+    write_ppdm(train_part, tmp_path / "trainval_hico.json")
+    write_ppdm(test_part, tmp_path / "test_hico.json")
+    build_sg_split(ds, seed=3, ratio=0.75, policy="released", origin_test=origin).write(tmp_path / "api")
+    r = CliRunner().invoke(cli, ["split", "sg", "--dataset", str(tmp_path / "trainval_hico.json"),
+                                 "--dataset", str(tmp_path / "test_hico.json"), "--seed", "3",
+                                 "--ratio", "0.75", "--policy", "released", "--out", str(tmp_path / "cli")])
+    assert r.exit_code == 0, r.output
+    for f in ("trainval_hico.json", "test_hico.json", "test_combinations.json"):
+        a = json.loads((tmp_path / "api" / f).read_text())
+        b = json.loads((tmp_path / "cli" / f).read_text())
+        if f == "test_combinations.json":
+            a.pop("name"), b.pop("name")
+        assert a == b, f
