@@ -166,6 +166,13 @@ def test_ground_truth_round_trip_and_exclusive_boxes(tmp_path, synthetic) -> Non
     assert ex.role_boxes[0, vcoco_role_classes().index("hold_obj")].tolist() == [0.0, 0.0, 0.0, 3.0]
 
 
+def test_official_vcoco_json_alone_asks_for_coco_instances(tmp_path, synthetic) -> None:
+    _, vcoco, _ = synthetic
+    (tmp_path / "vcoco_test.json").write_text(json.dumps(vcoco))
+    with pytest.raises(FormatError, match="give the COCO instances file too"):
+        resolve_vcoco_ground_truth(str(tmp_path / "vcoco_test.json"))
+
+
 def test_official_converter_follows_vsrl_eval_rules(synthetic) -> None:
     coco, vcoco, _ = synthetic
     gt = vcoco_ground_truth_from_official(vcoco, coco)
@@ -245,8 +252,10 @@ def test_cli_scores_and_writes_json_and_csv(tmp_path, synthetic) -> None:
     write_vsrl_detections(det, tmp_path / "d.pkl")
     r = _cli(["eval", "vcoco", "--gt", str(tmp_path / "vcoco.json"), "--coco-instances", str(tmp_path / "coco.json"),
               "--save-gt", str(tmp_path / "gt.json"), "--pred", str(tmp_path / "d.pkl"),
-              "--json", str(tmp_path / "res.json"), "--per-class", str(tmp_path / "pc.csv")])
+              "--json", str(tmp_path / "res.json"), "--per-class", str(tmp_path / "pc.csv"),
+              "--plot", str(tmp_path / "ap.png")])
     assert r.exit_code == 0, r.output
+    assert (tmp_path / "ap.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "role AP scenario 1 (24 pairs)" in r.output
     res = json.loads((tmp_path / "res.json").read_text())
     expected = vcoco_role_ap(det, vcoco_ground_truth_from_official(vcoco, coco))

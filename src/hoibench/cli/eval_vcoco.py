@@ -9,10 +9,14 @@ from __future__ import annotations
 import csv
 import io
 import time
+from typing import TYPE_CHECKING
 
 import click
 
 from hoibench.cli._common import console, echo_json, err_console
+
+if TYPE_CHECKING:
+    from hoibench.evaluation import VCOCOResult
 
 __all__ = ["vcoco"]
 
@@ -34,10 +38,12 @@ __all__ = ["vcoco"]
               help="Write the per-class table as CSV.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
               help="Write the results object (see docs/interfaces.md); '-' prints it instead of tables.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Write a bar chart of the per-class APs (PNG).")
 @click.option("--quiet", is_flag=True, help="Summary only, no per-class table.")
 def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str | None, scenario: str,
           iou_threshold: float, lenient: bool, per_class_csv: str | None, json_out: str | None,
-          quiet: bool) -> None:
+          plot_path: str | None, quiet: bool) -> None:
     """Score V-COCO detections: agent AP, role AP over 24 and 25 (action, role) pairs."""
     from rich.table import Table
 
@@ -82,6 +88,8 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
         for r in rows:
             w.writerow({k: ("" if v is None else v) for k, v in r.items()})
         atomic_write_bytes(per_class_csv, buf.getvalue().encode())
+    if plot_path:
+        _plot(res, plot_path)
     if json_out == "-":
         echo_json(result)
         return
@@ -113,3 +121,40 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
         summary.add_row(f"role AP scenario {s} (25 pairs, vsrl_eval print)", pct(res.role_map(s, pairs=25)))
     console.print(summary)
     console.print(f"read {t1 - t0:.2f} s, evaluated {t2 - t1:.2f} s")
+
+
+def _plot(res: VCOCOResult, path: str) -> None:
+    """Horizontal bars: agent AP per action, role AP per (action, role) class and scenario."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from hoibench._io import atomic_write_bytes
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 8), gridspec_kw={"width_ratios": [1, 1.2]})
+    names = list(res.action_names)
+    y = np.arange(len(names))
+    axes[0].barh(y, 100 * np.nan_to_num(res.agent_ap), color="tab:gray")
+    axes[0].set_yticks(y, names, fontsize=8)
+    axes[0].set_title(f"agent AP (mean {100 * res.agent_map:.1f})")
+    roles = list(res.role_class_names)
+    y = np.arange(len(roles))
+    scen = res.scenarios
+    height = 0.8 / len(scen)
+    for k, s in enumerate(scen):
+        axes[1].barh(y + k * height, 100 * np.nan_to_num(res.role_ap[s]), height=height,
+                     label=f"scenario {s} (24-pair mean {100 * res.role_map(s):.1f})")
+    axes[1].set_yticks(y + 0.4 - height / 2, roles, fontsize=8)
+    axes[1].set_title("role AP")
+    axes[1].legend(fontsize=8, loc="lower right")
+    for ax in axes:
+        ax.invert_yaxis()
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("AP (%)")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())

@@ -727,6 +727,9 @@ def resolve_vcoco_ground_truth(spec: str | os.PathLike[str]) -> VCOCOGroundTruth
     data = read_json(spec)
     if isinstance(data, dict) and (data.get("kind") == "vcoco_ground_truth" or _has_persons(data)):
         return read_vcoco_ground_truth(spec, data=data)
+    if isinstance(data, list) and data and isinstance(data[0], dict) and "role_object_id" in data[0]:
+        raise FormatError("this is an official vcoco_*.json: it has no boxes; give the COCO instances "
+                          "file too (--coco-instances / vcoco_ground_truth_from_official)", file=spec)
     return vcoco_ground_truth_from_dataset(read_dataset(spec))
 
 
