@@ -650,6 +650,7 @@ def build_preset(
     origin_test: np.ndarray | None = None,
     removals_file: str | os.PathLike[str] | None = None,
     policy: Policy = "released",
+    verify: Verify | None = None,
 ) -> SGSplit:
     """A released split (``hico-det-sg1`` ... ``v-coco-sg3``) from the bundled union, or from
     ``dataset`` (e.g. the PPDM/QPIC trainval and test files concatenated).
@@ -675,7 +676,7 @@ def build_preset(
     # its pair-less images are not those entries and are dropped.
     empty = "test" if policy == "released" and p.dataset == "v-coco" and not bundled else "drop"
     return build_sg_split(
-        dataset, seed=p.seed, ratio=p.ratio, policy=policy, origin_test=origin_test,
+        dataset, seed=p.seed, ratio=p.ratio, policy=policy, verify=verify, origin_test=origin_test,
         removals=removals, inherit=inherit, empty_images=empty, name=p.name,
     )
 

@@ -85,7 +85,7 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
         if datasets:
             src, origin, _ = _load_source(datasets)
         split = build_preset(p.name, dataset=src, origin_test=origin, removals_file=removals,
-                             policy=policy or "released")
+                             policy=policy or "released", verify=verify)  # type: ignore[arg-type]
     else:
         if not datasets:
             raise ConfigError("give --dataset (hico-det, v-coco or files) or --preset")
