@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -128,7 +128,6 @@ class VCOCOGroundTruth:
     file_names: tuple[str, ...] | None = None
     complete: bool = True
     source: str = ""
-    _index: dict[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         n_act, n_role = len(vcoco_action_names()), len(vcoco_role_classes())
@@ -157,7 +156,6 @@ class VCOCOGroundTruth:
         for name, value in (("image_ids", ids), ("person_offsets", off), ("person_boxes", boxes),
                             ("person_actions", acts), ("role_boxes", roles)):
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "_index", {int(v): i for i, v in enumerate(ids.tolist())})
 
     @property
     def n_images(self) -> int:
