@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hoibench._exceptions import MissingExtraError
+from hoibench._exceptions import ConfigError, MissingExtraError
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -173,15 +173,24 @@ class TransformersDetector(Detector):
     OWLv2 reads a list of queries and returns their indices. Both end as query indices here.
     """
 
-    def __init__(self, cfg: DetectorConfig) -> None:
+    def __init__(self, model: Any, processor: Any, *, cfg: DetectorConfig, device: str = "cpu") -> None:
+        if cfg.kind not in ("grounding_dino", "owlv2"):
+            raise ConfigError(f"detector kind must be 'grounding_dino' or 'owlv2'; got {cfg.kind!r}")
+        self.model = model
+        self.processor = processor
+        self.cfg = cfg
+        self.device = device
+
+    @classmethod
+    def from_config(cls, cfg: DetectorConfig) -> TransformersDetector:
+        """Load the checkpoint ``cfg.model`` (hub id or local folder) onto ``cfg.device``."""
         try:
             from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
         except ImportError:
             raise MissingExtraError("transformers", "augment", "open-vocabulary detection") from None
-        self.cfg = cfg
-        self.device = _device(cfg.device)
-        self.processor = AutoProcessor.from_pretrained(cfg.model)
-        self.model = AutoModelForZeroShotObjectDetection.from_pretrained(cfg.model).to(self.device).eval()
+        device = _device(cfg.device)
+        model = AutoModelForZeroShotObjectDetection.from_pretrained(cfg.model).to(device).eval()
+        return cls(model, AutoProcessor.from_pretrained(cfg.model), cfg=cfg, device=device)
 
     def detect(self, image: Image.Image, queries: Sequence[str]) -> list[Detection]:
         torch = _torch()
@@ -269,4 +278,4 @@ def build_detector(cfg: DetectorConfig) -> Detector:
     """The detector a config names."""
     if cfg.kind == "fake":
         return FakeDetector()
-    return TransformersDetector(cfg)
+    return TransformersDetector.from_config(cfg)
