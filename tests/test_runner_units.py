@@ -434,3 +434,23 @@ def test_head_to_tail_recall_bins_by_train_frequency():
     assert r.per_class[2] == (10, 2, 1)
     with pytest.raises(ConfigError, match="n_bins"):
         head_to_tail_recall(qs, ans, counts, n_bins=0)
+
+
+def test_person_object_and_swig_templates():
+    q = MCQuestion(id="p", file_name="p.jpg", setting=2, choices=(Choice("hold a/an cup"), Choice("wash a/an cup")),
+                   correct=frozenset({0}), person_box=(1, 2, 3, 4), object_box=(5, 6, 7, 8))
+    r = render_question(q, load_template(), box_text="[1.0, 2.0, 3.0, 4.0]", object_box_text="[5.0, 6.0, 7.0, 8.0]")
+    assert r.text.startswith(
+        "Context: You are given an image  <image> and two bounding boxes:\n"
+        "- Person bbox: [1.0, 2.0, 3.0, 4.0]\n"
+        "- Object bbox: [5.0, 6.0, 7.0, 8.0]\n"
+        "Question: Which of the following properly describes the interaction between the person and the object?\n"
+        "Choices:\n(A) ")
+    swig = load_template("crosshoi-swig")
+    assert render_question(q, swig, box_text="[1, 2, 3, 4]").text.startswith(
+        "Context: You are given an image  <image> and a target person with a bounding box [1, 2, 3, 4].\n"
+        "Question: Which of the following best describes the interactions between the target person and any "
+        "other persons in the image?\nChoices:\n")
+    assert render_question(q, swig, setting=1).text.startswith(
+        "Question: Which of the following best describes the human-human interactions in the image  <image>?\n")
+    assert swig.instructions == load_template().instructions

@@ -417,3 +417,14 @@ def test_cli_detections_file_and_missing_extra(tmp_path, images, capsys):
             main([*base, "--backend", "vllm", "--out", str(tmp_path / "c.jsonl")])
         err = capsys.readouterr().err
         assert exc.value.code == 2 and "pip install 'hoibench[vllm]'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_person_and_object_boxes_share_the_frame(tmp_path, images):
+    q = MCQuestion(id="po", file_name="im0.jpg", setting=2, choices=(Choice("hold a/an cup"), Choice("wash a/an cup")),
+                   correct=frozenset({0}), person_box=BOX, object_box=(0.0, 0.0, 640.0, 480.0))
+    with FakeChatServer(lambda b: "A") as server:
+        s = _runner(server.url, images).run([q], tmp_path / "a.jsonl")
+    assert s.ok == 1
+    text = request_text(server.bodies[0])
+    assert "- Person bbox: [311.94, 18.84, 364.26, 121.97]\n- Object bbox: [0.0, 0.0, 644.0, 476.0]\n" in text
+    assert read_answers(tmp_path / "a.jsonl").by_id()["po"].meta["prompt_object_box"] == "[0.0, 0.0, 644.0, 476.0]"

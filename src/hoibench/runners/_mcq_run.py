@@ -385,10 +385,13 @@ class MCQRunner:
                 write(MCAnswer(q.id, frozenset(), None, img.failed, meta=meta), q)
                 continue
             frame = _frame(img)
-            box_text = None
+            box_text = object_box_text = None
             if q.setting == 2:
                 shifted = [v + self.box_shift for v in q.person_box]  # type: ignore[union-attr]
                 box_text = frame.format(frame.to_model(shifted))
+                if q.object_box is not None and self.template.question_person_object:
+                    obj = [v + self.box_shift for v in q.object_box]
+                    object_box_text = frame.format(frame.to_model(obj))
             elif q.setting == 3:
                 k, iou = match_person(q.person_box, img.detections if img.detections is not None  # type: ignore[arg-type]
                                       else np.zeros((0, 4)), iou_threshold=self.iou_threshold,
@@ -405,9 +408,11 @@ class MCQRunner:
                 meta["matched_box"] = [round(float(v), 2) for v in frame.from_model(model_box)]
                 box_text = frame.format(model_box)
             rendered = render_question(q, self.template, box_text=box_text,
-                                       answer_format=self.answer_format, seed=self.seed,
+                                       object_box_text=object_box_text, answer_format=self.answer_format, seed=self.seed,
                                        permutation=self.permutation)
             meta["prompt_box"] = box_text
+            if object_box_text is not None:
+                meta["prompt_object_box"] = object_box_text
             reqs.append(self._request(img, rendered.text, stage="question", question_id=q.id))
             asked.append((q, rendered, meta))
 

@@ -41,6 +41,8 @@ class PromptTemplate:
     pad_choices_to: int = 0
     pad_text: str = "None"
     source: str = ""
+    #: setting 2 with person and object boxes ({box}, {object_box}); empty: not offered
+    question_person_object: str = ""
 
     @property
     def tag(self) -> str:
@@ -117,12 +119,14 @@ def _display(choice: Choice, rename: bool) -> str:
 
 
 def render_question(question: MCQuestion, template: PromptTemplate, *, setting: int | None = None,
-                    box_text: str | None = None, answer_format: str = "letters", seed: int = 0,
+                    box_text: str | None = None, object_box_text: str | None = None,
+                    answer_format: str = "letters", seed: int = 0,
                     permutation: int = 0) -> RenderedQuestion:
     """The prompt of ``question`` in ``setting`` (default: the question's own).
 
     ``box_text`` is the target person's box already written in the model's coordinates
-    (settings 2 and 3); choices appear in the order ``question.order(seed, permutation)``.
+    (settings 2 and 3); ``object_box_text`` (setting 2) selects the person-and-object question.
+    Choices appear in the order ``question.order(seed, permutation)``.
     """
     setting = question.setting if setting is None else setting
     if setting == 1:
@@ -130,7 +134,13 @@ def render_question(question: MCQuestion, template: PromptTemplate, *, setting: 
     else:
         if box_text is None:
             raise ConfigError(f"question {question.id!r}: setting {setting} needs a box text")
-        head = template.question_person.replace("{box}", box_text)
+        if object_box_text is not None:
+            if not template.question_person_object:
+                raise ConfigError(f"template {template.tag} has no person-and-object question")
+            head = (template.question_person_object.replace("{box}", box_text)
+                    .replace("{object_box}", object_box_text))
+        else:
+            head = template.question_person.replace("{box}", box_text)
     order = question.order(seed, permutation)
     shown: list[tuple[str, str | None]] = [
         (_display(question.choices[i], template.rename_no_interaction), question.choices[i].text)
