@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from hoibench.cli._common import console, echo_json
+from hoibench.cli._common import console, echo_json, err_console
 
 __all__ = ["analyze", "run"]
 
@@ -92,6 +92,9 @@ def run(questions_path: str, images: str, model: str, backend: str, base_urls: t
             raise ConfigError(f"{questions_path}: no questions of setting {' or '.join(map(str, want))}")
     if limit is not None:
         qlist = qlist[:limit]
+    if template == "crosshoi" and any(q.label_space == "swig-hoi" for q in qlist):
+        err_console.print("note: SWiG-HOI questions ask about human-human interactions; the released "
+                          "code words them differently: --template crosshoi-swig")
     extra = None
     if extra_body is not None:
         import json
