@@ -515,3 +515,29 @@ def test_openai_backend_and_cache_through_a_fake_server(tmp_path: Path, world) -
     assert counts[1] == 0
     assert results[0].dataset.equals(results[1].dataset) and results[0].dataset.n_pairs == 2
     assert seen_images and all(img[:4] == b"\x89PNG" for img in seen_images)
+
+
+def test_retrieval_on_bundled_hico_det_layout(tmp_path: Path) -> None:
+    """References come from the real HICO-DET train set, found in its ``train2015/`` folder."""
+    from hoibench.augment._pipeline import _Retriever
+    from hoibench.datasets import load_dataset
+
+    ds = load_dataset("hico-det:train")
+    hoi = RIDE_HORSE
+    rows = np.unique(ds.pair_image[ds.pair_hoi == hoi])
+    (tmp_path / "train2015").mkdir()
+    for r in rows:
+        (tmp_path / "train2015" / ds.file_names[r]).touch()
+    retr = _Retriever(ds, tmp_path, seed=0)
+    refs = [retr.reference(hoi, k) for k in range(len(rows) + 1)]
+    names = [r[0] for r in refs]
+    assert len(set(names[:-1])) == len(rows) and names[-1] == names[0]  # each once, then cycling
+    assert {ds.index_of(n) for n in names} == set(rows.tolist())
+    assert all(p == tmp_path / "train2015" / n for n, p in refs)
+    assert names == [r[0] for r in (_Retriever(ds, tmp_path, seed=0).reference(hoi, k)
+                                    for k in range(len(rows) + 1))]
+    assert names != [r[0] for r in (_Retriever(ds, tmp_path, seed=1).reference(hoi, k)
+                                    for k in range(len(rows) + 1))]
+    (tmp_path / "train2015" / names[0]).unlink()
+    with pytest.raises(FormatError, match="reference image not found"):
+        retr.reference(hoi, 0)
