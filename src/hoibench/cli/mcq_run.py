@@ -57,7 +57,9 @@ def _file_id(path: str) -> str:
 @click.option("--strict-detection-parser", is_flag=True, help="Only fenced ```json blocks (released code).")
 @click.option("--box-shift", type=float, default=0.0, show_default=True,
               help="Add to target boxes in prompts (1 reproduces the released prompts on HICO-DET).")
-@click.option("--overwrite", is_flag=True, help="Start over instead of resuming OUT.")
+@click.option("--overwrite", is_flag=True,
+              help="Start a new OUT instead of resuming it (cached responses are still reused; "
+                   "delete the cache to ask the model again).")
 @click.option("--no-progress", is_flag=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def run(questions_path: str, images: str, model: str, backend: str, base_urls: tuple[str, ...],
