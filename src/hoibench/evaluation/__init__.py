@@ -7,6 +7,7 @@ from hoibench.evaluation._ap import (
     precision_recall,
     recall_thresholds,
     voc11_ap,
+    weighted_voc11_ap,
 )
 from hoibench.evaluation._hico_map import (
     HICO_PROTOCOLS,
@@ -68,4 +69,5 @@ __all__ = [
     "vcoco_role_ap",
     "vcoco_role_classes",
     "voc11_ap",
+    "weighted_voc11_ap",
 ]

@@ -32,6 +32,7 @@ __all__ = [
     "precision_recall",
     "recall_thresholds",
     "voc11_ap",
+    "weighted_voc11_ap",
 ]
 
 
@@ -96,6 +97,26 @@ def voc11_ap(rec: np.ndarray, prec: np.ndarray, *,
         p = float(suffix_max[first[k]]) if first[k] < len(rec) else 0.0
         ap = ap + p / 11.0
     return ap
+
+
+def weighted_voc11_ap(tp: np.ndarray, weights: np.ndarray, n_gt: float, *,
+                      thresholds: ThresholdFlavour = "matlab") -> float:
+    """11-point AP of a ranked TP/FP sequence in which detection ``i`` occurs ``weights[i]`` times.
+
+    Equals :func:`voc11_ap` of the expanded sequence (each detection repeated ``weights[i]``
+    times in place, e.g. by a bootstrap resample of images) without expanding it: inside a run of
+    copies precision rises along a TP run and falls along an FP run at constant recall, so the
+    maximum precision at each recall level is reached at the end of a TP run; only the run ends
+    (cumulative counts) are needed. ``n_gt`` is the weighted number of ground-truth pairs.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    tpf = np.asarray(tp, dtype=np.float64)
+    keep = w > 0
+    ctp = np.cumsum(w * tpf)[keep]
+    cfp = np.cumsum(w * (1.0 - tpf))[keep]
+    if n_gt <= 0:
+        return float("nan")
+    return voc11_ap(ctp / n_gt, ctp / (cfp + ctp), thresholds=thresholds)
 
 
 def all_point_ap(rec: np.ndarray, prec: np.ndarray) -> float:
