@@ -23,9 +23,11 @@ from hoibench.analysis._distribution import (
     scene_composition,
 )
 from hoibench.analysis._map_bootstrap import (
+    CI_METHODS,
     MapBootstrapResult,
     ModelComparison,
     WeightedHICOMap,
+    bootstrap_interval,
     compare_hico_models,
     hico_map_bootstrap,
     paired_difference_table,
@@ -55,6 +57,7 @@ from hoibench.analysis._sensitivity import (
 )
 
 __all__ = [
+    "CI_METHODS",
     "BootstrapResult",
     "ClassAPSpread",
     "MapBootstrapResult",
@@ -66,6 +69,7 @@ __all__ = [
     "TPFPSensitivity",
     "WeightedHICOMap",
     "bootstrap_ci",
+    "bootstrap_interval",
     "bootstrap_weights",
     "check_random_state",
     "class_ap_boxplot_figure",

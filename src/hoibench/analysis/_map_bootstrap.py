@@ -24,6 +24,7 @@ bucket) maxima over the TPs with one ``np.maximum.reduceat``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,9 +38,11 @@ from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.evaluation import HICOMatches, HICOProtocol, match_hico_detections, recall_thresholds
 
 __all__ = [
+    "CI_METHODS",
     "MapBootstrapResult",
     "ModelComparison",
     "WeightedHICOMap",
+    "bootstrap_interval",
     "compare_hico_models",
     "hico_map_bootstrap",
     "paired_difference_table",
@@ -50,6 +53,39 @@ __all__ = [
 #: elements of a (replicates x detections) block evaluated at once (memory: ~8 bytes each, x3)
 _BLOCK_ELEMENTS = 1 << 23
 
+#: ``percentile``: quantiles of the replicates; ``basic``: reflected about the estimate
+#: (``2*estimate - quantiles``), which corrects for the bootstrap's estimate of the bias
+CI_METHODS = ("percentile", "basic")
+
+
+def bootstrap_interval(samples: np.ndarray, estimate: np.ndarray | float, *, confidence: float,
+                       method: str = "percentile") -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)`` of replicates ``samples`` (axis 0) around ``estimate`` (NaN-aware).
+
+    mAP is biased upward under image resampling (the 11-point envelope is a maximum of noisy
+    precisions; fewer distinct images give a higher mAP), so on HICO-DET the percentile interval
+    can lie entirely above the observed value; ``basic`` reflects it about the estimate.
+    """
+    if method not in CI_METHODS:
+        raise ConfigError(f"CI method must be one of {list(CI_METHODS)}; got {method!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ConfigError(f"confidence must be in (0, 1); got {confidence!r}")
+    x = np.asarray(samples, dtype=np.float64)
+    a = (1.0 - confidence) / 2.0
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN
+        lo, hi = np.nanquantile(x, [a, 1.0 - a], axis=0)
+    if method == "basic":
+        est = np.asarray(estimate, dtype=np.float64)
+        lo, hi = 2.0 * est - hi, 2.0 * est - lo
+    return lo, hi
+
+
+def _bias(samples: np.ndarray, estimate: np.ndarray) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(samples, axis=0) - estimate
+
 
 def _metric_classes(target: HOIDataset, class_subsets: Mapping[str, Sequence[int] | np.ndarray] | None
                     ) -> dict[str, np.ndarray]:
@@ -59,9 +95,11 @@ def _metric_classes(target: HOIDataset, class_subsets: Mapping[str, Sequence[int
     rare = vocab.rare_classes() if vocab.name == "hico-det" else np.zeros(0, dtype=np.int64)
     out = {"full": all_cls, "rare": rare, "non_rare": np.setdiff1d(all_cls, rare)}
     for name, cls in (class_subsets or {}).items():
-        if name in out:
-            raise ConfigError(f"class subset name {name!r} is reserved (full, rare, non_rare)")
         cls = np.asarray(cls, dtype=np.int64)
+        if name in out:  # e.g. --classes rare: the same metric under the same name
+            if not np.array_equal(np.unique(cls), out[name]):
+                raise ConfigError(f"class subset {name!r} differs from the built-in {name} classes")
+            continue
         if len(cls) and (cls.min() < 0 or cls.max() >= vocab.n_hois):
             raise ConfigError(f"class subset {name!r} has ids outside 0..{vocab.n_hois - 1}")
         out[name] = cls
@@ -198,7 +236,10 @@ class WeightedHICOMap:
 # ------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class MapBootstrapResult:
-    """Percentile bootstrap intervals of one model's mAP (percent), one entry per metric."""
+    """Bootstrap intervals of one model's mAP (percent), one entry per metric.
+
+    ``bias``: mean of the replicates minus the estimate (see :func:`bootstrap_interval`).
+    """
 
     metrics: tuple[str, ...]
     estimate: np.ndarray
@@ -208,6 +249,11 @@ class MapBootstrapResult:
     n_resamples: int
     seed: int | None
     samples: np.ndarray  # (n_resamples, n_metrics)
+    method: str = "percentile"
+
+    @property
+    def bias(self) -> np.ndarray:
+        return _bias(self.samples, self.estimate)
 
     def ci(self, metric: str = "full") -> tuple[float, float]:
         """``(low, high)`` of a metric."""
@@ -224,17 +270,24 @@ class MapBootstrapResult:
             lo, hi = self.low[k], self.high[k]
             out[m] = None if np.isnan(lo) or np.isnan(hi) else [float(lo), float(hi)]
         out.update({"level": self.confidence, "n_boot": self.n_resamples, "seed": self.seed,
-                    "method": "percentile", "resampled": "images"})
+                    "method": self.method, "resampled": "images",
+                    "bias": {m: _num(b) for m, b in zip(self.metrics, self.bias)}})
         return out
+
+
+def _num(v: float) -> float | None:
+    return None if np.isnan(v) else float(v)
 
 
 def _progress(enabled: bool) -> Any:
     if not enabled:
         return None
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    # on stderr: stdout may carry machine-readable output (``--json -``)
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), transient=True)
+                    TimeElapsedColumn(), transient=True, console=Console(stderr=True))
 
 
 def _bootstrap_engines(engines: Sequence[WeightedHICOMap], *, n_resamples: int, confidence: float,
@@ -273,13 +326,15 @@ def hico_map_bootstrap(preds: HOIPredictions | HICOMatches, target: HOIDataset, 
                        image_labels: Mapping[str, Iterable[int]] | None = None,
                        class_subsets: Mapping[str, Sequence[int] | np.ndarray] | None = None,
                        n_resamples: int = 1000, confidence: float = 0.95,
-                       random_state: int | np.random.Generator | None = 0,
+                       random_state: int | np.random.Generator | None = 0, method: str = "percentile",
                        lenient: bool = False, progress: bool = False) -> MapBootstrapResult:
-    """Percentile CIs of Full / Rare / Non-rare (and subset) mAP by resampling test images.
+    """Bootstrap CIs of Full / Rare / Non-rare (and subset) mAP by resampling test images.
 
     ``preds`` may also be precomputed matches (then the matching options are not used). The
-    point estimate equals :func:`~hoibench.evaluation.hico_mean_ap`'s numbers.
+    point estimate equals :func:`~hoibench.evaluation.hico_mean_ap`'s numbers. ``method``:
+    ``"percentile"`` or ``"basic"`` (:func:`bootstrap_interval`).
     """
+    bootstrap_interval(np.zeros(1), 0.0, confidence=confidence, method=method)  # validate early
     matches = preds if isinstance(preds, HICOMatches) else match_hico_detections(
         preds, target, protocol=protocol, known_object=known_object, image_labels=image_labels,
         lenient=lenient)
@@ -287,8 +342,9 @@ def hico_map_bootstrap(preds: HOIPredictions | HICOMatches, target: HOIDataset, 
     r = _bootstrap_engines([engine], n_resamples=n_resamples, confidence=confidence,
                            random_state=random_state, progress=progress,
                            description="bootstrapping mAP")
-    return MapBootstrapResult(engine.metric_names, r.estimate, r.low, r.high, confidence,
-                              n_resamples, _seed_of(random_state), r.samples)
+    lo, hi = bootstrap_interval(r.samples, r.estimate, confidence=confidence, method=method)
+    return MapBootstrapResult(engine.metric_names, r.estimate, lo, hi, confidence,
+                              n_resamples, _seed_of(random_state), r.samples, method)
 
 
 @dataclass(frozen=True)
@@ -317,34 +373,45 @@ class ModelComparison:
             raise ConfigError(f"no model {model!r}; have {', '.join(self.models)}")
         return self.models.index(model)
 
-    def _interval(self, x: np.ndarray) -> tuple[float, float]:
-        a = (1.0 - self.confidence) / 2.0
-        with np.errstate(invalid="ignore"):
-            lo, hi = np.nanquantile(x, [a, 1.0 - a]) if np.isfinite(x).any() else (np.nan, np.nan)
-        return float(lo), float(hi)
+    def map_ci(self, *, method: str = "percentile") -> list[dict[str, Any]]:
+        """Per model: each metric's estimate, interval (``<metric>_low/_high``) and bias."""
+        lo, hi = bootstrap_interval(self.samples, self.estimate, confidence=self.confidence, method=method)
+        bias = _bias(self.samples, self.estimate)
+        out = []
+        for m, model in enumerate(self.models):
+            rec: dict[str, Any] = {"model": model}
+            for k, name in enumerate(self.metrics):
+                rec.update({name: float(self.estimate[m, k]), f"{name}_low": float(lo[m, k]),
+                            f"{name}_high": float(hi[m, k]), f"{name}_bias": float(bias[m, k])})
+            out.append(rec)
+        return out
 
-    def paired_difference(self, a: str, b: str, metric: str = "full") -> dict[str, Any]:
-        """mAP(a) − mAP(b): observed, percentile CI over the shared resamples, P(a > b)."""
+    def paired_difference(self, a: str, b: str, metric: str = "full", *,
+                          method: str = "percentile") -> dict[str, Any]:
+        """mAP(a) − mAP(b): observed, CI over the shared resamples, P(a > b), bias."""
         k, i, j = self._k(metric), self._m(a), self._m(b)
         d = self.samples[:, i, k] - self.samples[:, j, k]
-        lo, hi = self._interval(d)
+        observed = float(self.estimate[i, k] - self.estimate[j, k])
+        lo, hi = bootstrap_interval(d, observed, confidence=self.confidence, method=method)
         ok = ~np.isnan(d)
         return {"model_a": a, "model_b": b, "metric": metric,
                 "map_a": float(self.estimate[i, k]), "map_b": float(self.estimate[j, k]),
-                "difference": float(self.estimate[i, k] - self.estimate[j, k]),
-                "ci_low": lo, "ci_high": hi,
+                "difference": observed, "ci_low": float(lo), "ci_high": float(hi),
+                "bias": float(_bias(d, np.float64(observed))),
                 "p_a_better": float(np.mean(d[ok] > 0)) if ok.any() else float("nan"),
                 "p_tie": float(np.mean(d[ok] == 0)) if ok.any() else float("nan")}
 
-    def paired_differences(self, metric: str = "full", *, reference: str | None = None) -> list[dict[str, Any]]:
+    def paired_differences(self, metric: str = "full", *, reference: str | None = None,
+                           method: str = "percentile") -> list[dict[str, Any]]:
         """Every pair (or every model against ``reference``), best observed model first."""
         k = self._k(metric)
         order = sorted(range(len(self.models)), key=lambda m: (-self.estimate[m, k], self.models[m]))
         names = [self.models[m] for m in order]
         if reference is not None:
             self._m(reference)
-            return [self.paired_difference(reference, m, metric) for m in names if m != reference]
-        return [self.paired_difference(a, b, metric) for n, a in enumerate(names) for b in names[n + 1:]]
+            return [self.paired_difference(reference, m, metric, method=method) for m in names if m != reference]
+        return [self.paired_difference(a, b, metric, method=method)
+                for n, a in enumerate(names) for b in names[n + 1:]]
 
     def ranks(self, metric: str = "full") -> np.ndarray:
         """``(n_resamples, n_models)`` competition ranks (1 = highest mAP) per replicate."""
@@ -403,20 +470,21 @@ def compare_hico_models(preds: Mapping[str, HOIPredictions | HICOMatches], targe
 
 # ------------------------------------------------------------------------- tables and plot
 def paired_difference_table(cmp: ModelComparison, metric: str = "full", *,
-                            reference: str | None = None) -> Any:
+                            reference: str | None = None, method: str = "percentile") -> Any:
     """Paired differences as a :class:`~hoibench.reports.Table` (Markdown / CSV)."""
     from hoibench.reports import Table
 
-    rows = cmp.paired_differences(metric, reference=reference)
+    rows = cmp.paired_differences(metric, reference=reference, method=method)
     level = f"{cmp.confidence * 100:g}%"
     return Table.from_records(
         f"paired-difference-{metric.replace('_', '-')}",
         f"Paired mAP differences ({metric}, {cmp.n_resamples} image-bootstrap replicates)",
         rows, columns=["model_a", "model_b", "map_a", "map_b", "difference", "ci_low", "ci_high",
-                       "p_a_better"],
-        caption=f"difference = mAP(a) − mAP(b) in points; ci_low/ci_high: {level} percentile interval "
+                       "p_a_better", "bias"],
+        caption=f"difference = mAP(a) − mAP(b) in points; ci_low/ci_high: {level} {method} interval "
                 "over the same resamples of test images for both models; p_a_better: share of "
-                f"replicates where a scores higher (seed {cmp.seed}).")
+                f"replicates where a scores higher; bias: mean replicate difference − difference "
+                f"(seed {cmp.seed}).")
 
 
 def rank_distribution_table(cmp: ModelComparison, metric: str = "full") -> Any:

@@ -18,7 +18,7 @@ __all__ = ["analyze"]
 
 @click.group("analyze")
 def analyze() -> None:
-    """Class-AP spread, ranking shifts between benchmarks, TP→FP sensitivity."""
+    """Class-AP spread, ranking shifts between benchmarks, TP→FP sensitivity, model comparison."""
 
 
 def _map_results(paths: tuple[str, ...]) -> list[Any]:
@@ -32,19 +32,13 @@ def _map_results(paths: tuple[str, ...]) -> list[Any]:
 
 
 def _read_classes(path: str | None) -> list[int] | None:
-    """Class indices from a ``classes.json`` of ``hoibench split balanced`` or a JSON list."""
+    """Class indices from a ``classes.json`` of ``hoibench split balanced``, a JSON list or one
+    id per line (:func:`hoibench.formats.read_class_list`)."""
     if path is None:
         return None
-    from hoibench._exceptions import FormatError
-    from hoibench._io import read_json
+    from hoibench.formats import read_class_list
 
-    data = read_json(path)
-    if isinstance(data, dict) and data.get("kind") == "balanced_classes":
-        data = [c.get("hoi") if isinstance(c, dict) else c for c in data.get("classes") or []]
-    if not isinstance(data, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in data):
-        raise FormatError("expected a JSON list of 0-based class indices or a balanced classes.json",
-                          file=path, field="classes")
-    return data
+    return read_class_list(path).tolist()
 
 
 def _write(out_dir: str | None, tables: list[Any], figures: list[Any]) -> None:
@@ -220,3 +214,78 @@ def sensitivity(predictions: str | None, dataset: str | None, protocol: str, mat
                           f"drop {np.median(rel[sel]):.1f}%")
     figures = [sensitivity_figure(res, ap_method=ap_method, thresholds=thresholds)] if out_dir else []
     _write(out_dir, [table], figures)
+
+
+@analyze.command("compare")
+@click.option("--gt", "gt_spec", required=True, metavar="FILE_OR_DATASET",
+              help="Ground truth shared by the models: a bundled dataset (hico-det:test) or a file.")
+@click.option("--pred", "pred_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Detections of one model (any format `hoibench eval hico` reads); give two or more.")
+@click.option("--name", "names", multiple=True,
+              help="Model names, in --pred order (default: the file names without extension).")
+@click.option("--protocol", type=click.Choice(["official", "qpic", "pocket", "cdn"]), default="official",
+              show_default=True, help="Evaluation protocol (see `hoibench eval hico`).")
+@click.option("--known-object", is_flag=True, help="Known-Object setting instead of Default.")
+@click.option("--classes", "classes_spec", default=None, metavar="SPEC",
+              help="Also compare on a class subset (as `hoibench eval hico --classes`).")
+@click.option("--metric", default="full", show_default=True,
+              help="Score compared and ranked: full, rare, non_rare or a subset of --classes.")
+@click.option("--reference", default=None, help="Compare every model against this one only.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=1), default=1000, show_default=True,
+              metavar="N", help="Bootstrap resamples of the test images (the same for every model).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--ci", "ci_level", type=click.FloatRange(0, 100, min_open=True, max_open=True), default=95.0,
+              show_default=True, metavar="PERCENT", help="Confidence level of the intervals.")
+@click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default="percentile", show_default=True,
+              help="Interval: replicate quantiles, or reflected about the estimate (bias-corrected).")
+@click.option("--lenient", is_flag=True, help="Drop bad detections instead of failing.")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write map-ci, paired-difference-METRIC, rank-stability-METRIC (.md, .csv) and "
+                   "rank-distribution-METRIC.png here.")
+def compare(gt_spec: str, pred_paths: tuple[str, ...], names: tuple[str, ...], protocol: str,
+            known_object: bool, classes_spec: str | None, metric: str, reference: str | None, n_boot: int,
+            seed: int, ci_level: float, ci_method: str, lenient: bool, out_dir: str | None) -> None:
+    """Paired bootstrap comparison of models on the same test images, and rank stability."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.analysis import (
+        compare_hico_models,
+        paired_difference_table,
+        rank_distribution_figure,
+        rank_distribution_table,
+    )
+    from hoibench.datasets import resolve_dataset
+    from hoibench.evaluation import hico_class_subsets
+    from hoibench.formats import load_predictions
+    from hoibench.reports import Table
+
+    if len(pred_paths) < 2:
+        raise ConfigError("analyze compare needs at least two --pred files")
+    if names and len(names) != len(pred_paths):
+        raise ConfigError(f"--name given {len(names)} times for {len(pred_paths)} --pred files")
+    labels = list(names) or [Path(p).name.split(".")[0] for p in pred_paths]
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"model names must differ (got {labels}); use --name")
+    gt = resolve_dataset(gt_spec)
+    subsets = hico_class_subsets(classes_spec, vocab=gt.vocab)[0] if classes_spec else {}
+    preds = {}
+    with console.status("reading the detections"):
+        for label, path in zip(labels, pred_paths):
+            preds[label] = load_predictions(path, vocab=gt.vocab, lenient=lenient).predictions
+    cmp = compare_hico_models(preds, gt, protocol=protocol, known_object=known_object, class_subsets=subsets,
+                              n_resamples=n_boot, confidence=ci_level / 100.0, random_state=seed,
+                              lenient=lenient, progress=True)
+    if metric not in cmp.metrics:
+        raise ConfigError(f"--metric must be one of {', '.join(cmp.metrics)}; got {metric!r}")
+    if reference is not None and reference not in cmp.models:
+        raise ConfigError(f"--reference must be one of {', '.join(cmp.models)}; got {reference!r}")
+    recs = cmp.map_ci(method=ci_method)
+    tables = [Table.from_records("map-ci", f"mAP with {ci_level:g}% bootstrap intervals ({protocol} protocol)",
+                                 recs, caption=f"{n_boot} resamples of the {gt.n_images:,} test images "
+                                               f"(seed {seed}), {ci_method} intervals; <metric>_bias: mean "
+                                               "replicate mAP − mAP."),
+              paired_difference_table(cmp, metric, reference=reference, method=ci_method),
+              rank_distribution_table(cmp, metric)]
+    for t in tables:
+        console.print(f"## {t.title}\n\n{t.to_markdown()}", markup=False)
+    figures = [rank_distribution_figure(cmp, metric)] if out_dir else []
+    _write(out_dir, tables, figures)

@@ -46,10 +46,18 @@ __all__ = ["hico"]
               help="Also write ho-rcnn's detections.mat (all_boxes) to cross-check in MATLAB.")
 @click.option("--model", default="", help="Model name recorded in --json output.")
 @click.option("--benchmark", default="", help="Benchmark name recorded in --json output.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=0, show_default=True,
+              metavar="N", help="Bootstrap confidence intervals from N resamples of the test images (0: off).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --bootstrap.")
+@click.option("--ci", "ci_level", type=click.FloatRange(0, 100, min_open=True, max_open=True), default=95.0,
+              show_default=True, metavar="PERCENT", help="Confidence level of --bootstrap intervals.")
+@click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default="percentile", show_default=True,
+              help="--bootstrap interval: replicate quantiles, or reflected about the estimate (bias-corrected).")
 def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
          pair_nms: float | None, known_object: bool,
          image_labels: str | None, classes_spec: str | None, lenient: bool, per_class_csv: str | None,
-         json_out: str | None, matlab_out: str | None, model: str, benchmark: str) -> None:
+         json_out: str | None, matlab_out: str | None, model: str, benchmark: str, n_boot: int,
+         seed: int, ci_level: float, ci_method: str) -> None:
     """Score HICO-DET detections: mAP (Full, Rare, Non-rare) and per-class AP."""
     from rich.table import Table
 
@@ -82,6 +90,18 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
     res = hico_mean_ap(loaded.predictions, gt, protocol=proto, known_object=known_object,
                        image_labels=labels, class_subsets=subsets, classes=classes, lenient=lenient)
     t_eval = time.perf_counter() - t1
+    boot = None
+    if n_boot:
+        from hoibench.analysis import hico_map_bootstrap
+        from hoibench.evaluation import match_hico_detections
+
+        t2 = time.perf_counter()
+        matches = match_hico_detections(loaded.predictions, gt, protocol=proto, known_object=known_object,
+                                        image_labels=labels, lenient=lenient)
+        boot = hico_map_bootstrap(matches, gt, class_subsets=subsets, n_resamples=n_boot,
+                                  confidence=ci_level / 100.0, random_state=seed, method=ci_method,
+                                  progress=True)
+        t_boot = time.perf_counter() - t2
     dropped = dict(loaded.dropped)
     for k, v in res.n_dropped.items():
         dropped[k] = dropped.get(k, 0) + v
@@ -90,6 +110,8 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
     if classes_spec and ("selected" in subsets or classes_spec.lower().startswith("unseen:")):
         out["headline"] = "selected" if "selected" in subsets else "unseen"
     out["prediction_format"] = loaded.format
+    if boot is not None:
+        out["ci"] = boot.to_json()
 
     if matlab_out:
         write_matlab_detections(loaded.predictions, gt, matlab_out)
@@ -114,10 +136,28 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
 
     table = Table(title=f"HICO-DET mAP ({res.protocol.name} protocol, "
                         f"{'Known-Object' if known_object else 'Default'})")
+    if boot is not None:
+        table.add_column("")
     for col in ("Full", "Rare", "Non-rare", *(k.replace("_", "-").capitalize() for k in res.subsets)):
         table.add_column(col, justify="right")
-    table.add_row(pct(res.full), pct(res.rare), pct(res.non_rare), *(pct(v) for v in res.subsets.values()))
+    lead = ["mAP"] if boot is not None else []
+    table.add_row(*lead, pct(res.full), pct(res.rare), pct(res.non_rare),
+                  *(pct(v) for v in res.subsets.values()))
+    if boot is not None:
+        cells = []
+        for name in ("full", "rare", "non_rare", *res.subsets):
+            lo, hi = boot.ci(name)
+            cells.append("n/a" if lo != lo or hi != hi else f"{lo:.2f}–{hi:.2f}")
+        table.add_row(f"{ci_level:g}% CI", *cells)
+        table.add_row("bias", *(pct(b) if b != b else f"{b:+.2f}" for b in boot.bias[[
+            boot.metrics.index(n) for n in ("full", "rare", "non_rare", *res.subsets)]]))
     console.print(table)
+    if boot is not None:
+        outside = [n for n, e, lo, hi in zip(boot.metrics, boot.estimate, boot.low, boot.high) if not lo <= e <= hi]
+        if outside:
+            console.print(f"note: the mAP lies outside its {ci_method} interval for {', '.join(outside)}: "
+                          "mAP is biased upward under image resampling (bias row); see docs/evaluation.md, "
+                          "'Confidence intervals'" + ("" if ci_method == "basic" else ", or --ci-method basic"))
     n_det = len(loaded.predictions)
     console.print(f"{n_det:,} detections on {loaded.predictions.n_images:,} images "
                   f"({loaded.format} format); {gt.n_images:,} ground-truth images, "
@@ -126,4 +166,5 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
         console.print(f"Known-Object image labels: {res.known_object_source}")
     for reason, count in dropped.items():
         console.print(f"not counted: {count:,} detections ({reason})")
-    console.print(f"read {t_read:.2f} s, evaluated {t_eval:.2f} s")
+    console.print(f"read {t_read:.2f} s, evaluated {t_eval:.2f} s"
+                  + (f", bootstrap ({n_boot} image resamples, seed {seed}) {t_boot:.2f} s" if boot else ""))
