@@ -17,7 +17,7 @@ from typing import IO, Any
 
 import orjson
 
-from hoibench._exceptions import FormatError
+from hoibench._exceptions import ConfigError, FormatError
 
 __all__ = [
     "atomic_write",
@@ -95,8 +95,7 @@ def atomic_write(path: PathLike, mode: str = "wb") -> Iterator[IO[Any]]:
     ``*.gz`` paths are gzip-compressed (with mtime 0, so outputs stay byte-identical).
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = _temp_beside(target)
     try:
         with os.fdopen(fd, "wb") as raw:
             sink: IO[bytes] = raw
@@ -121,6 +120,22 @@ def atomic_write(path: PathLike, mode: str = "wb") -> Iterator[IO[Any]]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _temp_beside(target: Path) -> tuple[int, str]:
+    """Create the output folder and a temporary file in it; an output path that cannot be
+    written is a :class:`ConfigError` naming it (not an ``OSError`` about some parent)."""
+    if target.is_dir():
+        raise ConfigError(f"{target}: is a directory; give a file path to write")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((p for p in [target.parent, *target.parent.parents] if p.exists() and not p.is_dir()),
+                       target.parent)
+        raise ConfigError(f"{target}: cannot write, {blocker} is a file, not a folder") from None
+    except PermissionError:
+        raise ConfigError(f"{target}: cannot write there (permission denied)") from None
 
 
 def _umask() -> int:

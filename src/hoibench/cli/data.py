@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 import numpy as np
 from rich.table import Table
@@ -11,7 +9,7 @@ from rich.table import Table
 from hoibench._exceptions import FormatError
 from hoibench.cli._common import console, echo_json
 from hoibench.data import HOIDataset, validate_dataset
-from hoibench.datasets import BUNDLED, is_dataset_name, load_dataset
+from hoibench.datasets import BUNDLED, is_dataset_name, load_dataset, resolve_dataset
 from hoibench.formats import FORMATS, detect_format, read_dataset, write_dataset
 
 __all__ = ["data"]
@@ -25,9 +23,9 @@ def data() -> None:
 
 
 def _open(spec: str, fmt: str | None = None) -> tuple[HOIDataset, str]:
-    if fmt is None and is_dataset_name(spec) and not Path(spec).exists():
+    if is_dataset_name(spec):
         return load_dataset(spec), "bundled"
-    ds = read_dataset(spec, format=fmt)
+    ds = resolve_dataset(spec, format=fmt)
     return ds, fmt or detect_format(spec)
 
 

@@ -17,7 +17,7 @@ __all__ = ["build", "from_detections", "score", "stats"]
 def _dataset_for(dataset: str, split: str) -> Any:
     from hoibench.datasets import is_dataset_name, resolve_dataset
 
-    if is_dataset_name(dataset) and ":" not in dataset and not Path(dataset).exists():
+    if is_dataset_name(dataset) and ":" not in dataset:
         return resolve_dataset(f"{dataset}:{split}")
     return resolve_dataset(dataset)
 
@@ -258,7 +258,7 @@ def score(questions_path: str, answers_path: str, protocol: str, setting: int | 
 
         raise ConfigError(f"{questions_path}: no questions of setting {setting}")
     answers = read_answers(answers_path, qs_list)
-    perms = answers.permutations()
+    perms = answers.permutations() or [0]  # a header-only file: every question unanswered
     results = []
     for k in perms:
         r = mcq_scores(qs_list, answers.for_permutation(k), protocol=protocol, zero_division=zero_division,

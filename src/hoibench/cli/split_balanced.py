@@ -47,7 +47,7 @@ def balanced(dataset: str, top_k: int, l_train: int, l_test: int, epochs: int, s
     from hoibench.datasets import is_dataset_name, resolve_dataset
 
     ds = resolve_dataset(dataset)
-    bundled_full = is_dataset_name(dataset) and not Path(dataset).exists() and ":" not in dataset
+    bundled_full = is_dataset_name(dataset) and ":" not in dataset
     if counts_source == "auto":
         counts_source = "official" if bundled_full and ds.vocab.name == "hico-det" else "data"
     selection = None

@@ -20,13 +20,12 @@ def _load_source(specs: tuple[str, ...]) -> tuple[Any, np.ndarray | None, str]:
     """The union to split: a bundled dataset name, or files concatenated in the given order."""
     from hoibench.benchmarks.sg import load_union
     from hoibench.data import HOIDataset
-    from hoibench.datasets import is_dataset_name
-    from hoibench.formats import read_dataset
+    from hoibench.datasets import is_dataset_name, resolve_dataset
 
-    if len(specs) == 1 and is_dataset_name(specs[0]) and not Path(specs[0]).exists():
+    if len(specs) == 1 and is_dataset_name(specs[0]):
         ds, origin = load_union(specs[0].split(":")[0])
         return ds, origin, ds.name
-    parts = [read_dataset(s) for s in specs]
+    parts = [resolve_dataset(s) for s in specs]
     ds = parts[0] if len(parts) == 1 else HOIDataset.concat(parts, name="+".join(specs))
     return ds, None, ds.name
 

@@ -13,11 +13,11 @@ import os
 from importlib import resources
 from pathlib import Path
 
-from hoibench._exceptions import ConfigError
+from hoibench._exceptions import ConfigError, FormatError
 from hoibench.data import HOIDataset
 from hoibench.formats import read_hicodet, read_vcoco
 
-__all__ = ["BUNDLED", "bundled_path", "list_datasets", "load_dataset", "resolve_dataset"]
+__all__ = ["BUNDLED", "bundled_path", "is_dataset_name", "list_datasets", "load_dataset", "resolve_dataset"]
 
 #: dataset name → {split: bundled file}
 BUNDLED: dict[str, dict[str, str]] = {
@@ -73,8 +73,11 @@ def load_dataset(spec: str, split: str | None = None) -> HOIDataset:
     return HOIDataset.concat([_load_split(name, s) for s in BUNDLED[name]], name=name)
 
 
-def is_dataset_name(spec: str) -> bool:
-    """Whether ``spec`` names a bundled dataset (rather than a file)."""
+def is_dataset_name(spec: str | os.PathLike[str]) -> bool:
+    """Whether ``spec`` names a bundled dataset rather than a file (an existing file of that
+    name wins, so ``./hico-det`` can still be read)."""
+    if not isinstance(spec, str) or Path(spec).exists():
+        return False
     try:
         _parse(spec)
     except ConfigError:
@@ -83,9 +86,17 @@ def is_dataset_name(spec: str) -> bool:
 
 
 def resolve_dataset(spec: str | os.PathLike[str], **read_kwargs: object) -> HOIDataset:
-    """A bundled dataset by name, or an annotation file read with format detection."""
+    """A bundled dataset by name, or an annotation file read with format detection.
+
+    A spec that is neither an existing file nor a bundled name is an error listing the names
+    (a misspelt split such as ``hico-det:val`` gets the dataset's splits).
+    """
     from hoibench.formats import read_dataset
 
-    if isinstance(spec, str) and is_dataset_name(spec) and not Path(spec).exists():
-        return load_dataset(spec)
+    if is_dataset_name(spec):
+        return load_dataset(str(spec))
+    if isinstance(spec, str) and not Path(spec).exists():
+        if _ALIASES.get(spec.lower().partition(":")[0], spec.lower().partition(":")[0]) in BUNDLED:
+            _parse(spec)  # raises: the dataset exists, the split does not
+        raise FormatError(f"no such file, nor a bundled dataset ({', '.join(list_datasets())})", file=spec)
     return read_dataset(spec, **read_kwargs)  # type: ignore[arg-type]

@@ -219,40 +219,14 @@ def read_image_labels(path: str | os.PathLike[str], *, split: str = "test",
 
 
 # ----------------------------------------------------------------------------- class subsets
-def _read_class_list(path: Path, n_classes: int) -> np.ndarray:
-    from hoibench._io import read_bytes
-
-    text = read_bytes(path).decode("utf-8", errors="replace")
-    stripped = text.strip()
-    if stripped.startswith("["):
-        from hoibench._io import read_json
-
-        items = read_json(path)
-        if not isinstance(items, list):
-            raise FormatError("expected a JSON list of HOI class ids", file=path)
-    else:
-        items = [ln.split("#")[0].strip() for ln in text.splitlines()]
-        items = [x for x in items if x]
-    ids = []
-    for k, x in enumerate(items):
-        try:
-            v = int(x) if not isinstance(x, bool) else None
-        except (TypeError, ValueError):
-            v = None
-        if v is None or not 0 <= v < n_classes or (isinstance(x, float) and not x.is_integer()):
-            raise FormatError(f"expected a 0-based HOI class id 0..{n_classes - 1}, got {x!r}",
-                              file=path, record=k)
-        ids.append(v)
-    return np.unique(np.asarray(ids, dtype=np.int64))
-
-
 def hico_class_subsets(spec: str, *, vocab: Any = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Class subsets to report for a ``--classes`` value, and the selection itself.
 
     ``rare`` / ``non-rare``; ``unseen:SPLIT_DIR`` (an SG split directory: its unseen classes and
     the other, seen, ones); a zero-shot setting ``rf-uc`` / ``nf-uc`` / ``uo`` / ``uv`` (or
     ``zero-shot:NAME``; reported as unseen and seen, as those papers do); or a file with
-    0-based HOI ids (JSON list or one per line, e.g. B-RIGHT's 351 classes) -> ``selected``.
+    0-based HOI ids (see :func:`hoibench.formats.read_class_list`: a JSON list, a balanced
+    ``classes.json`` or one id per line, e.g. B-RIGHT's 351 classes) -> ``selected``.
     """
     from hoibench.vocab import ZERO_SHOT_ALIASES, hico_det
 
@@ -279,7 +253,9 @@ def hico_class_subsets(spec: str, *, vocab: Any = None) -> tuple[dict[str, np.nd
     if not path.exists():
         raise ConfigError(f"--classes must be rare, non-rare, unseen:SPLIT_DIR, one of "
                           f"{sorted(ZERO_SHOT_ALIASES)} or an existing list file; got {spec!r}")
-    sel = _read_class_list(path, vocab.n_hois)
+    from hoibench.formats import read_class_list
+
+    sel = read_class_list(path, n_classes=vocab.n_hois)
     return {"selected": sel}, sel
 
 

@@ -10,6 +10,7 @@ from hoibench.formats._registry import (
     read_dataset,
     write_dataset,
 )
+from hoibench.formats.class_lists import read_class_list
 from hoibench.formats.crosshoi import read_crosshoi
 from hoibench.formats.hake import read_hake
 from hoibench.formats.hico_mat import read_hico_mat
@@ -59,6 +60,7 @@ __all__ = [
     "detect_prediction_format",
     "load_predictions",
     "read_answers",
+    "read_class_list",
     "read_crosshoi",
     "read_dataset",
     "read_hake",

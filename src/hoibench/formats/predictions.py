@@ -133,9 +133,7 @@ def load_predictions(path: str | os.PathLike[str], *, format: str | None = None,
         fast = _decode_fast(raw)
         if fast is not None and (format is None or format == fast[0]):
             name, label_space, cols = fast
-            if vocab is None:
-                vocab = get_label_space(label_space or "hico-det")
-            return _assemble(cols, vocab, p, name, lenient)
+            return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
     data = _parse_json(raw, p)
     name = _sniff(data) if format is None else format
     if name not in PREDICTION_FORMATS:
@@ -149,10 +147,23 @@ def load_predictions(path: str | os.PathLike[str], *, format: str | None = None,
     else:
         if not isinstance(data, dict) or not isinstance(data.get("images"), list):
             raise FormatError("expected an object with an 'images' list", file=p)
-        if vocab is None:
-            vocab = get_label_space(data.get("label_space", "hico-det")) if name == "hoibench" else hico_det()
+        declared = data.get("label_space") if name == "hoibench" else None
+        vocab = _vocab_of(declared, vocab, p)
         cols = _columns(data["images"], p, name)
     return _assemble(cols, vocab, p, name, lenient)
+
+
+def _vocab_of(declared: Any, vocab: LabelSpace | None, path: Path) -> LabelSpace:
+    """The label space to read with: the caller's, which must agree with the file's own
+    ``label_space`` (ids of one label space read in another would be silently wrong classes)."""
+    if declared is not None and not isinstance(declared, str):
+        raise FormatError(f"expected a label space name, got {declared!r}", file=path, field="label_space")
+    if vocab is None:
+        return get_label_space(declared or "hico-det")
+    if declared is not None and declared != vocab.name:
+        raise FormatError(f"the detections are in the {declared!r} label space, the ground truth in "
+                          f"{vocab.name!r}", file=path, field="label_space")
+    return vocab
 
 
 def _parse_json(raw: bytes, path: Path) -> Any:

@@ -218,9 +218,14 @@ def write_questions(path: PathLike, questions: Iterable[MCQuestion], *,
             fh.write(dumps_json(question_to_dict(q)) + b"\n")
 
 
+#: stands for the unparsable last line of a file whose writer was interrupted
+_TRUNCATED: Any = object()
+
+
 def _jsonl_lines(data: bytes, file: object) -> Iterator[tuple[int, Any, bool]]:
     """``(line number, parsed object, is_last)`` for each non-empty line; a line that is not JSON
-    raises, except the last one of a file that does not end with a newline (yielded as None)."""
+    raises, except the last one of a file that does not end with a newline (yielded as
+    :data:`_TRUNCATED`, so that a line holding ``null`` is still an error of its own)."""
     lines = data.split(b"\n")
     ends_cleanly = data.endswith(b"\n")
     last = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
@@ -231,7 +236,7 @@ def _jsonl_lines(data: bytes, file: object) -> Iterator[tuple[int, Any, bool]]:
             yield i + 1, orjson.loads(line), i == last
         except orjson.JSONDecodeError as exc:
             if i == last and not ends_cleanly:
-                yield i + 1, None, True
+                yield i + 1, _TRUNCATED, True
                 return
             raise FormatError(f"not valid JSON ({exc})", file=file, record=i + 1) from None
 
@@ -261,7 +266,7 @@ def read_questions(path: PathLike, *, setting: int | None = None) -> QuestionSet
         questions = []
         seen: set[str] = set()
         for line, obj, _ in _jsonl_lines(data, p):
-            if obj is None:
+            if obj is _TRUNCATED:
                 raise FormatError("truncated last line", file=p, record=line)
             if isinstance(obj, dict) and "header" in obj and not questions and not header:
                 if not isinstance(obj["header"], dict):
@@ -355,6 +360,8 @@ class AnswerWriter:
                 cut = data.rfind(b"\n") + 1
                 with open(self.path, "r+b") as fh:
                     fh.truncate(cut)
+                fresh = not data[:cut].strip()  # only a truncated header: start over
+        if not fresh:
             previous = read_answers(self.path)
             self.done = {a.question_id for a in previous}
             self.done_keys = {(a.question_id, answer_permutation(a)) for a in previous}
@@ -403,6 +410,17 @@ def _resolve_selected(items: list[str], q: MCQuestion | None, seed: int, permuta
     return frozenset(out)
 
 
+def _order_number(obj: Mapping[str, Any], header: Mapping[str, Any], key: str, file: object,
+                  record: int) -> int:
+    """``seed`` / ``permutation`` of an answer line: the line's, else the header's, else 0."""
+    value = obj.get(key, header.get(key, 0))
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise FormatError(f"expected a non-negative integer, got {value!r}", file=file, record=record, field=key)
+    return value
+
+
 def read_answers(
     path: PathLike,
     questions: Sequence[MCQuestion] | Mapping[str, MCQuestion] | None = None,
@@ -431,9 +449,10 @@ def read_answers(
     header: dict[str, Any] = {}
     answers: dict[tuple[str, int], MCAnswer] = {}
     replaced = truncated = 0
+    if not data.strip():
+        raise FormatError("empty file: no header and no answers", file=p)
     for line, obj, _is_last in _jsonl_lines(data, p):
-        if obj is None:
-            logger.warning("%s: line %d is truncated (interrupted write); ignored", p, line)
+        if obj is _TRUNCATED:
             truncated += 1
             continue
         if isinstance(obj, dict) and "header" in obj and not answers and not header:
@@ -457,8 +476,8 @@ def read_answers(
             raise FormatError(f"must be one of {list(ANSWER_STATUSES)}; got {status!r}", file=p,
                               record=line, field="status")
         raw = obj.get("raw")
-        s = seed if seed is not None else int(obj.get("seed", header.get("seed", 0)) or 0)
-        k = permutation if permutation is not None else int(obj.get("permutation", header.get("permutation", 0)) or 0)
+        s = seed if seed is not None else _order_number(obj, header, "seed", p, line)
+        k = permutation if permutation is not None else _order_number(obj, header, "permutation", p, line)
         q = None if by_id is None else by_id.get(qid)
         selected = _resolve_selected(sel, q, s, k, p, line)
         meta = dict(obj["meta"]) if isinstance(obj.get("meta"), dict) else {}
@@ -469,6 +488,10 @@ def read_answers(
             replaced += 1
         answers[key] = MCAnswer(qid, selected, raw if raw is None or isinstance(raw, str) else str(raw),
                                 status, meta)
+    if not answers and not header:
+        raise FormatError("no header and no complete answer line (not an answers JSONL file?)", file=p)
+    if truncated:
+        logger.warning("%s: the last line is truncated (interrupted write); ignored", p)
     if replaced:
         logger.warning("%s: %d questions answered more than once; the last answer counts", p, replaced)
     return AnswerSet(tuple(answers.values()), header, replaced, truncated)

@@ -57,7 +57,6 @@ import os
 import pickle
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -722,8 +721,8 @@ def resolve_vcoco_ground_truth(spec: str | os.PathLike[str]) -> VCOCOGroundTruth
     from hoibench.datasets import is_dataset_name, load_dataset
     from hoibench.formats import read_dataset
 
-    if isinstance(spec, str) and is_dataset_name(spec) and not Path(spec).exists():
-        return vcoco_ground_truth_from_dataset(load_dataset(spec))
+    if is_dataset_name(spec):
+        return vcoco_ground_truth_from_dataset(load_dataset(str(spec)))
     data = read_json(spec)
     if isinstance(data, dict) and (data.get("kind") == "vcoco_ground_truth" or _has_persons(data)):
         return read_vcoco_ground_truth(spec, data=data)

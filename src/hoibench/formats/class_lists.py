@@ -1,0 +1,61 @@
+"""Lists of HOI class ids given on the command line (``--classes FILE``).
+
+One reader serves every command that takes such a file (``hoibench eval hico --classes``,
+``hoibench analyze class-ap --classes``), so they accept the same layouts: a JSON list of
+0-based ids, a ``classes.json`` written by ``hoibench split balanced``, or a text file with one
+id per line (``#`` starts a comment).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import orjson
+
+from hoibench._exceptions import FormatError
+from hoibench._io import read_bytes
+
+__all__ = ["read_class_list"]
+
+
+def read_class_list(path: str | os.PathLike[str], *, n_classes: int | None = None) -> np.ndarray:
+    """Sorted unique 0-based class ids read from ``path``.
+
+    Parameters
+    ----------
+    n_classes:
+        Size of the label space; ids outside ``0..n_classes-1`` are an error naming the entry.
+        ``None`` checks only that ids are non-negative integers.
+    """
+    data = read_bytes(path)
+    stripped = data.strip()
+    if stripped[:1] in (b"[", b"{"):
+        try:
+            items = orjson.loads(stripped)
+        except orjson.JSONDecodeError as exc:
+            raise FormatError(f"not valid JSON ({exc})", file=path) from None
+        if isinstance(items, dict) and items.get("kind") == "balanced_classes":
+            classes = items.get("classes")
+            if not isinstance(classes, list):
+                raise FormatError("expected a list", file=path, field="classes")
+            items = [c.get("hoi") if isinstance(c, dict) else c for c in classes]
+        elif not isinstance(items, list):
+            raise FormatError("expected a JSON list of 0-based HOI class ids or a balanced classes.json "
+                              "(kind 'balanced_classes')", file=path)
+    else:
+        text = data.decode("utf-8", errors="replace")
+        items = [x for x in (ln.split("#")[0].strip() for ln in text.splitlines()) if x]
+    expected = "a non-negative integer" if n_classes is None else f"0..{n_classes - 1}"
+    ids = []
+    for k, x in enumerate(items):
+        try:
+            v = None if isinstance(x, bool) or (isinstance(x, float) and not x.is_integer()) else int(x)
+        except (TypeError, ValueError):
+            v = None
+        if v is None or v < 0 or (n_classes is not None and v >= n_classes):
+            raise FormatError(f"expected a 0-based HOI class id ({expected}), got {x!r}", file=path, record=k)
+        ids.append(v)
+    if not ids:
+        raise FormatError("no class ids", file=path)
+    return np.unique(np.asarray(ids, dtype=np.int64))
