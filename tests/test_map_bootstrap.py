@@ -167,6 +167,19 @@ def test_duplicating_every_image_changes_nothing(synthetic):
     np.testing.assert_array_equal(engine.class_ap(np.full((1, gt.n_images), 3.0)), ones)
 
 
+def test_no_detections_and_huge_weights(synthetic):
+    gt, preds = synthetic
+    empty = preds.select(np.zeros(len(preds), dtype=bool))
+    engine = WeightedHICOMap(match_hico_detections(empty, gt), gt)
+    w = np.random.default_rng(0).multinomial(gt.n_images, np.full(gt.n_images, 1 / gt.n_images), size=3)
+    ap = engine.class_ap(w)
+    assert np.nanmax(ap) == 0 and np.isnan(ap).any()
+    # weights whose cumulative counts overflow int32 switch to int64: same AP as weights 1
+    full = WeightedHICOMap(match_hico_detections(preds, gt), gt)
+    np.testing.assert_array_equal(full.class_ap(np.full((1, gt.n_images), 2.0 ** 30)),
+                                  full.class_ap(np.ones((1, gt.n_images))))
+
+
 def test_chunking_does_not_change_results(synthetic, monkeypatch):
     gt, preds = synthetic
     engine = WeightedHICOMap(match_hico_detections(preds, gt), gt)
@@ -267,8 +280,10 @@ def test_errors(synthetic):
     with pytest.raises(ValidationError, match="disagree"):
         WeightedHICOMap(m, gt.subset(np.arange(10)))
     engine = WeightedHICOMap(m, gt)
-    with pytest.raises(ValidationError, match="columns"):
+    with pytest.raises(ValidationError, match="shape"):
         engine.class_ap(np.ones((1, 3)))
+    with pytest.raises(ValidationError, match="whole numbers"):
+        engine.class_ap(np.full((1, gt.n_images), 0.5))
     with pytest.raises(ConfigError):
         hico_map_bootstrap(preds, gt, n_resamples=0)
     with pytest.raises(ConfigError, match="differs"):

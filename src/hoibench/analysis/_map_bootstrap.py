@@ -156,10 +156,8 @@ class WeightedHICOMap:
         self._tp_fp_before = fp_cum[np.flatnonzero(tp)]
         self._tp_fp_class_start = fp_cum[start][self._tp_class]
         self._tp_tp_class_start = tp_cum[start][self._tp_class]
-        # per-replicate cumulative counts are exact integers; int32 when they cannot overflow
-        per_image = np.bincount(image, minlength=self.n_images) if n_rows else np.zeros(1, np.int64)
-        bound = int(per_image.max(initial=0)) * self.n_images
-        self._int = np.int32 if bound < np.iinfo(np.int32).max else np.int64
+        # per-replicate cumulative counts are exact integers: int32 unless they could overflow
+        self._max_per_image = int(np.bincount(image).max(initial=0)) if n_rows else 0
 
     # --------------------------------------------------------------------- per-class AP
     def n_gt(self, weights: np.ndarray) -> np.ndarray:
@@ -173,21 +171,24 @@ class WeightedHICOMap:
 
     def class_ap(self, weights: np.ndarray) -> np.ndarray:
         """``(B, n_classes)`` per-class AP (fractions; NaN where the weighted n_gt is 0)."""
-        w = np.atleast_2d(np.asarray(weights))
-        if w.shape[1] != self.n_images:
-            raise ValidationError(f"weights have {w.shape[1]} columns for {self.n_images} images")
+        w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+        if w.ndim != 2 or w.shape[1] != self.n_images:
+            raise ValidationError(f"weights must have shape (B, {self.n_images}); got {w.shape}")
+        if len(w) and (w.min() < 0 or not np.array_equal(w, np.rint(w))):
+            raise ValidationError("weights must be non-negative whole numbers (how often each image is drawn)")
         n = max(len(self._fp_image) + len(self._tp_image), 1)
         step = max(1, _BLOCK_ELEMENTS // n)
         return np.concatenate([self._class_ap_block(w[i:i + step]) for i in range(0, len(w), step)])
 
     def _class_ap_block(self, weights: np.ndarray) -> np.ndarray:
         b, n_cls = len(weights), self.n_classes
-        wi = np.rint(weights).astype(self._int)
+        bound = float(weights.sum(axis=1).max(initial=0.0)) * self._max_per_image
+        wi = weights.astype(np.int32 if bound < np.iinfo(np.int32).max else np.int64)
         ng = self.n_gt(weights)
         n_fp, n_tp = len(self._fp_image), len(self._tp_image)
-        cf = np.zeros((b, n_fp + 1), dtype=self._int)
+        cf = np.zeros((b, n_fp + 1), dtype=wi.dtype)
         np.cumsum(wi[:, self._fp_image], axis=1, out=cf[:, 1:])
-        ct = np.zeros((b, n_tp + 1), dtype=self._int)
+        ct = np.zeros((b, n_tp + 1), dtype=wi.dtype)
         np.cumsum(wi[:, self._tp_image], axis=1, out=ct[:, 1:])
         ctp = (ct[:, 1:] - ct[:, self._tp_tp_class_start]).astype(np.float64)
         cfp = (cf[:, self._tp_fp_before] - cf[:, self._tp_fp_class_start]).astype(np.float64)
