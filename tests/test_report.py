@@ -381,3 +381,17 @@ def test_chromium_check_catches_a_broken_image(tmp_path):
     with pytest.raises(AssertionError, match=rf"assert \({n}, {n - 1}\) == \({n}, {n}\)"):
         check_html_in_chromium(files.html, tmp_path, n_images=len(rep.figures),
                                n_tables=len(rep.tables), screenshot_name="broken.png")
+
+
+def test_map_ci_shown_next_to_the_headline():
+    d = _map_dict("m", "sg", 12.0, headline="unseen")
+    d["ci"] = {"full": [10.0, 14.0], "unseen": [3.0, 5.5], "rare": None, "level": 0.95, "n_boot": 100,
+               "bias": {"full": -0.1}}
+    r = result_from_dict(d)
+    assert r.headline_ci == (3.0, 5.5) and r.ci_level == 0.95
+    t = map_table([r, result_from_dict(_map_dict("n", "sg", 9.0, headline="unseen"))])
+    assert t.column("ci_low") == [3.0, None] and t.column("ci_high") == [5.5, None]
+    assert "ci_low" not in map_table([result_from_dict(_map_dict("n", "sg", 9.0))]).columns
+    d["ci"]["unseen"] = [6.0, 5.0]
+    with pytest.raises(FormatError, match=r"ci.unseen: expected \[low, high\]"):
+        result_from_dict(d, file="r.json")

@@ -83,6 +83,24 @@ def _float_list(d: Mapping[str, Any], key: str, file: Any, *, n: int | None = No
     return out
 
 
+def _map_ci(raw: Any, file: Any) -> tuple[dict[str, tuple[float, float]], float | None]:
+    """The optional ``ci`` object of mAP results: ``{metric: [low, high] | null, "level": ...}``."""
+    if raw is None:
+        return {}, None
+    if not isinstance(raw, dict):
+        raise FormatError("expected an object {metric: [low, high]}", file=file, field="ci")
+    out = {}
+    for k, v in raw.items():
+        if not isinstance(v, list):
+            continue  # level, n_boot, seed, method, bias, ...: not intervals
+        if (len(v) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)
+                or not v[0] <= v[1]):
+            raise FormatError(f"expected [low, high], got {v!r}", file=file, field=f"ci.{k}")
+        out[str(k)] = (float(v[0]), float(v[1]))
+    level = raw.get("level")
+    return out, float(level) if isinstance(level, (int, float)) and not isinstance(level, bool) else None
+
+
 @dataclass(frozen=True)
 class MapResult:
     """HICO-DET mAP of one model on one benchmark (percent), with per-class AP (fraction)."""
@@ -99,6 +117,8 @@ class MapResult:
     n_gt: np.ndarray | None = None
     class_names: tuple[str, ...] = ()
     headline_name: str = "full"
+    ci: dict[str, tuple[float, float]] = field(default_factory=dict)  # percent, bootstrap
+    ci_level: float | None = None
     source: str = ""
 
     kind = "hico_map"
@@ -127,7 +147,10 @@ class MapResult:
         if headline != "full" and headline not in subsets:
             raise FormatError(f"must be 'full' or a key of subsets {sorted(subsets)}; got {headline!r}",
                               file=file, field="headline")
+        ci, level = _map_ci(d.get("ci"), file)
         return cls(
+            ci=ci,
+            ci_level=level,
             model=_str(d, "model", file, Path(str(file)).stem if file else "model"),
             benchmark=_str(d, "benchmark", file, "benchmark"),
             protocol=_str(d, "protocol", file, "official"),
@@ -142,6 +165,11 @@ class MapResult:
             headline_name=headline,
             source=str(file or ""),
         )
+
+    @property
+    def headline_ci(self) -> tuple[float, float] | None:
+        """Bootstrap interval of :attr:`headline` (percent), when the evaluator computed one."""
+        return self.ci.get(self.headline_name)
 
     @property
     def headline(self) -> float:

@@ -70,14 +70,20 @@ def _unique(items: Sequence[str]) -> list[str]:
 def map_table(results: Sequence[MapResult]) -> Table:
     """One row per result: model, benchmark, protocol, Full/Rare/Non-rare and every subset."""
     subsets = _unique([k for r in results for k in r.subsets])
-    columns = ["model", "benchmark", "protocol", "mAP", "classes", "full", "rare", "non_rare", *subsets]
-    rows = [(r.model, r.benchmark, r.protocol + (" (known object)" if r.known_object else ""),
-             r.headline, r.headline_name, r.full, r.rare, r.non_rare,
-             *(r.subsets.get(s) for s in subsets)) for r in results]
+    with_ci = any(r.headline_ci is not None for r in results)
+    columns = ["model", "benchmark", "protocol", "mAP", *(("ci_low", "ci_high") if with_ci else ()),
+               "classes", "full", "rare", "non_rare", *subsets]
+    rows = []
+    for r in results:
+        ci = r.headline_ci or (None, None)
+        rows.append((r.model, r.benchmark, r.protocol + (" (known object)" if r.known_object else ""),
+                     r.headline, *(ci if with_ci else ()), r.headline_name, r.full, r.rare, r.non_rare,
+                     *(r.subsets.get(s) for s in subsets)))
     return Table("map", "HICO-DET mAP (%)", tuple(columns), tuple(rows),
                  caption="mAP: the benchmark's main number, over the classes named in 'classes' "
-                         "(full = all classes of the label space). Full, Rare, Non-rare and the "
-                         "subset columns are as the evaluator reports them.")
+                         "(full = all classes of the label space)"
+                         + ("; ci_low/ci_high: its bootstrap interval (images resampled)" if with_ci else "")
+                         + ". Full, Rare, Non-rare and the subset columns are as the evaluator reports them.")
 
 
 def _aggregate(results: Sequence[MapResult]) -> tuple[list[str], list[str], dict[tuple[str, str], list[float]]]:
@@ -94,6 +100,7 @@ def map_bars_figure(results: Sequence[MapResult], *, name: str = "map-bars",
     """The SG paper's Figure 2: per model, a bar per benchmark (its headline mAP); repeated
     results give mean ± std."""
     models, benches, values = _aggregate(results)
+    cis = {(r.model, r.benchmark): r.headline_ci for r in results if r.headline_ci is not None}
     series: dict[str, list[float | None]] = {}
     errors: dict[str, list[tuple[float, float] | None]] = {}
     for b in benches:
@@ -106,11 +113,16 @@ def map_bars_figure(results: Sequence[MapResult], *, name: str = "map-bars",
                 continue
             mean = float(np.mean(v))
             series[b].append(mean)
-            sd = float(np.std(v)) if len(v) > 1 else None
-            errors[b].append(None if sd is None else (mean - sd, mean + sd))
+            if len(v) > 1:
+                sd = float(np.std(v))
+                errors[b].append((mean - sd, mean + sd))
+            else:
+                errors[b].append(cis.get((m, b)))
     return grouped_bars(name, title, groups=models, series=series, errors=errors,
-                        caption="Bars: each benchmark's mAP (see the table's 'classes' column); error bars: standard deviation over repeated "
-                                "results of a model on a benchmark (e.g. several SG splits).")
+                        caption="Bars: each benchmark's mAP (see the table's 'classes' column); error "
+                                "bars: standard deviation over repeated results of a model on a "
+                                "benchmark (e.g. several SG splits), else the bootstrap interval when "
+                                "the evaluator computed one.")
 
 
 def class_ap_spread_table(results: Sequence[MapResult]) -> Table:
