@@ -350,3 +350,12 @@ def test_cli_analyze_compare(tmp_path, synthetic):
     assert "full_bias" in (out / "map-ci.csv").read_text()
     one = CliRunner().invoke(cli, ["analyze", "compare", "--gt", gt_path, "--pred", paths[0]])
     assert one.exit_code != 0
+    ref = CliRunner().invoke(cli, ["analyze", "compare", "--gt", gt_path, "--pred", paths[0], "--pred", paths[1],
+                                   "--bootstrap", "20", "--reference", "b", "--metric", "rare",
+                                   "--ci-method", "basic", "--out", str(out)])
+    assert ref.exit_code == 0, ref.output
+    assert (out / "paired-difference-rare.csv").read_text().splitlines()[1].startswith("b,a,")
+    for bad in (["--metric", "unseen"], ["--reference", "c"]):
+        r = CliRunner().invoke(cli, ["analyze", "compare", "--gt", gt_path, "--pred", paths[0], "--pred",
+                                     paths[1], *bad])
+        assert r.exit_code != 0 and bad[1] in str(r.exception)

@@ -271,8 +271,13 @@ def compare(gt_spec: str, pred_paths: tuple[str, ...], names: tuple[str, ...], p
     labels = list(names) or [Path(p).name.split(".")[0] for p in pred_paths]
     if len(set(labels)) != len(labels):
         raise ConfigError(f"model names must differ (got {labels}); use --name")
+    if reference is not None and reference not in labels:
+        raise ConfigError(f"--reference must be one of {', '.join(labels)}; got {reference!r}")
     gt = resolve_dataset(gt_spec)
     subsets = hico_class_subsets(classes_spec, vocab=gt.vocab)[0] if classes_spec else {}
+    if metric not in ("full", "rare", "non_rare", *subsets):
+        raise ConfigError(f"--metric must be one of full, rare, non_rare{''.join(', ' + k for k in subsets)}; "
+                          f"got {metric!r}")
     preds = {}
     with console.status("reading the detections"):
         for label, path in zip(labels, pred_paths):
@@ -280,10 +285,6 @@ def compare(gt_spec: str, pred_paths: tuple[str, ...], names: tuple[str, ...], p
     cmp = compare_hico_models(preds, gt, protocol=protocol, known_object=known_object, class_subsets=subsets,
                               n_resamples=n_boot, confidence=ci_level / 100.0, random_state=seed,
                               lenient=lenient, progress=True)
-    if metric not in cmp.metrics:
-        raise ConfigError(f"--metric must be one of {', '.join(cmp.metrics)}; got {metric!r}")
-    if reference is not None and reference not in cmp.models:
-        raise ConfigError(f"--reference must be one of {', '.join(cmp.models)}; got {reference!r}")
     recs = cmp.map_ci(method=ci_method)
     tables = [Table.from_records("map-ci", f"mAP with {ci_level:g}% bootstrap intervals ({protocol} protocol)",
                                  recs, caption=f"{n_boot} resamples of the {gt.n_images:,} test images "
