@@ -422,13 +422,16 @@ def build_balanced_split(
     if len(set(dataset.file_names)) != dataset.n_images:
         raise ValidationError(f"{dataset.name or 'dataset'}: file names are not unique; the sets are "
                               f"kept apart by image file name")
+    if l_zero_shot is not None and not zero_shot:
+        raise ConfigError("l_zero_shot applies only to the zero-shot test set; pass zero_shot=True "
+                          "(--zero-shot) or drop it")
     l_zero_shot = l_test if l_zero_shot is None else l_zero_shot
     _check_positive(l_train=l_train, l_test=l_test, epochs=epochs, l_zero_shot=l_zero_shot)
     counts = dataset.hoi_counts() if selection_counts is None else np.asarray(selection_counts)
     if counts.shape != (vocab.n_hois,):
         raise ConfigError(f"selection_counts must have {vocab.n_hois} entries; got shape {counts.shape}")
     classes = select_top_classes(counts, top_k)
-    rng = np.random.default_rng(int(random_state))
+    rng = check_random_state(int(random_state))
 
     test = _balanced_set("test", dataset, classes, target=l_test, epochs=epochs,
                          allowed=np.ones(dataset.n_images, dtype=bool), extra=None, rng=rng)

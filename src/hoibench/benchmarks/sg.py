@@ -662,6 +662,8 @@ def build_preset(
     """
     p = get_preset(preset)
     bundled = dataset is None
+    if dataset is not None and dataset.vocab.name != p.dataset:
+        raise ConfigError(f"preset {p.name} splits {p.dataset}; the given dataset has {dataset.vocab.name} labels")
     if dataset is None:
         dataset, origin_test = load_union(p.dataset)
     inherit = None

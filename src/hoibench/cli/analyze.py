@@ -32,19 +32,13 @@ def _map_results(paths: tuple[str, ...]) -> list[Any]:
 
 
 def _read_classes(path: str | None) -> list[int] | None:
-    """Class indices from a ``classes.json`` of ``hoibench split balanced`` or a JSON list."""
+    """Class indices from a ``classes.json`` of ``hoibench split balanced``, a JSON list or one
+    id per line (:func:`hoibench.formats.read_class_list`)."""
     if path is None:
         return None
-    from hoibench._exceptions import FormatError
-    from hoibench._io import read_json
+    from hoibench.formats import read_class_list
 
-    data = read_json(path)
-    if isinstance(data, dict) and data.get("kind") == "balanced_classes":
-        data = [c.get("hoi") if isinstance(c, dict) else c for c in data.get("classes") or []]
-    if not isinstance(data, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in data):
-        raise FormatError("expected a JSON list of 0-based class indices or a balanced classes.json",
-                          file=path, field="classes")
-    return data
+    return read_class_list(path).tolist()
 
 
 def _write(out_dir: str | None, tables: list[Any], figures: list[Any]) -> None:

@@ -110,7 +110,7 @@ def convert(src: str, dst: str, to: str, fmt: str | None) -> None:
 @data.command("validate")
 @click.argument("file", metavar="FILE")
 @click.option("--format", "fmt", default=None, help="Input format (detected when omitted).")
-@click.option("--limit", default=50, show_default=True, help="Print at most this many problems.")
+@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True, help="Print at most this many problems.")
 def validate(file: str, fmt: str | None, limit: int) -> None:
     """Structural checks: box coordinates, ids in range, dangling box references, duplicate images.
 

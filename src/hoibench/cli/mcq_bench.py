@@ -82,6 +82,17 @@ def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int
           as_json: bool) -> None:
     """Build multiple-choice questions from annotations (JSONL with a provenance header)."""
     from hoibench._exceptions import ConfigError
+    from hoibench.cli._common import reject_unused_options
+
+    ctx = click.get_current_context()
+    if split == "train":
+        reject_unused_options(ctx, "with --split train (one question per setting and image)", "settings",
+                              "max_per_class", "head_exponent", "no_redistribute", "no_remove_easy",
+                              "easy_min_train_count", "temporal_positives", "judge_specs")
+    if no_redistribute:
+        reject_unused_options(ctx, "with --no-redistribute", "max_per_class", "head_exponent")
+    if not judge_specs:
+        reject_unused_options(ctx, "without --judge", "judge_base_urls", "images", "judge_cache")
     from hoibench.benchmarks.mcq import build_mcq_benchmark, build_mcq_training_set
     from hoibench.formats import write_questions
 
@@ -244,8 +255,14 @@ def score(questions_path: str, answers_path: str, protocol: str, setting: int | 
           seed: int, zero_division: float, json_out: str | None, per_class: bool) -> None:
     """Score answers (JSONL: selected choice texts or letters) against questions."""
     from hoibench._io import atomic_write_json
+    from hoibench.cli._common import reject_unused_options
     from hoibench.evaluation import mcq_scores
     from hoibench.formats import read_answers, read_questions
+
+    if n_bootstrap == 0:
+        reject_unused_options(click.get_current_context(), "without --bootstrap", "seed")
+    if protocol != "paper":
+        reject_unused_options(click.get_current_context(), f"with --protocol {protocol}", "zero_division")
 
     qs = read_questions(questions_path)
     if setting is not None:

@@ -125,7 +125,7 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
 @click.argument("train", type=click.Path(exists=True, dir_okay=False))
 @click.argument("test", type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
-@click.option("--limit", default=20, show_default=True, help="Rows to print per list.")
+@click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True, help="Rows to print per list.")
 def audit(train: str, test: str, as_json: bool, limit: int) -> None:
     """Leakage report for any TRAIN/TEST pair of annotation files; exit code 1 when a
     combination occurs in both."""

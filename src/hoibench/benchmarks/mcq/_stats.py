@@ -112,8 +112,15 @@ def class_distribution_figure(train_counts: np.ndarray, counts: np.ndarray, path
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from hoibench._exceptions import ConfigError
     from hoibench._io import atomic_write
 
+    suffix = os.path.splitext(str(path))[1].lstrip(".").lower() or "png"
+    supported = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    if suffix not in supported:
+        raise ConfigError(f"{path}: cannot save a figure as .{suffix}; use one of "
+                          f"{', '.join('.' + s for s in sorted(supported))}")
     train = np.asarray(train_counts, dtype=np.float64)
     c = np.asarray(counts, dtype=np.float64)
     order = np.argsort(-train, kind="stable")
@@ -127,7 +134,6 @@ def class_distribution_figure(train_counts: np.ndarray, counts: np.ndarray, path
     ax.set_title(title or "class distribution")
     ax.legend(loc="upper right", frameon=False)
     fig.tight_layout()
-    suffix = os.path.splitext(str(path))[1].lstrip(".") or "png"
     with atomic_write(path, "wb") as fh:
         fig.savefig(fh, format=suffix)
     plt.close(fig)

@@ -1,0 +1,249 @@
+"""Bad input to every command of the data, eval, split, analyze and mcq groups: exactly one line
+on stderr that names the file (and record and field where there is one), a non-zero exit code,
+never a traceback and never a silent result.
+
+Each case runs ``python -m hoibench`` in a real process, as a user would. The inputs are small
+files derived in ``tmp_path`` from the vendored fixtures, each with one defect.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from hoibench.data import HOIPredictions, MCAnswer
+from hoibench.formats import read_dataset, write_answers, write_predictions, write_questions
+from tests.conftest import FIXTURES
+
+GT = FIXTURES / "mini_instances_test2015.json"
+VCOCO = FIXTURES / "mini_instances_vcoco_test.json"
+
+
+def _perfect_predictions(gt: Any) -> HOIPredictions:
+    """One detection per ground-truth pair (enough for every reader and evaluator path)."""
+    ok = gt.pair_object >= 0
+    img = gt.pair_image[ok]
+    counts = np.bincount(img, minlength=gt.n_images)
+    return HOIPredictions.from_arrays(
+        gt.vocab, gt.file_names, counts, gt.boxes[gt.pair_subject[ok]], gt.boxes[gt.pair_object[ok]],
+        gt.box_labels[gt.pair_object[ok]], gt.pair_verb[ok], np.linspace(0.9, 0.1, int(ok.sum())))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from hoibench.benchmarks.mcq import answers_from_detections, build_mcq_benchmark
+
+    d = tmp_path_factory.mktemp("bad_input")
+    out: dict[str, Path] = {"dir": d, "gt": GT}
+
+    def put(name: str, obj: Any = None, raw: str | None = None) -> None:
+        path = d / name
+        path.write_text(raw if raw is not None else json.dumps(obj))
+        out[name] = path
+
+    gt = read_dataset(GT)
+    preds = _perfect_predictions(gt)
+    write_predictions(preds, d / "pred.json")
+    out["pred.json"] = d / "pred.json"
+    build = build_mcq_benchmark(gt, random_state=0, remove_easy=False)
+    write_questions(d / "q.jsonl", build.questions, header=build.header)
+    out["q.jsonl"] = d / "q.jsonl"
+    answers = answers_from_detections(list(build.questions), preds)
+    write_answers(d / "ans.jsonl", answers, header={"kind": "mcq_answers"})
+    out["ans.jsonl"] = d / "ans.jsonl"
+    put("not_a_dir", raw="x")
+
+    put("empty.json", raw="")
+    put("invalid.json", raw='{"images": [')
+    put("null.json", raw="null")
+    ann = json.loads(GT.read_text())
+    for name, edit in {
+        "gt_nan.json": lambda a: a["annotation"][0]["boxes_h"].__setitem__(0, [float("nan"), 1, 2, 3]),
+        "gt_inverted.json": lambda a: a["annotation"][0]["boxes_h"].__setitem__(0, [300, 300, 100, 100]),
+        "gt_box_str.json": lambda a: a["annotation"][0]["boxes_h"].__setitem__(0, "abc"),
+        "gt_verb.json": lambda a: a["annotation"][0]["verb"].__setitem__(0, 9999),
+        "gt_size.json": lambda a: a["size"].__setitem__(0, "x"),
+    }.items():
+        a = copy.deepcopy(ann)
+        edit(a)
+        put(name, raw=json.dumps(a))
+    p = json.loads((d / "pred.json").read_text())
+    for name, edit in {
+        "pred_nan.json": lambda q: q["images"][0]["boxes_h"].__setitem__(0, [float("nan"), 1, 2, 3]),
+        "pred_inverted.json": lambda q: q["images"][0]["boxes_o"].__setitem__(0, [300, 300, 100, 100]),
+        "pred_verb.json": lambda q: q["images"][0]["verbs"].__setitem__(0, 999),
+        "pred_score.json": lambda q: q["images"][0]["scores"].__setitem__(0, "high"),
+        "pred_image.json": lambda q: q["images"][0].__setitem__("file_name", "nope.jpg"),
+        "pred_space.json": lambda q: q.__setitem__("label_space", "v-coco"),
+    }.items():
+        q = copy.deepcopy(p)
+        edit(q)
+        put(name, raw=json.dumps(q))
+    lines = (d / "q.jsonl").read_text().splitlines()
+    bad_q = json.loads(lines[1])
+    bad_q["correct"] = [7]
+    put("q_correct.jsonl", raw="\n".join([lines[0], json.dumps(bad_q), *lines[2:]]) + "\n")
+    alines = (d / "ans.jsonl").read_text().splitlines()
+    bad_a = json.loads(alines[1])
+    bad_a["selected"] = ["Z"]
+    put("a_letter.jsonl", raw="\n".join([alines[0], json.dumps(bad_a), *alines[2:]]) + "\n")
+    bad_a["selected"] = "ride"
+    put("a_type.jsonl", raw="\n".join([alines[0], json.dumps(bad_a), *alines[2:]]) + "\n")
+    bad_a["selected"] = []
+    bad_a["seed"] = "zero"
+    put("a_seed.jsonl", raw="\n".join([alines[0], json.dumps(bad_a), *alines[2:]]) + "\n")
+    put("ids_oor.json", [1, 100000])
+    put("ids_empty.json", [])
+    put("result.json", {"kind": "hico_map", "model": "m", "benchmark": "b", "protocol": "official",
+                        "known_object": False, "full": 10.0, "rare": 5.0, "non_rare": 12.0, "subsets": {},
+                        "per_class_ap": [0.5] * 600, "n_gt": [1] * 600, "class_names": ["c"] * 600,
+                        "classes": None})
+    return out
+
+
+def _cases() -> list[tuple[str, list[str], list[str]]]:
+    """``(id, argv with {placeholders}, substrings of the error line)``."""
+    ev = ["eval", "hico", "--gt", "{gt}", "--pred"]
+    return [
+        # annotation files
+        ("missing", ["data", "info", "{dir}/nope.json"], ["nope.json", "no such file"]),
+        ("directory", ["data", "info", "{dir}"], ["is a directory"]),
+        ("empty", ["data", "stats", "{empty.json}"], ["empty.json", "not valid JSON"]),
+        ("invalid-json", ["split", "audit", "{invalid.json}", "{gt}"], ["invalid.json", "not valid JSON"]),
+        ("null-json", ["data", "info", "{null.json}"], ["null.json", "unknown annotation format"]),
+        ("questions-as-annotations", ["mcq", "build", "--dataset", "{q.jsonl}", "--out", "{dir}/o.jsonl"],
+         ["q.jsonl", "not valid JSON"]),
+        ("gt-nan-box", ["eval", "hico", "--gt", "{gt_nan.json}", "--pred", "{pred.json}"],
+         ["gt_nan.json", "record 0", "non-finite"]),
+        ("gt-inverted-box", ["split", "balanced", "--dataset", "{gt_inverted.json}", "--out", "{dir}/b"],
+         ["gt_inverted.json", "record 0", "inverted"]),
+        ("gt-wrong-type", ["data", "convert", "{gt_box_str.json}", "{dir}/c.json", "--to", "ppdm"],
+         ["gt_box_str.json", "record 0", "boxes_h[0]"]),
+        ("gt-verb-range", ["mcq", "build", "--dataset", "{gt_verb.json}", "--out", "{dir}/o.jsonl"],
+         ["gt_verb.json", "record 0", "verb[0]", "outside"]),
+        ("gt-size-type", ["split", "sg", "--dataset", "{gt_size.json}", "--seed", "0", "--out", "{dir}/sg"],
+         ["gt_size.json", "record 0", "size"]),
+        ("dataset-split-typo", ["eval", "hico", "--gt", "hico-det:tset", "--pred", "{pred.json}"],
+         ["hico-det has splits"]),
+        ("dataset-name-typo", ["data", "info", "hico-dte"], ["hico-dte", "nor a bundled dataset"]),
+        # predictions
+        ("pred-nan-box", [*ev, "{pred_nan.json}"], ["pred_nan.json", "record 0", "boxes_h[0]"]),
+        ("pred-inverted-box", [*ev, "{pred_inverted.json}"], ["pred_inverted.json", "boxes_o[0]", "inverted"]),
+        ("pred-verb-range", [*ev, "{pred_verb.json}"], ["pred_verb.json", "verb[0]"]),
+        ("pred-score-type", [*ev, "{pred_score.json}"], ["pred_score.json", "scores[0]"]),
+        ("pred-unknown-image", [*ev, "{pred_image.json}"], ["nope.jpg", "not in the ground truth"]),
+        ("pred-label-space", [*ev, "{pred_space.json}"], ["pred_space.json", "label_space", "v-coco"]),
+        ("questions-as-predictions", [*ev, "{q.jsonl}"], ["q.jsonl"]),
+        ("sensitivity-pred-label-space", ["analyze", "sensitivity", "--predictions", "{pred_space.json}",
+                                          "--dataset", "{gt}"], ["pred_space.json", "label_space"]),
+        ("from-detections-bad-pred", ["mcq", "from-detections", "--questions", "{q.jsonl}", "--predictions",
+                                      "{pred_nan.json}", "--out", "{dir}/a.jsonl"], ["pred_nan.json", "boxes_h[0]"]),
+        # questions and answers
+        ("answers-empty", ["mcq", "score", "--questions", "{q.jsonl}", "--answers", "{empty.json}"],
+         ["empty.json", "empty file"]),
+        ("answers-null", ["mcq", "score", "--questions", "{q.jsonl}", "--answers", "{null.json}"],
+         ["null.json", "record 1", "expected an object"]),
+        ("answers-not-jsonl", ["mcq", "score", "--questions", "{q.jsonl}", "--answers", "{invalid.json}"],
+         ["invalid.json", "no header and no complete answer line"]),
+        ("answers-bad-letter", ["mcq", "score", "--questions", "{q.jsonl}", "--answers", "{a_letter.jsonl}"],
+         ["a_letter.jsonl", "record 2", "selected"]),
+        ("answers-wrong-type", ["mcq", "score", "--questions", "{q.jsonl}", "--answers", "{a_type.jsonl}"],
+         ["a_type.jsonl", "record 2", "selected"]),
+        ("answers-bad-seed", ["mcq", "score", "--questions", "{q.jsonl}", "--answers", "{a_seed.jsonl}"],
+         ["a_seed.jsonl", "record 2", "seed"]),
+        ("questions-correct-range", ["mcq", "stats", "{q_correct.jsonl}"],
+         ["q_correct.jsonl", "record 2", "correct"]),
+        ("predictions-as-questions", ["mcq", "score", "--questions", "{pred.json}", "--answers", "{ans.jsonl}"],
+         ["pred.json", "neither question JSONL"]),
+        # class lists and result files
+        ("classes-out-of-range", [*ev, "{pred.json}", "--classes", "{ids_oor.json}"],
+         ["ids_oor.json", "record 1", "100000"]),
+        ("classes-empty", ["analyze", "class-ap", "{result.json}", "--classes", "{ids_empty.json}"],
+         ["ids_empty.json", "no class ids"]),
+        ("predictions-as-results", ["analyze", "class-ap", "{pred.json}"], ["pred.json", "kind"]),
+        # contradictory or ineffective options
+        ("image-labels-without-known-object", [*ev, "{pred.json}", "--image-labels", "{ids_empty.json}"],
+         ["--image-labels", "--known-object"]),
+        ("preset-other-dataset", ["split", "sg", "--preset", "hico-det-sg1", "--dataset", str(VCOCO),
+                                  "--out", "{dir}/sg2"], ["hico-det-sg1", "v-coco"]),
+        ("zero-shot-size-without-zero-shot", ["split", "balanced", "--dataset", "{gt}", "--top-k", "5",
+                                              "--l-zero-shot", "3", "--out", "{dir}/b2"], ["l_zero_shot"]),
+        ("max-per-class-without-redistribution", ["mcq", "build", "--dataset", "{gt}", "--no-redistribute",
+                                                  "--max-per-class", "5", "--out", "{dir}/o.jsonl"],
+         ["--max-per-class", "--no-redistribute"]),
+        ("judge-url-without-judge", ["mcq", "build", "--dataset", "{gt}", "--judge-base-url", "http://x",
+                                     "--out", "{dir}/o.jsonl"], ["--judge-base-url", "without --judge"]),
+        ("seed-without-bootstrap", ["mcq", "score", "--questions", "{q.jsonl}", "--answers", "{ans.jsonl}",
+                                    "--seed", "3"], ["--seed", "without --bootstrap"]),
+        ("plot-suffix", ["mcq", "stats", "{q.jsonl}", "--plot", "{dir}/plot.xyz"], ["plot.xyz", ".png"]),
+        ("negative-limit", ["data", "validate", "{gt}", "--limit", "-1"], ["--limit"]),
+        # outputs that cannot be written
+        ("json-under-a-file", [*ev, "{pred.json}", "--json", "{not_a_dir}/r.json"],
+         ["r.json", "not_a_dir is a file"]),
+        ("answers-under-a-file", ["mcq", "from-detections", "--questions", "{q.jsonl}", "--predictions",
+                                  "{pred.json}", "--out", "{not_a_dir}/a.jsonl"], ["not_a_dir is a file"]),
+        ("convert-under-a-file", ["data", "convert", "{gt}", "{not_a_dir}/x/c.json", "--to", "ppdm"],
+         ["not_a_dir is a file"]),
+    ]
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize(("argv", "expected"), [(c[1], c[2]) for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_gives_one_line(files: dict[str, Path], argv: list[str], expected: list[str]) -> None:
+    args = []
+    for a in argv:
+        for key, path in files.items():
+            a = a.replace("{" + key + "}", str(path))
+        assert "{" not in a, a
+        args.append(a)
+    r = subprocess.run([sys.executable, "-m", "hoibench", *args], capture_output=True, text=True,
+                       timeout=300, cwd=files["dir"])
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode != 0, f"exit 0 on bad input; stdout: {r.stdout[-500:]}"
+    assert "Traceback" not in r.stderr
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: "), lines[0]
+    assert "internal error" not in lines[0]
+    for part in expected:
+        assert part in lines[0], f"{part!r} not in {lines[0]!r}"
+
+
+def test_the_valid_inputs_pass(files: dict[str, Path]) -> None:
+    """The defects, not the base files, make the cases above fail."""
+    for argv in (["eval", "hico", "--gt", str(GT), "--pred", str(files["pred.json"])],
+                 ["mcq", "score", "--questions", str(files["q.jsonl"]), "--answers", str(files["ans.jsonl"])],
+                 ["analyze", "class-ap", str(files["result.json"])]):
+        r = subprocess.run([sys.executable, "-m", "hoibench", *argv], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+
+
+def test_answer_writer_restarts_a_file_holding_only_a_truncated_header(tmp_path: Path) -> None:
+    from hoibench.formats import AnswerWriter, read_answers
+
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"header": {"mod')
+    with AnswerWriter(path, header={"model": "m"}) as w:
+        w.write(MCAnswer("q1", frozenset({"ride horse"}), "ride horse", "ok", {}))
+    got = read_answers(path)
+    assert got.header == {"model": "m"}
+    assert [a.question_id for a in got] == ["q1"]
+
+
+def test_read_class_list_layouts(tmp_path: Path) -> None:
+    from hoibench.formats import read_class_list
+
+    (tmp_path / "a.json").write_text("[5, 3, 5]")
+    (tmp_path / "b.txt").write_text("7  # ride bicycle\n\n2\n")
+    (tmp_path / "c.json").write_text(json.dumps({"kind": "balanced_classes", "classes": [{"hoi": 9}, {"hoi": 1}]}))
+    assert read_class_list(tmp_path / "a.json", n_classes=600).tolist() == [3, 5]
+    assert read_class_list(tmp_path / "b.txt", n_classes=600).tolist() == [2, 7]
+    assert read_class_list(tmp_path / "c.json").tolist() == [1, 9]
