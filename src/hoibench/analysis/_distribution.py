@@ -89,14 +89,9 @@ def distinct_boxes(boxes: np.ndarray, *, iou_threshold: float = 0.5) -> np.ndarr
     ids = np.full(n, -1, dtype=np.int64)
     if n == 0:
         return ids
-    area = np.clip(b[:, 2] - b[:, 0], 0, None) * np.clip(b[:, 3] - b[:, 1], 0, None)
-    x1 = np.maximum(b[:, None, 0], b[None, :, 0])
-    y1 = np.maximum(b[:, None, 1], b[None, :, 1])
-    x2 = np.minimum(b[:, None, 2], b[None, :, 2])
-    y2 = np.minimum(b[:, None, 3], b[None, :, 3])
-    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
-    union = area[:, None] + area[None, :] - inter
-    iou = np.where(union > 0, inter / np.where(union > 0, union, 1), 1.0)
+    from hoibench.evaluation import box_iou
+
+    iou = np.nan_to_num(box_iou(b, b), nan=1.0)  # two empty boxes count as one
     heads: list[int] = []
     for i in range(n):
         for h in heads:

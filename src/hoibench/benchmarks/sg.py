@@ -923,16 +923,12 @@ class SplitComparison:
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU of every box of ``a`` with every box of ``b`` (continuous coordinates)."""
-    lt = np.maximum(a[:, None, :2], b[None, :, :2])
-    rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
-    inter = np.clip(rb - lt, 0, None).prod(axis=2)
-    area_a = (a[:, 2:] - a[:, :2]).clip(0).prod(axis=1)
-    area_b = (b[:, 2:] - b[:, :2]).clip(0).prod(axis=1)
-    union = area_a[:, None] + area_b[None, :] - inter
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(union > 0, inter / union, (a[:, None, :] == b[None, :, :]).all(axis=2))
-    return out
+    """IoU of every box of ``a`` with every box of ``b`` (continuous coordinates); two empty
+    boxes (e.g. the zero boxes standing for a missing object) overlap fully when equal."""
+    from hoibench.evaluation import box_iou
+
+    iou = box_iou(a, b)
+    return np.where(np.isnan(iou), (a[:, None, :] == b[None, :, :]).all(axis=2), iou)
 
 
 def compare_splits(

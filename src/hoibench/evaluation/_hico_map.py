@@ -40,7 +40,7 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError, FormatError, ValidationError
 from hoibench.data import HOIDataset, HOIPredictions
-from hoibench.evaluation._ap import recall_thresholds, voc11_ap
+from hoibench.evaluation._ap import precision_recall, recall_thresholds, voc11_ap
 from hoibench.evaluation._iou import IOU_CONVENTIONS, pair_iou, paired_box_iou
 
 __all__ = [
@@ -302,11 +302,7 @@ class HICOMatches:
 
 
 def _class_ap(tp: np.ndarray, n_gt: int, flavour: str) -> float:
-    tpf = tp.astype(np.float64)
-    ctp = np.cumsum(tpf)
-    cfp = np.cumsum(1.0 - tpf)
-    rec = ctp / n_gt
-    prec = ctp / (cfp + ctp)
+    prec, rec = precision_recall(tp, n_gt)
     return voc11_ap(rec, prec, thresholds=flavour)  # type: ignore[arg-type]
 
 
