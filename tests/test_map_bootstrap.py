@@ -203,9 +203,9 @@ def test_weights_equal_physical_resampling_real_test_set(protocol):
 # ----------------------------------------------------------------------------- bootstrap API
 def test_bootstrap_is_seeded_and_brackets_the_estimate(synthetic):
     gt, preds = synthetic
-    a = hico_map_bootstrap(preds, gt, n_resamples=200, random_state=3)
-    b = hico_map_bootstrap(preds, gt, n_resamples=200, random_state=3)
-    c = hico_map_bootstrap(preds, gt, n_resamples=200, random_state=4)
+    a = hico_map_bootstrap(preds, gt, n_resamples=200, random_state=3, method="percentile")
+    b = hico_map_bootstrap(preds, gt, n_resamples=200, random_state=3, method="percentile")
+    c = hico_map_bootstrap(preds, gt, n_resamples=200, random_state=4, method="percentile")
     np.testing.assert_array_equal(a.samples, b.samples)
     assert not np.array_equal(a.samples, c.samples)
     ref = hico_mean_ap(preds, gt)
@@ -215,14 +215,16 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate(synthetic):
     j = a.to_json()
     assert j["full"] == [lo, hi] and j["level"] == 0.95 and j["n_boot"] == 200 and j["seed"] == 3
     # a wider level gives a wider interval
-    w99 = hico_map_bootstrap(preds, gt, n_resamples=200, random_state=3, confidence=0.99)
+    w99 = hico_map_bootstrap(preds, gt, n_resamples=200, random_state=3, confidence=0.99,
+                             method="percentile")
     assert w99.ci("full")[0] <= lo and w99.ci("full")[1] >= hi
     with pytest.raises(ConfigError):
         a.ci("nope")
     # bias = replicate mean - estimate; "basic" reflects the percentile interval about the estimate
     np.testing.assert_allclose(a.bias, a.samples.mean(axis=0) - a.estimate)
     assert j["bias"]["full"] == pytest.approx(a.bias[0]) and j["method"] == "percentile"
-    basic = hico_map_bootstrap(preds, gt, n_resamples=200, random_state=3, method="basic")
+    basic = hico_map_bootstrap(preds, gt, n_resamples=200, random_state=3)  # the default
+
     np.testing.assert_allclose(basic.low, 2 * a.estimate - a.high)
     np.testing.assert_allclose(basic.high, 2 * a.estimate - a.low)
     assert basic.to_json()["method"] == "basic"
@@ -323,11 +325,12 @@ def test_cli_eval_hico_bootstrap(tmp_path, synthetic):
     r2 = CliRunner().invoke(cli, ["eval", "hico", "--gt", gt_path, "--pred", pred_path, "--bootstrap", "100",
                                   "--seed", "5", "--ci", "90", "--json", "-"])
     assert json.loads(r2.stdout)["ci"] == ci  # seeded; the progress bar stays off stdout
+    assert ci["method"] == "basic"  # the default: percentile quantiles reflected about the estimate
     r3 = CliRunner().invoke(cli, ["eval", "hico", "--gt", gt_path, "--pred", pred_path, "--bootstrap", "100",
-                                  "--seed", "5", "--ci", "90", "--ci-method", "basic", "--json", "-"])
+                                  "--seed", "5", "--ci", "90", "--ci-method", "percentile", "--json", "-"])
     ci3 = json.loads(r3.stdout)["ci"]
-    assert ci3["method"] == "basic"
-    np.testing.assert_allclose(ci3["full"], [2 * res["full"] - ci["full"][1], 2 * res["full"] - ci["full"][0]])
+    assert ci3["method"] == "percentile"
+    np.testing.assert_allclose(ci["full"], [2 * res["full"] - ci3["full"][1], 2 * res["full"] - ci3["full"][0]])
     bad = CliRunner().invoke(cli, ["eval", "hico", "--gt", gt_path, "--pred", pred_path, "--ci", "120",
                                    "--bootstrap", "10"])
     assert bad.exit_code != 0

@@ -59,7 +59,7 @@ CI_METHODS = ("percentile", "basic")
 
 
 def bootstrap_interval(samples: np.ndarray, estimate: np.ndarray | float, *, confidence: float,
-                       method: str = "percentile") -> tuple[np.ndarray, np.ndarray]:
+                       method: str = "basic") -> tuple[np.ndarray, np.ndarray]:
     """``(low, high)`` of replicates ``samples`` (axis 0) around ``estimate`` (NaN-aware).
 
     mAP is biased upward under image resampling (the 11-point envelope is a maximum of noisy
@@ -250,7 +250,7 @@ class MapBootstrapResult:
     n_resamples: int
     seed: int | None
     samples: np.ndarray  # (n_resamples, n_metrics)
-    method: str = "percentile"
+    method: str = "basic"
 
     @property
     def bias(self) -> np.ndarray:
@@ -327,7 +327,7 @@ def hico_map_bootstrap(preds: HOIPredictions | HICOMatches, target: HOIDataset, 
                        image_labels: Mapping[str, Iterable[int]] | None = None,
                        class_subsets: Mapping[str, Sequence[int] | np.ndarray] | None = None,
                        n_resamples: int = 1000, confidence: float = 0.95,
-                       random_state: int | np.random.Generator | None = 0, method: str = "percentile",
+                       random_state: int | np.random.Generator | None = 0, method: str = "basic",
                        lenient: bool = False, progress: bool = False) -> MapBootstrapResult:
     """Bootstrap CIs of Full / Rare / Non-rare (and subset) mAP by resampling test images.
 
@@ -374,7 +374,7 @@ class ModelComparison:
             raise ConfigError(f"no model {model!r}; have {', '.join(self.models)}")
         return self.models.index(model)
 
-    def map_ci(self, *, method: str = "percentile") -> list[dict[str, Any]]:
+    def map_ci(self, *, method: str = "basic") -> list[dict[str, Any]]:
         """Per model: each metric's estimate, interval (``<metric>_low/_high``) and bias."""
         lo, hi = bootstrap_interval(self.samples, self.estimate, confidence=self.confidence, method=method)
         bias = _bias(self.samples, self.estimate)
@@ -388,7 +388,7 @@ class ModelComparison:
         return out
 
     def paired_difference(self, a: str, b: str, metric: str = "full", *,
-                          method: str = "percentile") -> dict[str, Any]:
+                          method: str = "basic") -> dict[str, Any]:
         """mAP(a) − mAP(b): observed, CI over the shared resamples, P(a > b), bias."""
         k, i, j = self._k(metric), self._m(a), self._m(b)
         d = self.samples[:, i, k] - self.samples[:, j, k]
@@ -403,7 +403,7 @@ class ModelComparison:
                 "p_tie": float(np.mean(d[ok] == 0)) if ok.any() else float("nan")}
 
     def paired_differences(self, metric: str = "full", *, reference: str | None = None,
-                           method: str = "percentile") -> list[dict[str, Any]]:
+                           method: str = "basic") -> list[dict[str, Any]]:
         """Every pair (or every model against ``reference``), best observed model first."""
         k = self._k(metric)
         order = sorted(range(len(self.models)), key=lambda m: (-self.estimate[m, k], self.models[m]))
@@ -471,7 +471,7 @@ def compare_hico_models(preds: Mapping[str, HOIPredictions | HICOMatches], targe
 
 # ------------------------------------------------------------------------- tables and plot
 def paired_difference_table(cmp: ModelComparison, metric: str = "full", *,
-                            reference: str | None = None, method: str = "percentile") -> Any:
+                            reference: str | None = None, method: str = "basic") -> Any:
     """Paired differences as a :class:`~hoibench.reports.Table` (Markdown / CSV)."""
     from hoibench.reports import Table
 

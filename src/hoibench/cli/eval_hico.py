@@ -51,7 +51,7 @@ __all__ = ["hico"]
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --bootstrap.")
 @click.option("--ci", "ci_level", type=click.FloatRange(0, 100, min_open=True, max_open=True), default=95.0,
               show_default=True, metavar="PERCENT", help="Confidence level of --bootstrap intervals.")
-@click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default="percentile", show_default=True,
+@click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default="basic", show_default=True,
               help="--bootstrap interval: replicate quantiles, or reflected about the estimate (bias-corrected).")
 def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
          pair_nms: float | None, known_object: bool,
