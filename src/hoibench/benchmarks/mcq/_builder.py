@@ -483,14 +483,14 @@ def build_mcq_benchmark(
     return MCQBuild(tuple(questions), header, report)
 
 
-def class_counts(questions: Sequence[MCQuestion], n_hois: int) -> np.ndarray:
-    """How often each in-vocabulary class is a correct choice."""
+def class_counts(questions: Sequence[MCQuestion], n_hois: int, *, correct_only: bool = True) -> np.ndarray:
+    """How often each in-vocabulary class is a correct choice (or, with ``correct_only=False``,
+    any choice); choices outside ``0..n_hois-1`` (free text, other label spaces) are skipped."""
     c = np.zeros(n_hois, dtype=np.float64)
     for q in questions:
-        for i in q.correct:
-            h = q.choices[i].hoi
-            if h >= 0:
-                c[h] += 1
+        for i, choice in enumerate(q.choices):
+            if 0 <= choice.hoi < n_hois and (not correct_only or i in q.correct):
+                c[choice.hoi] += 1
     return c
 
 

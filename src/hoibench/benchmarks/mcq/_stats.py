@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from hoibench.analysis._distribution import head_tail_ratio, kl_divergence, scene_composition
+from hoibench.benchmarks.mcq._builder import class_counts
 from hoibench.data import HOIDataset, MCQuestion
 
 __all__ = ["PAPER_REFERENCE", "class_distribution_figure", "correct_class_counts", "question_statistics"]
@@ -91,17 +92,8 @@ def correct_class_counts(questions: Sequence[MCQuestion], n_hois: int, *,
     """``(correct, any choice)`` counts per in-vocabulary class of HICO-DET (or ``label_space``)
     questions."""
     space = label_space or "hico-det"
-    counts = np.zeros(n_hois)
-    all_choice = np.zeros(n_hois)
-    for q in questions:
-        if q.label_space != space:
-            continue
-        for i, c in enumerate(q.choices):
-            if 0 <= c.hoi < n_hois:
-                all_choice[c.hoi] += 1
-                if i in q.correct:
-                    counts[c.hoi] += 1
-    return counts, all_choice
+    kept = [q for q in questions if q.label_space == space]
+    return class_counts(kept, n_hois), class_counts(kept, n_hois, correct_only=False)
 
 
 def class_distribution_figure(train_counts: np.ndarray, counts: np.ndarray, path: str | os.PathLike[str], *,
