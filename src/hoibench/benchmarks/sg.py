@@ -685,12 +685,12 @@ def build_preset(
 
 def load_union(name: str) -> tuple[HOIDataset, np.ndarray]:
     """The bundled union of the original train and test sets, and which images are test ones."""
-    from hoibench.datasets import BUNDLED, load_dataset
+    from hoibench.datasets import BUNDLED, load_dataset, parse_dataset_name
 
-    key = name.lower()
-    key = {"hicodet": "hico-det", "hico": "hico-det", "vcoco": "v-coco"}.get(key, key)
-    if key not in BUNDLED:
-        raise ConfigError(f"dataset must be one of {sorted(BUNDLED)} or annotation files; got {name!r}")
+    key, split = parse_dataset_name(name)
+    if split is not None:
+        raise ConfigError(f"the union of a bundled dataset's splits takes a dataset name, not a split; "
+                          f"got {name!r}")
     parts = [load_dataset(key, s) for s in BUNDLED[key]]
     union = HOIDataset.concat(parts, name=key)
     origin = np.concatenate([np.full(p.n_images, s == "test") for p, s in zip(parts, BUNDLED[key])])

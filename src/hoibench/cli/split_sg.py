@@ -22,8 +22,8 @@ def _load_source(specs: tuple[str, ...]) -> tuple[Any, np.ndarray | None, str]:
     from hoibench.data import HOIDataset
     from hoibench.datasets import is_dataset_name, resolve_dataset
 
-    if len(specs) == 1 and is_dataset_name(specs[0]):
-        ds, origin = load_union(specs[0].split(":")[0])
+    if len(specs) == 1 and is_dataset_name(specs[0]) and ":" not in specs[0]:
+        ds, origin = load_union(specs[0])
         return ds, origin, ds.name
     parts = [resolve_dataset(s) for s in specs]
     ds = parts[0] if len(parts) == 1 else HOIDataset.concat(parts, name="+".join(specs))

@@ -17,7 +17,15 @@ from hoibench._exceptions import ConfigError, FormatError
 from hoibench.data import HOIDataset
 from hoibench.formats import read_hicodet, read_vcoco
 
-__all__ = ["BUNDLED", "bundled_path", "is_dataset_name", "list_datasets", "load_dataset", "resolve_dataset"]
+__all__ = [
+    "BUNDLED",
+    "bundled_path",
+    "is_dataset_name",
+    "list_datasets",
+    "load_dataset",
+    "parse_dataset_name",
+    "resolve_dataset",
+]
 
 #: dataset name → {split: bundled file}
 BUNDLED: dict[str, dict[str, str]] = {
@@ -37,7 +45,9 @@ def bundled_path(name: str, split: str) -> Path:
     return Path(str(resources.files("hoibench._bundled").joinpath(BUNDLED[name][split])))
 
 
-def _parse(spec: str) -> tuple[str, str | None]:
+def parse_dataset_name(spec: str) -> tuple[str, str | None]:
+    """``(dataset, split or None)`` of a bundled name, aliases resolved (``"HICO:test"`` ->
+    ``("hico-det", "test")``); an unknown name or split is a :class:`ConfigError` listing the names."""
     name, _, split = spec.lower().partition(":")
     name = _ALIASES.get(name, name)
     if name not in BUNDLED:
@@ -64,7 +74,7 @@ def load_dataset(spec: str, split: str | None = None) -> HOIDataset:
     Without a split, the splits are concatenated in their listed order (train/trainval first).
     Loads are cached per process; datasets are immutable, so sharing them is safe.
     """
-    name, parsed = _parse(spec)
+    name, parsed = parse_dataset_name(spec)
     split = split or parsed
     if split is not None:
         if split not in BUNDLED[name]:
@@ -79,7 +89,7 @@ def is_dataset_name(spec: str | os.PathLike[str]) -> bool:
     if not isinstance(spec, str) or Path(spec).exists():
         return False
     try:
-        _parse(spec)
+        parse_dataset_name(spec)
     except ConfigError:
         return False
     return True
@@ -97,6 +107,6 @@ def resolve_dataset(spec: str | os.PathLike[str], **read_kwargs: object) -> HOID
         return load_dataset(str(spec))
     if isinstance(spec, str) and not Path(spec).exists():
         if _ALIASES.get(spec.lower().partition(":")[0], spec.lower().partition(":")[0]) in BUNDLED:
-            _parse(spec)  # raises: the dataset exists, the split does not
+            parse_dataset_name(spec)  # raises: the dataset exists, the split does not
         raise FormatError(f"no such file, nor a bundled dataset ({', '.join(list_datasets())})", file=spec)
     return read_dataset(spec, **read_kwargs)  # type: ignore[arg-type]
