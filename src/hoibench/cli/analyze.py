@@ -179,9 +179,16 @@ def sensitivity(predictions: str | None, dataset: str | None, protocol: str, mat
         tp_fp_sensitivity,
     )
 
+    from hoibench.cli._common import reject_unused_options
+
     if (matches_file is None) == (predictions is None):
         raise ConfigError("give either --predictions with --dataset, or --matches")
+    if ap_method == "all_point":
+        reject_unused_options(click.get_current_context(), "with --ap-method all_point (no recall thresholds)",
+                              "thresholds")
     if matches_file is not None:
+        reject_unused_options(click.get_current_context(), "with --matches (already matched)", "dataset",
+                              "protocol")
         from hoibench.analysis._sensitivity import read_matches
 
         m = read_matches(matches_file)
