@@ -82,6 +82,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "pred_score.json": lambda q: q["images"][0]["scores"].__setitem__(0, "high"),
         "pred_image.json": lambda q: q["images"][0].__setitem__("file_name", "nope.jpg"),
         "pred_space.json": lambda q: q.__setitem__("label_space", "v-coco"),
+        "pred_elsewhere.json": lambda q: [im.__setitem__("file_name", f"other_{i}.jpg")
+                                          for i, im in enumerate(q["images"])],
     }.items():
         q = copy.deepcopy(p)
         edit(q)
@@ -143,6 +145,9 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
         ("questions-as-predictions", [*ev, "{q.jsonl}"], ["q.jsonl"]),
         ("sensitivity-pred-label-space", ["analyze", "sensitivity", "--predictions", "{pred_space.json}",
                                           "--dataset", "{gt}"], ["pred_space.json", "label_space"]),
+        ("from-detections-other-images", ["mcq", "from-detections", "--questions", "{q.jsonl}",
+                                          "--predictions", "{pred_elsewhere.json}", "--out", "{dir}/a.jsonl"],
+         ["pred_elsewhere.json", "no detections for any"]),
         ("from-detections-bad-pred", ["mcq", "from-detections", "--questions", "{q.jsonl}", "--predictions",
                                       "{pred_nan.json}", "--out", "{dir}/a.jsonl"], ["pred_nan.json", "boxes_h[0]"]),
         # questions and answers
@@ -182,6 +187,11 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
                                      "--out", "{dir}/o.jsonl"], ["--judge-base-url", "without --judge"]),
         ("seed-without-bootstrap", ["mcq", "score", "--questions", "{q.jsonl}", "--answers", "{ans.jsonl}",
                                     "--seed", "3"], ["--seed", "without --bootstrap"]),
+        ("thresholds-with-all-point", ["analyze", "sensitivity", "--predictions", "{pred.json}", "--dataset",
+                                       "{gt}", "--ap-method", "all_point", "--thresholds", "arange"],
+         ["--thresholds", "all_point"]),
+        ("sg-split-typo", ["split", "sg", "--dataset", "hico-det:tset", "--seed", "0", "--out", "{dir}/sg3"],
+         ["hico-det has splits"]),
         ("plot-suffix", ["mcq", "stats", "{q.jsonl}", "--plot", "{dir}/plot.xyz"], ["plot.xyz", ".png"]),
         ("negative-limit", ["data", "validate", "{gt}", "--limit", "-1"], ["--limit"]),
         # outputs that cannot be written

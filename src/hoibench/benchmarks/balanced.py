@@ -165,6 +165,7 @@ class BalancedSplit:
         return [d for s in self.sets for d in s.deficits()]
 
     def total_deficit(self, split: str | None = None) -> int:
+        """Missing instances summed over the classes below target (of one split, or all)."""
         return sum(d.deficit for d in self.deficits() if split is None or d.split == split)
 
     def deficits_json(self) -> dict[str, Any]:

@@ -341,6 +341,7 @@ class SGSplit:
 
     @property
     def train_combinations(self) -> np.ndarray:
+        """The (verb, object) combinations kept for train: all minus the test (unseen) ones."""
         keys = self._keys(self.combinations)
         return self.combinations[~np.isin(keys, self._keys(self.test_combinations))]
 

@@ -178,7 +178,6 @@ def sensitivity(predictions: str | None, dataset: str | None, protocol: str, mat
         sensitivity_table,
         tp_fp_sensitivity,
     )
-
     from hoibench.cli._common import reject_unused_options
 
     if (matches_file is None) == (predictions is None):

@@ -59,6 +59,7 @@ class DatasetBuilder:
         self.verbs.extend(verbs)
 
     def build(self, *, name: str = "") -> HOIDataset:
+        """The columnar :class:`HOIDataset` of everything added so far."""
         boxes = np.asarray(self.boxes, dtype=np.float64).reshape(-1, 4)
         return HOIDataset(
             vocab=self.vocab,

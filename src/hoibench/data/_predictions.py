@@ -108,6 +108,7 @@ class HOIPredictions:
         return _frozen(self.vocab.hoi_index(self.verbs, self.objects), np.int64)
 
     def index_of(self, file_name: str) -> int:
+        """Row of an image by file name (``KeyError`` when absent, as :meth:`HOIDataset.index_of`)."""
         return self._name_index[file_name]
 
     @functools.cached_property
@@ -115,6 +116,7 @@ class HOIPredictions:
         return {f: i for i, f in enumerate(self.file_names)}
 
     def image_slice(self, i: int) -> slice:
+        """Slice of image ``i``'s detections in the flat arrays."""
         return slice(int(self.offsets[i]), int(self.offsets[i + 1]))
 
     def select(self, keep: np.ndarray) -> HOIPredictions:

@@ -26,6 +26,7 @@ __all__ = ["looks_like_hake", "read_hake", "read_hake_json"]
 
 
 def looks_like_hake(data: Any) -> bool:
+    """True for a HAKE instance-level file (``{file_name: {labels: [...]}}``, first entry checked)."""
     if not isinstance(data, dict) or not data:
         return False
     first = next(iter(data.values()))

@@ -26,6 +26,7 @@ ONE_BASED = 1.0
 
 
 def looks_like_hicodet(data: Any) -> bool:
+    """True for a hicodet toolkit instances file (``annotation`` and ``filenames`` lists)."""
     return isinstance(data, dict) and "annotation" in data and "filenames" in data
 
 

@@ -33,6 +33,7 @@ __all__ = [
 
 
 def looks_like_ppdm(data: Any) -> bool:
+    """True for a PPDM/QPIC annotation list (entries with ``file_name`` and ``hoi_annotation``)."""
     if not isinstance(data, list):
         return False
     if not data:

@@ -305,6 +305,7 @@ def _with_setting(q: MCQuestion, setting: int, file: object) -> MCQuestion:
 # ----------------------------------------------------------------------------- answers
 
 def answer_to_dict(a: MCAnswer) -> dict[str, Any]:
+    """One answers-JSONL line (selected texts sorted, so equal answers give equal bytes)."""
     out: dict[str, Any] = {"question_id": a.question_id, "selected": sorted(a.selected),
                            "raw": a.raw, "status": a.status}
     if "permutation" in a.meta:
@@ -352,6 +353,8 @@ class AnswerWriter:
         self.close()
 
     def open(self) -> None:
+        """Open for appending: a new file gets the header, an existing one is resumed (its
+        answers fill ``done``; a truncated last line is cut off first)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         if not fresh:
@@ -371,6 +374,7 @@ class AnswerWriter:
             self._fh.flush()
 
     def write(self, answer: MCAnswer) -> None:
+        """Append one answer as a complete line and flush it (opens the file if needed)."""
         if self._fh is None:
             self.open()
         assert self._fh is not None
@@ -380,6 +384,7 @@ class AnswerWriter:
         self.done_keys.add((answer.question_id, answer_permutation(answer)))
 
     def close(self) -> None:
+        """Flush, fsync and close (safe to call twice)."""
         if self._fh is not None:
             self._fh.flush()
             os.fsync(self._fh.fileno())

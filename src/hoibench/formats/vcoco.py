@@ -22,6 +22,7 @@ __all__ = ["looks_like_vcoco", "read_vcoco"]
 
 
 def looks_like_vcoco(data: Any) -> bool:
+    """True for a vcoco toolkit instances file (``annotations``, ``classes`` and ``images``)."""
     return isinstance(data, dict) and "annotations" in data and "classes" in data and "images" in data
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hoibench._exceptions import ConfigError
+from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import HOIPredictions, MCAnswer, MCQuestion
 from hoibench.evaluation import box_iou
 
@@ -31,13 +31,19 @@ def answers_from_detections(
 
     An image without detections gives an empty answer (status ``ok``); in settings 2–3 a target
     person no detection overlaps gives status ``no_person_match``. ``raw`` lists the top-k classes
-    with their best scores.
+    with their best scores. Predictions that cover none of the questions' images (another
+    benchmark's, or renamed files) are an error rather than a set of empty answers.
     """
     if top_k < 1:
         raise ConfigError(f"top_k must be >= 1; got {top_k}")
     if not 0.0 <= iou_threshold <= 1.0:
         raise ConfigError(f"iou_threshold must be in [0, 1]; got {iou_threshold!r}")
     vocab = predictions.vocab
+    known = set(predictions.file_names)
+    if questions and not any(q.file_name in known for q in questions):
+        raise ValidationError(f"{predictions.name or 'predictions'}: no detections for any of the "
+                              f"{len({q.file_name for q in questions})} question images (e.g. "
+                              f"{questions[0].file_name!r}); predictions for another image set?")
     hois_all = predictions.hois
     out: list[MCAnswer] = []
     for q in questions:
