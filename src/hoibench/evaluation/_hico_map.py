@@ -334,7 +334,8 @@ def _align(preds: HOIPredictions, target: HOIDataset, *, lenient: bool, det_base
         n_unknown = int(counts[unknown].sum())
         if not lenient and n_unknown:
             i = int(unknown[np.argmax(counts[unknown] > 0)])
-            raise ValidationError(f"predictions: record {i}: file_name: image {preds.file_names[i]!r} "
+            raise ValidationError(f"{preds.name or 'predictions'}: record {i}: file_name: image "
+                                  f"{preds.file_names[i]!r} "
                                   f"is not in the ground truth {target.name or ''}".rstrip()
                                   + " (use --lenient to drop such detections)")
         if n_unknown:
