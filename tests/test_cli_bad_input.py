@@ -134,6 +134,8 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
          ["gt_size.json", "record 0", "size"]),
         ("dataset-split-typo", ["eval", "hico", "--gt", "hico-det:tset", "--pred", "{pred.json}"],
          ["hico-det has splits"]),
+        ("vcoco-split-typo", ["eval", "vcoco", "--gt", "v-coco:tset", "--pred", "{pred.json}"],
+         ["v-coco has splits"]),
         ("dataset-name-typo", ["data", "info", "hico-dte"], ["hico-dte", "nor a bundled dataset"]),
         # predictions
         ("pred-nan-box", [*ev, "{pred_nan.json}"], ["pred_nan.json", "record 0", "boxes_h[0]"]),

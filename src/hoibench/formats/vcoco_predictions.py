@@ -718,11 +718,13 @@ def resolve_vcoco_ground_truth(spec: str | os.PathLike[str]) -> VCOCOGroundTruth
     """Ground truth from a bundled dataset name (``v-coco:test``), a hoibench ground-truth file, or
     any V-COCO pair-annotation file (the last two kinds are incomplete, see
     :func:`vcoco_ground_truth_from_dataset`)."""
-    from hoibench.datasets import is_dataset_name, load_dataset
+    from hoibench.datasets import is_dataset_name, load_dataset, resolve_dataset
     from hoibench.formats import read_dataset
 
     if is_dataset_name(spec):
         return vcoco_ground_truth_from_dataset(load_dataset(str(spec)))
+    if not os.path.exists(spec):
+        resolve_dataset(spec)  # the one error for a missing file or a misspelt dataset name
     data = read_json(spec)
     if isinstance(data, dict) and (data.get("kind") == "vcoco_ground_truth" or _has_persons(data)):
         return read_vcoco_ground_truth(spec, data=data)
