@@ -98,6 +98,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     put("a_letter.jsonl", raw="\n".join([alines[0], json.dumps(bad_a), *alines[2:]]) + "\n")
     bad_a["selected"] = "ride"
     put("a_type.jsonl", raw="\n".join([alines[0], json.dumps(bad_a), *alines[2:]]) + "\n")
+    other = [alines[0]] + [json.dumps({**json.loads(ln), "question_id": "x" + json.loads(ln)["question_id"]})
+                           for ln in alines[1:]]
+    put("a_other.jsonl", raw="\n".join(other) + "\n")
     bad_a["selected"] = []
     bad_a["seed"] = "zero"
     put("a_seed.jsonl", raw="\n".join([alines[0], json.dumps(bad_a), *alines[2:]]) + "\n")
@@ -166,6 +169,8 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
          ["a_type.jsonl", "record 2", "selected"]),
         ("answers-bad-seed", ["mcq", "score", "--questions", "{q.jsonl}", "--answers", "{a_seed.jsonl}"],
          ["a_seed.jsonl", "record 2", "seed"]),
+        ("answers-of-other-questions", ["mcq", "score", "--questions", "{q.jsonl}", "--answers",
+                                        "{a_other.jsonl}"], ["a_other.jsonl", "none of its"]),
         ("questions-correct-range", ["mcq", "stats", "{q_correct.jsonl}"],
          ["q_correct.jsonl", "record 2", "correct"]),
         ("predictions-as-questions", ["mcq", "score", "--questions", "{pred.json}", "--answers", "{ans.jsonl}"],

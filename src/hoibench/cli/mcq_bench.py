@@ -275,6 +275,13 @@ def score(questions_path: str, answers_path: str, protocol: str, setting: int | 
 
         raise ConfigError(f"{questions_path}: no questions of setting {setting}")
     answers = read_answers(answers_path, qs_list)
+    answered = {a.question_id for a in answers}
+    if answered and answered.isdisjoint(q.id for q in qs_list):
+        from hoibench._exceptions import ConfigError
+
+        raise ConfigError(f"{answers_path}: none of its {len(answered)} answers is for a question of "
+                          f"{questions_path}" + (f" (setting {setting})" if setting is not None else "")
+                          + "; answers of another question file?")
     perms = answers.permutations() or [0]  # a header-only file: every question unanswered
     results = []
     for k in perms:
