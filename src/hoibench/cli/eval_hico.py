@@ -35,7 +35,7 @@ __all__ = ["hico"]
               help="Image-level labels for --known-object: HICO's anno.mat or JSON {file: [objects]}.")
 @click.option("--classes", "classes_spec", default=None, metavar="SPEC",
               help="Also report a class subset: rare, non-rare, unseen:SPLIT_DIR, rf-uc, nf-uc, uo, "
-                   "uv, or a file of 0-based HOI ids (JSON list or one per line).")
+                   "uv, or a file of 0-based HOI ids (JSON list, one per line, or a balanced classes.json).")
 @click.option("--lenient", is_flag=True,
               help="Drop bad detections (NaN or inverted boxes, unknown images or classes) and count them.")
 @click.option("--per-class", "per_class_csv", type=click.Path(dir_okay=False), default=None,
