@@ -188,7 +188,7 @@ def sensitivity(predictions: str | None, dataset: str | None, protocol: str, mat
     if matches_file is not None:
         reject_unused_options(click.get_current_context(), "with --matches (already matched)", "dataset",
                               "protocol")
-        from hoibench.analysis._sensitivity import read_matches
+        from hoibench.analysis import read_matches
 
         m = read_matches(matches_file)
         thresholds = thresholds or "matlab"
