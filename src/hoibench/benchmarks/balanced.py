@@ -482,14 +482,15 @@ def _rows_of(ds: HOIDataset, names: Sequence[str]) -> np.ndarray:
 
 
 def _check_extra(dataset: HOIDataset, extra: HOIDataset) -> None:
+    what = f"extra_train ({extra.name})" if extra.name else "extra_train"
     if extra.vocab.name != dataset.vocab.name:
-        raise ConfigError(f"extra_train uses the {extra.vocab.name} label space, the dataset {dataset.vocab.name}")
+        raise ConfigError(f"{what} uses the {extra.vocab.name} label space, the dataset {dataset.vocab.name}")
     clash = set(extra.file_names) & set(dataset.file_names)
     if clash:
-        raise ValidationError(f"extra_train: file name {sorted(clash)[0]!r} is also a real image "
+        raise ValidationError(f"{what}: file name {sorted(clash)[0]!r} is also a real image "
                               f"({len(clash)} clashes); extra images need their own names")
     if len(set(extra.file_names)) != extra.n_images:
-        raise ValidationError("extra_train: file names are not unique")
+        raise ValidationError(f"{what}: file names are not unique")
 
 
 def _check_positive(**values: int) -> None:
