@@ -178,6 +178,8 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
         # class lists and result files
         ("classes-out-of-range", [*ev, "{pred.json}", "--classes", "{ids_oor.json}"],
          ["ids_oor.json", "record 1", "100000"]),
+        ("classes-out-of-range-analyze", ["analyze", "class-ap", "{result.json}", "--classes", "{ids_oor.json}"],
+         ["ids_oor.json", "record 1", "0..599"]),
         ("classes-empty", ["analyze", "class-ap", "{result.json}", "--classes", "{ids_empty.json}"],
          ["ids_empty.json", "no class ids"]),
         ("predictions-as-results", ["analyze", "class-ap", "{pred.json}"], ["pred.json", "kind"]),

@@ -31,14 +31,15 @@ def _map_results(paths: tuple[str, ...]) -> list[Any]:
     return results
 
 
-def _read_classes(path: str | None) -> list[int] | None:
+def _read_classes(path: str | None, results: list[Any]) -> list[int] | None:
     """Class indices from a ``classes.json`` of ``hoibench split balanced``, a JSON list or one
-    id per line (:func:`hoibench.formats.read_class_list`)."""
+    id per line (:func:`hoibench.formats.read_class_list`), checked against the results' classes."""
     if path is None:
         return None
     from hoibench.formats import read_class_list
 
-    return read_class_list(path).tolist()
+    sizes = {len(r.per_class_ap) for r in results if r.per_class_ap is not None}
+    return read_class_list(path, n_classes=min(sizes) if sizes else None).tolist()
 
 
 def _write(out_dir: str | None, tables: list[Any], figures: list[Any]) -> None:
@@ -73,7 +74,7 @@ def class_ap(results: tuple[str, ...], classes_file: str | None, reference: str 
     if (reference is None) != (other is None):
         raise ConfigError("--reference and --other go together")
     rs = _map_results(results)
-    classes = _read_classes(classes_file)
+    classes = _read_classes(classes_file, rs)
     table = class_ap_spread_table(rs, classes=classes, reference=reference, other=other)
     console.print(table.to_markdown(), markup=False)
     figures = [class_ap_boxplot_figure(rs, classes=classes)] if out_dir else []
