@@ -392,6 +392,8 @@ def run_demo(out_dir: str | Path, *, config: DemoConfig | None = None, progress:
 
     Returns the report's paths, the typed results and the time of each step.
     """
+    from hoibench import __version__
+
     cfg = config or DemoConfig()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -421,8 +423,8 @@ def run_demo(out_dir: str | Path, *, config: DemoConfig | None = None, progress:
                       "verb goes with the object in train, and multiple-choice answers picked by "
                       "train frequency or at random — on the three benchmarks hoibench builds from "
                       "the bundled HICO-DET annotations.",
-                meta={"config": cfg.to_dict(), "detectors": list(DEMO_DETECTORS),
-                      "answerers": list(DEMO_ANSWERERS)},
+                meta={"hoibench": __version__, "config": cfg.to_dict(),
+                      "detectors": list(DEMO_DETECTORS), "answerers": list(DEMO_ANSWERERS)},
                 stats_tables=stats_tables, reference_benchmark=BENCH_HICO, n_bins=cfg.n_bins)
             files = report.write(out)
     timings = {**steps.timings, "total": round(time.perf_counter() - t0, 3)}
