@@ -202,6 +202,10 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
          ["--thresholds", "all_point"]),
         ("sg-split-typo", ["split", "sg", "--dataset", "hico-det:tset", "--seed", "0", "--out", "{dir}/sg3"],
          ["hico-det has splits"]),
+        ("model-without-json", [*ev, "{pred.json}", "--model", "m"], ["--model", "without --json"]),
+        ("ci-without-bootstrap", [*ev, "{pred.json}", "--ci", "90"], ["--ci", "without --bootstrap"]),
+        ("per-class-without-json", ["mcq", "score", "--questions", "{q.jsonl}", "--answers", "{ans.jsonl}",
+                                    "--per-class"], ["--per-class", "without --json"]),
         ("plot-suffix", ["mcq", "stats", "{q.jsonl}", "--plot", "{dir}/plot.xyz"], ["plot.xyz", ".png"]),
         ("negative-limit", ["data", "validate", "{gt}", "--limit", "-1"], ["--limit"]),
         # outputs that cannot be written

@@ -63,6 +63,7 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
 
     from hoibench._exceptions import ConfigError
     from hoibench._io import atomic_write_bytes, atomic_write_json
+    from hoibench.cli._common import reject_unused_options
     from hoibench.datasets import resolve_dataset
     from hoibench.evaluation import (
         HICOProtocol,
@@ -74,6 +75,12 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
 
     if image_labels is not None and not known_object:
         raise ConfigError("--image-labels only applies with --known-object")
+    ctx = click.get_current_context()
+    if json_out is None:
+        reject_unused_options(ctx, "without --json (they are recorded in the results object)", "model",
+                              "benchmark")
+    if not n_boot:
+        reject_unused_options(ctx, "without --bootstrap", "seed", "ci_level", "ci_method")
     t0 = time.perf_counter()
     with err_console.status("reading the ground truth and the detections"):
         gt = resolve_dataset(gt_spec)

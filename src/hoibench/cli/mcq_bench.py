@@ -261,6 +261,8 @@ def score(questions_path: str, answers_path: str, protocol: str, setting: int | 
 
     if n_bootstrap == 0:
         reject_unused_options(click.get_current_context(), "without --bootstrap", "seed")
+    if json_out is None:
+        reject_unused_options(click.get_current_context(), "without --json", "per_class")
     if protocol != "paper":
         reject_unused_options(click.get_current_context(), f"with --protocol {protocol}", "zero_division")
 
