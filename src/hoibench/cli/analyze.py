@@ -106,8 +106,11 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str, n
         ranking_shift_markdown,
         ranking_shift_table,
     )
+    from hoibench.cli._common import reject_unused_options
     from hoibench.reports import Table
 
+    if not n_resamples:
+        reject_unused_options(click.get_current_context(), "without --bootstrap", "seed")
     rs = _map_results(results)
     scores: dict[str, dict[str, float]] = {reference: {}, other: {}}
     for r in rs:
