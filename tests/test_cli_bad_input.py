@@ -61,6 +61,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     put("not_a_dir", raw="x")
 
     put("empty.json", raw="")
+    put("junk.mat", raw="junk")
     put("invalid.json", raw='{"images": [')
     put("null.json", raw="null")
     ann = json.loads(GT.read_text())
@@ -135,6 +136,9 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
          ["gt_verb.json", "record 0", "verb[0]", "outside"]),
         ("gt-size-type", ["split", "sg", "--dataset", "{gt_size.json}", "--seed", "0", "--out", "{dir}/sg"],
          ["gt_size.json", "record 0", "size"]),
+        ("junk-mat-annotations", ["data", "info", "{junk.mat}"], ["junk.mat", "not a MATLAB file"]),
+        ("junk-mat-image-labels", [*ev, "{pred.json}", "--known-object", "--image-labels", "{junk.mat}"],
+         ["junk.mat", "not a MATLAB file"]),
         ("dataset-split-typo", ["eval", "hico", "--gt", "hico-det:tset", "--pred", "{pred.json}"],
          ["hico-det has splits"]),
         ("vcoco-split-typo", ["eval", "vcoco", "--gt", "v-coco:tset", "--pred", "{pred.json}"],

@@ -26,6 +26,7 @@ __all__ = [
     "dumps_json",
     "read_bytes",
     "read_json",
+    "read_mat",
 ]
 
 PathLike = str | os.PathLike[str]
@@ -61,6 +62,28 @@ def read_json(path: PathLike) -> Any:
             return json.loads(data)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise FormatError(f"not valid JSON ({exc})", file=path) from None
+
+
+def read_mat(path: PathLike, **loadmat_kwargs: Any) -> dict[str, Any]:
+    """Load a MATLAB ``.mat`` file with :func:`scipy.io.loadmat`; a missing, unreadable or
+    corrupt file is a :class:`FormatError` naming it (scipy raises several unrelated types)."""
+    p = Path(path)
+    if p.is_dir():
+        raise FormatError("is a directory, expected a file", file=p)
+    if not p.exists():
+        raise FormatError("no such file", file=p)
+    try:
+        from scipy.io import loadmat
+    except ImportError as exc:  # pragma: no cover - scipy is a core dependency
+        from hoibench._exceptions import MissingExtraError
+
+        raise MissingExtraError("scipy", "test", "reading .mat files") from exc
+    try:
+        return loadmat(os.fspath(p), **loadmat_kwargs)
+    except PermissionError:
+        raise FormatError("permission denied", file=p) from None
+    except Exception as exc:  # scipy raises ValueError, TypeError, MatReadError, ... on junk
+        raise FormatError(f"not a MATLAB file ({exc})", file=p) from None
 
 
 def _default(obj: Any) -> Any:

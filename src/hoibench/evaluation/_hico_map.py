@@ -176,12 +176,9 @@ def read_image_labels(path: str | os.PathLike[str], *, split: str = "test",
     if not p.exists():
         raise FormatError("no such file", file=p)
     if p.suffix.lower() == ".mat":
-        from scipy.io import loadmat
+        from hoibench._io import read_mat
 
-        try:
-            m = loadmat(p, variable_names=[f"list_{split}", f"anno_{split}"])
-        except (ValueError, OSError) as exc:
-            raise FormatError(f"not a readable .mat file ({exc})", file=p) from None
+        m = read_mat(p, variable_names=[f"list_{split}", f"anno_{split}"])
         for key in (f"list_{split}", f"anno_{split}"):
             if key not in m:
                 raise FormatError(f"missing variable {key!r} (expected HICO's anno.mat)", file=p)

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from hoibench._exceptions import ConfigError, FormatError, MissingExtraError
+from hoibench._exceptions import ConfigError, FormatError
+from hoibench._io import read_mat
 from hoibench.data import DatasetBuilder, HOIDataset
 from hoibench.formats._common import check_dataset
 from hoibench.vocab import hico_det
@@ -37,16 +38,7 @@ def read_hico_mat(path: str | os.PathLike[str], *, split: str = "train", validat
     """Read ``bbox_train`` or ``bbox_test`` of HICO-DET's ``anno_bbox.mat``."""
     if split not in ("train", "test"):
         raise ConfigError(f"split must be one of ['train', 'test']; got {split!r}")
-    try:
-        from scipy.io import loadmat
-    except ImportError as exc:  # pragma: no cover - scipy is a core dependency
-        raise MissingExtraError("scipy", "test", "reading .mat files") from exc
-    try:
-        mat = loadmat(os.fspath(path), squeeze_me=True, struct_as_record=False)
-    except FileNotFoundError:
-        raise FormatError("no such file", file=path) from None
-    except Exception as exc:  # scipy raises ValueError/TypeError/MatReadError on junk
-        raise FormatError(f"not a MATLAB file ({exc})", file=path) from None
+    mat = read_mat(path, squeeze_me=True, struct_as_record=False)
     key = f"bbox_{split}"
     if key not in mat:
         raise FormatError(f"no variable {key!r} (has {sorted(k for k in mat if not k.startswith('__'))})",
