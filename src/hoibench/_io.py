@@ -11,7 +11,7 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,6 +22,7 @@ from hoibench._exceptions import ConfigError, FormatError
 __all__ = [
     "atomic_write",
     "atomic_write_bytes",
+    "atomic_write_csv",
     "atomic_write_json",
     "dumps_json",
     "read_bytes",
@@ -171,6 +172,18 @@ def atomic_write_bytes(path: PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically."""
     with atomic_write(path, "wb") as fh:
         fh.write(data)
+
+
+def atomic_write_csv(path: PathLike, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """Write a CSV table atomically: ``\\n`` line ends, ``None`` as an empty cell."""
+    import csv
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(["" if v is None else v for v in row])
+    atomic_write_bytes(path, buf.getvalue().encode())
 
 
 def atomic_write_json(path: PathLike, obj: Any, *, indent: bool = False) -> None:

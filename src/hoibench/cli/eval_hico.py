@@ -7,8 +7,6 @@ results JSON of ``docs/interfaces.md``).
 
 from __future__ import annotations
 
-import csv
-import io
 import time
 from pathlib import Path
 
@@ -62,7 +60,7 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
     from rich.table import Table
 
     from hoibench._exceptions import ConfigError
-    from hoibench._io import atomic_write_bytes, atomic_write_json
+    from hoibench._io import atomic_write_csv, atomic_write_json
     from hoibench.cli._common import reject_unused_options
     from hoibench.datasets import resolve_dataset
     from hoibench.evaluation import (
@@ -123,15 +121,12 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
     if matlab_out:
         write_matlab_detections(loaded.predictions, gt, matlab_out)
     if per_class_csv:
-        buf = io.StringIO()
-        w = csv.writer(buf)
         rare = set(gt.vocab.rare_classes().tolist()) if gt.vocab.name == "hico-det" else set()
         sel = set() if classes is None else set(classes.tolist())
-        w.writerow(["hoi", "name", "n_gt", "n_detections", "ap", "rare", "selected"])
-        for c, (name, ap) in enumerate(zip(res.class_names, res.per_class_ap)):
-            w.writerow([c, name, int(res.n_gt[c]), int(res.n_detections[c]),
-                        "" if ap != ap else f"{ap:.10f}", int(c in rare), int(c in sel)])
-        atomic_write_bytes(per_class_csv, buf.getvalue().encode())
+        atomic_write_csv(per_class_csv, ["hoi", "name", "n_gt", "n_detections", "ap", "rare", "selected"],
+                         ([c, name, int(res.n_gt[c]), int(res.n_detections[c]),
+                           None if ap != ap else f"{ap:.10f}", int(c in rare), int(c in sel)]
+                          for c, (name, ap) in enumerate(zip(res.class_names, res.per_class_ap))))
     if json_out == "-":
         echo_json(out)
         return

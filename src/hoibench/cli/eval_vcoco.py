@@ -6,7 +6,6 @@ Thin: read the ground truth and the detections with :mod:`hoibench.formats`, sco
 
 from __future__ import annotations
 
-import csv
 import io
 import time
 from typing import TYPE_CHECKING
@@ -47,7 +46,7 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
     """Score V-COCO detections: agent AP, role AP over 24 and 25 (action, role) pairs."""
     from rich.table import Table
 
-    from hoibench._io import atomic_write_bytes, atomic_write_json
+    from hoibench._io import atomic_write_csv, atomic_write_json
     from hoibench.evaluation import vcoco_role_ap
     from hoibench.formats import (
         read_vcoco_detections,
@@ -81,13 +80,8 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
                    "n_detections": len(loaded.detections), "dropped": loaded.dropped})
     rows = res.per_class_rows()
     if per_class_csv:
-        buf = io.StringIO()
         fields = ["kind", "class", "n_pos", "n_det", "ap", *[f"ap_scenario_{s}" for s in res.scenarios]]
-        w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if v is None else v) for k, v in r.items()})
-        atomic_write_bytes(per_class_csv, buf.getvalue().encode())
+        atomic_write_csv(per_class_csv, fields, ([r.get(k) for k in fields] for r in rows))
     if plot_path:
         _plot(res, plot_path)
     if json_out == "-":
