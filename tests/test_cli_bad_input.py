@@ -211,6 +211,7 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
         ("per-class-without-json", ["mcq", "score", "--questions", "{q.jsonl}", "--answers", "{ans.jsonl}",
                                     "--per-class"], ["--per-class", "without --json"]),
         ("plot-suffix", ["mcq", "stats", "{q.jsonl}", "--plot", "{dir}/plot.xyz"], ["plot.xyz", ".png"]),
+        ("validate-missing", ["data", "validate", "{dir}/nope.json"], ["nope.json", "no such file"]),
         ("negative-limit", ["data", "validate", "{gt}", "--limit", "-1"], ["--limit"]),
         # outputs that cannot be written
         ("json-under-a-file", [*ev, "{pred.json}", "--json", "{not_a_dir}/r.json"],

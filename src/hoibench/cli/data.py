@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 import numpy as np
 from rich.table import Table
@@ -114,8 +116,11 @@ def convert(src: str, dst: str, to: str, fmt: str | None) -> None:
 def validate(file: str, fmt: str | None, limit: int) -> None:
     """Structural checks: box coordinates, ids in range, dangling box references, duplicate images.
 
-    Problems print as ``file: record N: field: problem``; the exit code is 1 if there are any.
+    Problems print as ``file: record N: field: problem``; the exit code is 1 if there are any
+    (a file that cannot be read at all is an error, exit code 2).
     """
+    if not Path(file).is_file():
+        raise FormatError("is a directory, expected a file" if Path(file).is_dir() else "no such file", file=file)
     try:
         ds = read_dataset(file, format=fmt, validate=False)
     except FormatError as exc:
