@@ -75,6 +75,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         a = copy.deepcopy(ann)
         edit(a)
         put(name, raw=json.dumps(a))
+    hake = json.loads((FIXTURES / "mini_hake_train.json").read_text())
+    next(iter(hake.values()))["labels"][0]["width"] = "wide"
+    put("hake_width.json", hake)
     p = json.loads((d / "pred.json").read_text())
     for name, edit in {
         "pred_nan.json": lambda q: q["images"][0]["boxes_h"].__setitem__(0, [float("nan"), 1, 2, 3]),
@@ -139,6 +142,8 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
         ("junk-mat-annotations", ["data", "info", "{junk.mat}"], ["junk.mat", "not a MATLAB file"]),
         ("junk-mat-image-labels", [*ev, "{pred.json}", "--known-object", "--image-labels", "{junk.mat}"],
          ["junk.mat", "not a MATLAB file"]),
+        ("hake-width-type", ["data", "info", "{hake_width.json}"],
+         ["hake_width.json", "record 0", "labels[0].width", "expected an integer"]),
         ("dataset-split-typo", ["eval", "hico", "--gt", "hico-det:tset", "--pred", "{pred.json}"],
          ["hico-det has splits"]),
         ("vcoco-split-typo", ["eval", "vcoco", "--gt", "v-coco:tset", "--pred", "{pred.json}"],

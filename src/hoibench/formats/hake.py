@@ -80,8 +80,8 @@ def read_hake(path: str | os.PathLike[str], *, data: Any = None, validate: bool 
             labels.append(person)
             labels.append(obj)
             verbs.append(v)
-            width = int(lab.get("width", width) or width)
-            height = int(lab.get("height", height) or height)
+            width = r.integer(lab.get("width") or width, i, f"{where}.width")
+            height = r.integer(lab.get("height") or height, i, f"{where}.height")
         n = len(verbs)
         b.add_image(name, boxes, labels, list(range(0, 2 * n, 2)), list(range(1, 2 * n, 2)), verbs,
                     width=width, height=height)
