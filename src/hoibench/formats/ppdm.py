@@ -117,7 +117,8 @@ def read_ppdm(
         img_id = entry.get("img_id", -1)
         b.add_image(
             name, boxes, labels, subjects, objects, verbs,
-            width=int(entry.get("width", 0) or 0), height=int(entry.get("height", 0) or 0),
+            width=r.integer(entry.get("width") or 0, i, "width"),
+            height=r.integer(entry.get("height") or 0, i, "height"),
             image_id=img_id if isinstance(img_id, int) and not isinstance(img_id, bool) else -1,
         )
     ds = b.build(name=str(path))

@@ -163,6 +163,15 @@ def _box_in(value: Any, file: object, record: int, field: str) -> tuple[float, f
     return (float(value[0]), float(value[1]), float(value[2]), float(value[3]))
 
 
+def _size(obj: Mapping[str, Any], key: str, file: object, record: int) -> int:
+    value = obj.get(key) or 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise FormatError(f"expected a non-negative integer, got {value!r}", file=file, record=record, field=key)
+    return value
+
+
 def question_from_dict(obj: Any, *, file: object = None, record: int = 0) -> MCQuestion:
     """Parse one question line; problems name the file, the line and the field."""
     if not isinstance(obj, dict):
@@ -200,8 +209,8 @@ def question_from_dict(obj: Any, *, file: object = None, record: int = 0) -> MCQ
             correct=frozenset(correct),
             person_box=_box_in(obj.get("person_box"), file, record, "person_box"),
             object_box=_box_in(obj.get("object_box"), file, record, "object_box"),
-            width=int(obj.get("width", 0) or 0),
-            height=int(obj.get("height", 0) or 0),
+            width=_size(obj, "width", file, record),
+            height=_size(obj, "height", file, record),
             label_space=str(obj.get("label_space", "hico-det")),
             meta=meta,
         )
