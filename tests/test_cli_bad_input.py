@@ -96,6 +96,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     bad_q = json.loads(lines[1])
     bad_q["correct"] = [7]
     put("q_correct.jsonl", raw="\n".join([lines[0], json.dumps(bad_q), *lines[2:]]) + "\n")
+    boxed = next(json.loads(ln) for ln in lines[1:] if json.loads(ln).get("person_box"))
+    boxed["person_box"] = [300, 300, 100, 100]
+    put("q_inverted.jsonl", raw="\n".join([lines[0], json.dumps(boxed), *lines[1:]]) + "\n")
     alines = (d / "ans.jsonl").read_text().splitlines()
     bad_a = json.loads(alines[1])
     bad_a["selected"] = ["Z"]
@@ -182,6 +185,8 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
                                         "{a_other.jsonl}"], ["a_other.jsonl", "none of its"]),
         ("questions-correct-range", ["mcq", "stats", "{q_correct.jsonl}"],
          ["q_correct.jsonl", "record 2", "correct"]),
+        ("questions-inverted-box", ["mcq", "stats", "{q_inverted.jsonl}"],
+         ["q_inverted.jsonl", "record 2", "person_box", "inverted"]),
         ("predictions-as-questions", ["mcq", "score", "--questions", "{pred.json}", "--answers", "{ans.jsonl}"],
          ["pred.json", "neither question JSONL"]),
         # class lists and result files

@@ -22,6 +22,7 @@ later line for the same question replaces an earlier one (a resumed run).
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -160,7 +161,12 @@ def _box_in(value: Any, file: object, record: int, field: str) -> tuple[float, f
             or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
         raise FormatError(f"expected null or a box of 4 numbers, got {value!r}", file=file,
                           record=record, field=field)
-    return (float(value[0]), float(value[1]), float(value[2]), float(value[3]))
+    x1, y1, x2, y2 = (float(v) for v in value)
+    if not all(math.isfinite(v) for v in (x1, y1, x2, y2)):
+        raise FormatError(f"non-finite coordinate {value!r}", file=file, record=record, field=field)
+    if x2 < x1 or y2 < y1:
+        raise FormatError(f"inverted box (x2 < x1 or y2 < y1): {value!r}", file=file, record=record, field=field)
+    return (x1, y1, x2, y2)
 
 
 def _size(obj: Mapping[str, Any], key: str, file: object, record: int) -> int:
