@@ -384,6 +384,9 @@ def _qpic_columns(data: Any, path: Path, vocab: LabelSpace, max_per_image: int |
             raise FormatError(f"malformed arrays ({exc})", file=path, record=i) from None
         if vs.size == 0:
             continue
+        if len(sub) == 0 or vs.size % len(sub):
+            raise FormatError(f"verb_scores must be (pairs, {vocab.n_verbs}) with one sub_id and "
+                              f"obj_id per pair", file=path, record=i, field="verb_scores")
         vs = vs.reshape(len(sub), -1)
         if len(obj) != len(sub) or vs.shape[1] != vocab.n_verbs:
             raise FormatError(f"verb_scores must be (pairs, {vocab.n_verbs}) with one sub_id and "
