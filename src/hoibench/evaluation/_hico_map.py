@@ -453,7 +453,7 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
     g_key = g_key[g_order]
     gh = target.pair_subject_boxes[g_pairs] + off
     go = target.pair_object_boxes[g_pairs] + off
-    n_gt = np.bincount(g_hoi[g_valid], minlength=n_cls)
+    n_gt = target.hoi_counts()
 
     key = hoi * n_img + image
     lo = np.searchsorted(g_key, key, side="left")
