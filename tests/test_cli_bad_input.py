@@ -232,6 +232,8 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
          ["r.json", "not_a_dir is a file"]),
         ("answers-under-a-file", ["mcq", "from-detections", "--questions", "{q.jsonl}", "--predictions",
                                   "{pred.json}", "--out", "{not_a_dir}/a.jsonl"], ["not_a_dir is a file"]),
+        ("split-dir-under-a-file", ["split", "sg", "--dataset", "{gt}", "--seed", "0", "--out",
+                                    "{not_a_dir}/sg"], ["not_a_dir is a file"]),
         ("convert-under-a-file", ["data", "convert", "{gt}", "{not_a_dir}/x/c.json", "--to", "ppdm"],
          ["not_a_dir is a file"]),
     ]

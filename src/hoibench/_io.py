@@ -25,6 +25,7 @@ __all__ = [
     "atomic_write_csv",
     "atomic_write_json",
     "dumps_json",
+    "ensure_dir",
     "read_bytes",
     "read_json",
     "read_mat",
@@ -146,18 +147,29 @@ def atomic_write(path: PathLike, mode: str = "wb") -> Iterator[IO[Any]]:
         raise
 
 
+def ensure_dir(folder: PathLike, *, for_path: PathLike | None = None) -> Path:
+    """Create ``folder`` (and its parents) for output; a folder that cannot be created is a
+    :class:`ConfigError` naming ``for_path`` (default: the folder), not an ``OSError`` about
+    some parent."""
+    folder = Path(folder)
+    what = Path(for_path) if for_path is not None else folder
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((p for p in [folder, *folder.parents] if p.exists() and not p.is_dir()), folder)
+        raise ConfigError(f"{what}: cannot write, {blocker} is a file, not a folder") from None
+    except PermissionError:
+        raise ConfigError(f"{what}: cannot write there (permission denied)") from None
+    return folder
+
+
 def _temp_beside(target: Path) -> tuple[int, str]:
-    """Create the output folder and a temporary file in it; an output path that cannot be
-    written is a :class:`ConfigError` naming it (not an ``OSError`` about some parent)."""
+    """Create the output folder and a temporary file in it (see :func:`ensure_dir`)."""
     if target.is_dir():
         raise ConfigError(f"{target}: is a directory; give a file path to write")
+    ensure_dir(target.parent, for_path=target)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         return tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except (FileExistsError, NotADirectoryError):
-        blocker = next((p for p in [target.parent, *target.parent.parents] if p.exists() and not p.is_dir()),
-                       target.parent)
-        raise ConfigError(f"{target}: cannot write, {blocker} is a file, not a folder") from None
     except PermissionError:
         raise ConfigError(f"{target}: cannot write there (permission denied)") from None
 

@@ -37,7 +37,7 @@ from typing import Any, Literal
 import numpy as np
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import atomic_write_bytes, atomic_write_json, read_json
+from hoibench._io import atomic_write_bytes, atomic_write_json, ensure_dir, read_json
 from hoibench.data import HOIDataset
 from hoibench.vocab import LabelSpace, get_label_space
 
@@ -448,7 +448,7 @@ class SGSplit:
         if boxes not in BOX_CONVENTIONS:
             raise ConfigError(f"boxes must be one of {list(BOX_CONVENTIONS)}; got {boxes!r}")
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        ensure_dir(out)
         stem = LAYOUT_STEM.get(self.vocab.name, self.vocab.name)
         paths = {
             "train": out / f"trainval_{stem}.json",
