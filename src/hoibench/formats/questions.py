@@ -32,7 +32,7 @@ from typing import IO, Any
 import orjson
 
 from hoibench._exceptions import FormatError, ValidationError
-from hoibench._io import atomic_write, dumps_json, read_bytes
+from hoibench._io import atomic_write, dumps_json, ensure_dir, read_bytes
 from hoibench.data import Choice, MCAnswer, MCQuestion
 from hoibench.data._questions import ANSWER_STATUSES, LETTERS
 from hoibench.formats import crosshoi
@@ -370,7 +370,7 @@ class AnswerWriter:
     def open(self) -> None:
         """Open for appending: a new file gets the header, an existing one is resumed (its
         answers fill ``done``; a truncated last line is cut off first)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.path.parent, for_path=self.path)
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         if not fresh:
             data = self.path.read_bytes()
