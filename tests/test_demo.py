@@ -218,3 +218,16 @@ def test_report_cli_on_the_demo_results_reproduces_its_tables(quick_demo, tmp_pa
         assert len(a) > 0, name
         # same rows (file order may order rows and subset columns differently)
         assert sorted(sorted(r.items()) for r in a) == sorted(sorted(r.items()) for r in b), name
+
+
+def test_demo_and_report_name_an_unusable_output_folder(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    for argv in (["demo", "--out", str(blocker / "out"), "--quiet"],
+                 ["report", str(tmp_path / "r.json"), "--out", str(blocker / "out")]):
+        (tmp_path / "r.json").write_text(json.dumps({"kind": "mcq_metrics", "macro_f1": 0.5}))
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert err == f"error: {blocker / 'out'}: cannot write, {blocker} is a file, not a folder"

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError
-from hoibench._io import atomic_write_json, read_json
+from hoibench._io import atomic_write_json, ensure_dir, read_json
 from hoibench.data import HOIDataset
 from hoibench.reports._report import ReportFiles
 from hoibench.reports._results import ClassRecall, MapResult, result_from_dict
@@ -395,8 +395,7 @@ def run_demo(out_dir: str | Path, *, config: DemoConfig | None = None, progress:
     from hoibench import __version__
 
     cfg = config or DemoConfig()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = ensure_dir(out_dir)
     marker = out / "demo.json"
     previous = read_json(marker) if marker.exists() else None
     reuse = isinstance(previous, dict) and previous.get("config") == cfg.to_dict()

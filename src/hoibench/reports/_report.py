@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hoibench._exceptions import ValidationError
-from hoibench._io import atomic_write_bytes, dumps_json
+from hoibench._io import atomic_write_bytes, dumps_json, ensure_dir
 from hoibench.reports._figures import Figure
 from hoibench.reports._tables import Table
 
@@ -185,8 +185,7 @@ class Report:
     def write(self, out_dir: str | Path) -> ReportFiles:
         """Write every output atomically under ``out_dir`` (created if needed)."""
         self._check_names()
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        out = ensure_dir(out_dir)
         tables, figures = [], []
         for t in self.tables:
             p = out / "tables" / f"{t.name}.csv"
