@@ -149,6 +149,8 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
          ["junk.mat", "not a MATLAB file"]),
         ("hake-width-type", ["data", "info", "{hake_width.json}"],
          ["hake_width.json", "record 0", "labels[0].width", "expected an integer"]),
+        ("sg-same-file-twice", ["split", "sg", "--dataset", "{gt}", "--dataset", "{gt}", "--seed", "0", "--out",
+                                "{dir}/sg4"], ["occurs more than once"]),
         ("dataset-split-typo", ["eval", "hico", "--gt", "hico-det:tset", "--pred", "{pred.json}"],
          ["hico-det has splits"]),
         ("vcoco-split-typo", ["eval", "vcoco", "--gt", "v-coco:tset", "--pred", "{pred.json}"],

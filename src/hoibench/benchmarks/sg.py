@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hoibench._exceptions import ConfigError, FormatError
+from hoibench._exceptions import ConfigError, FormatError, ValidationError
 from hoibench._io import atomic_write_bytes, atomic_write_json, ensure_dir, read_json
 from hoibench.data import HOIDataset
 from hoibench.vocab import LabelSpace, get_label_space
@@ -558,6 +558,10 @@ def build_sg_split(
     if empty_images not in ("drop", "test"):
         raise ConfigError(f"empty_images must be one of ['drop', 'test']; got {empty_images!r}")
     _check_ratio(ratio)
+    if len(set(dataset.file_names)) != dataset.n_images:
+        dup = next(f for f, n in Counter(dataset.file_names).items() if n > 1)
+        raise ValidationError(f"{dataset.name or 'dataset'}: image {dup!r} occurs more than once (the same "
+                              f"file given twice?); an image would land in both train and test")
     start, search = _parse_seed(seed)
     if origin_test is None:
         origin_test = np.zeros(dataset.n_images, dtype=bool)
