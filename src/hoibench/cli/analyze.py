@@ -246,7 +246,7 @@ def sensitivity(predictions: str | None, dataset: str | None, protocol: str, mat
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--ci", "ci_level", type=click.FloatRange(0, 100, min_open=True, max_open=True), default=95.0,
               show_default=True, metavar="PERCENT", help="Confidence level of the intervals.")
-@click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default="percentile", show_default=True,
+@click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default="basic", show_default=True,
               help="Interval: replicate quantiles, or reflected about the estimate (bias-corrected).")
 @click.option("--lenient", is_flag=True, help="Drop bad detections instead of failing.")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
