@@ -368,7 +368,7 @@ def test_cli_eval_hico(tmp_path):
 def test_read_image_labels_from_anno_mat_and_json(tmp_path):
     from scipy.io import savemat
 
-    from hoibench.evaluation import read_image_labels
+    from hoibench.formats import read_image_labels
 
     names = np.array(["a.jpg", "b.jpg"], dtype=object).reshape(-1, 1)
     anno = np.full((600, 2), np.nan)

@@ -18,7 +18,6 @@ from hoibench.evaluation._hico_map import (
     hico_class_subsets,
     hico_mean_ap,
     match_hico_detections,
-    read_image_labels,
 )
 from hoibench.evaluation._iou import IOU_CONVENTIONS, box_iou, pair_iou, paired_box_iou
 from hoibench.evaluation._mcq_metrics import (
@@ -63,7 +62,6 @@ __all__ = [
     "pair_iou",
     "paired_box_iou",
     "precision_recall",
-    "read_image_labels",
     "recall_thresholds",
     "vcoco_action_names",
     "vcoco_role_ap",

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hoibench._exceptions import ConfigError, FormatError, ValidationError
+from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.evaluation._ap import precision_recall, recall_thresholds, voc11_ap
 from hoibench.evaluation._iou import IOU_CONVENTIONS, pair_iou, paired_box_iou
@@ -52,7 +51,6 @@ __all__ = [
     "hico_class_subsets",
     "hico_mean_ap",
     "match_hico_detections",
-    "read_image_labels",
 ]
 
 logger = logging.getLogger(__name__)
@@ -157,62 +155,6 @@ HICO_PROTOCOLS: dict[str, HICOProtocol] = {
     "pocket": HICOProtocol(name="pocket", iou="continuous", box_offset=0.0, strict=True,
                            recall_thresholds="linspace", count_images_without_pairs=False),
 }
-
-
-# ----------------------------------------------------------------------------- image labels
-def read_image_labels(path: str | os.PathLike[str], *, split: str = "test",
-                      vocab: Any = None) -> dict[str, frozenset[int]]:
-    """Image-level object labels for Known-Object evaluation: file name -> object indices.
-
-    Reads HICO's ``anno.mat`` (``list_<split>`` and ``anno_<split>``, 600 HOI labels per image;
-    an image has an object when any of its HOI classes is labelled 1, as ``eval_one.m``
-    decides) or a JSON object ``{file_name: [object index or name, ...]}``.
-    """
-    from hoibench._io import read_json
-    from hoibench.vocab import hico_det
-
-    vocab = vocab or hico_det()
-    p = Path(path)
-    if not p.exists():
-        raise FormatError("no such file", file=p)
-    if p.suffix.lower() == ".mat":
-        from hoibench._io import read_mat
-
-        m = read_mat(p, variable_names=[f"list_{split}", f"anno_{split}"])
-        for key in (f"list_{split}", f"anno_{split}"):
-            if key not in m:
-                raise FormatError(f"missing variable {key!r} (expected HICO's anno.mat)", file=p)
-        names = [str(np.asarray(x).ravel()[0]) for x in np.asarray(m[f"list_{split}"]).ravel()]
-        anno = np.asarray(m[f"anno_{split}"], dtype=np.float64)
-        if anno.shape != (vocab.n_hois, len(names)):
-            raise FormatError(f"anno_{split} has shape {anno.shape}, expected ({vocab.n_hois}, {len(names)})",
-                              file=p)
-        obj_of_hoi = vocab.hoi_verb_object[:, 1]
-        out: dict[str, frozenset[int]] = {}
-        for j, fn in enumerate(names):
-            out[fn] = frozenset(int(o) for o in np.unique(obj_of_hoi[anno[:, j] == 1]))
-        return out
-    data = read_json(p)
-    if not isinstance(data, dict):
-        raise FormatError("expected an object {file_name: [objects]}", file=p)
-    out = {}
-    for fn, objs in data.items():
-        if not isinstance(objs, list):
-            raise FormatError("expected a list of objects", file=p, record=fn)
-        ids = set()
-        for k, o in enumerate(objs):
-            if isinstance(o, str):
-                try:
-                    ids.add(vocab.object_index(o))
-                except ConfigError as exc:
-                    raise FormatError(str(exc), file=p, record=fn, field=f"[{k}]") from None
-            elif isinstance(o, int) and not isinstance(o, bool) and 0 <= o < vocab.n_objects:
-                ids.add(o)
-            else:
-                raise FormatError(f"expected an object index 0..{vocab.n_objects - 1} or name, got {o!r}",
-                                  file=p, record=fn, field=f"[{k}]")
-        out[fn] = frozenset(ids)
-    return out
 
 
 # ----------------------------------------------------------------------------- class subsets

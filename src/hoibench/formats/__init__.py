@@ -15,6 +15,7 @@ from hoibench.formats.crosshoi import read_crosshoi
 from hoibench.formats.hake import read_hake
 from hoibench.formats.hico_mat import read_hico_mat
 from hoibench.formats.hicodet import read_hicodet, write_hicodet
+from hoibench.formats.image_labels import read_image_labels
 from hoibench.formats.ppdm import read_ppdm, write_ppdm
 from hoibench.formats.predictions import (
     PREDICTION_FORMATS,
@@ -66,6 +67,7 @@ __all__ = [
     "read_hake",
     "read_hico_mat",
     "read_hicodet",
+    "read_image_labels",
     "read_ppdm",
     "read_predictions",
     "read_questions",
