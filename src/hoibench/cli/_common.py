@@ -10,7 +10,13 @@ from rich.console import Console
 
 from hoibench._io import dumps_json
 
-__all__ = ["console", "echo_json", "err_console", "reject_unused_options"]
+__all__ = [
+    "confidence_interval_options",
+    "console",
+    "echo_json",
+    "err_console",
+    "reject_unused_options",
+]
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -40,3 +46,20 @@ def reject_unused_options(ctx: click.Context, reason: str, *names: str) -> None:
             given.append(param.opts[0] if param.opts else param.name)
     if given:
         raise ConfigError(f"{', '.join(given)} {'has' if len(given) == 1 else 'have'} no effect {reason}")
+
+
+def confidence_interval_options(func: Any) -> Any:
+    """``--seed``, ``--ci`` and ``--ci-method`` of the commands that bootstrap mAP (each command
+    declares its own ``--bootstrap``, whose default differs)."""
+    options = [
+        click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap."),
+        click.option("--ci", "ci_level", type=click.FloatRange(0, 100, min_open=True, max_open=True),
+                     default=95.0, show_default=True, metavar="PERCENT",
+                     help="Confidence level of the bootstrap intervals."),
+        click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default="basic",
+                     show_default=True,
+                     help="Interval: replicate quantiles, or reflected about the estimate (bias-corrected)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from hoibench.cli._common import console
+from hoibench.cli._common import confidence_interval_options, console
 
 __all__ = ["analyze"]
 
@@ -243,11 +243,7 @@ def sensitivity(predictions: str | None, dataset: str | None, protocol: str, mat
 @click.option("--reference", default=None, help="Compare every model against this one only.")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=1), default=1000, show_default=True,
               metavar="N", help="Bootstrap resamples of the test images (the same for every model).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
-@click.option("--ci", "ci_level", type=click.FloatRange(0, 100, min_open=True, max_open=True), default=95.0,
-              show_default=True, metavar="PERCENT", help="Confidence level of the intervals.")
-@click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default="basic", show_default=True,
-              help="Interval: replicate quantiles, or reflected about the estimate (bias-corrected).")
+@confidence_interval_options
 @click.option("--lenient", is_flag=True, help="Drop bad detections instead of failing.")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write map-ci, paired-difference-METRIC, rank-stability-METRIC (.md, .csv) and "

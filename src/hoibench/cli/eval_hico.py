@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from hoibench.cli._common import console, echo_json, err_console
+from hoibench.cli._common import confidence_interval_options, console, echo_json, err_console
 
 __all__ = ["hico"]
 
@@ -46,11 +46,7 @@ __all__ = ["hico"]
 @click.option("--benchmark", default="", help="Benchmark name recorded in --json output.")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=0, show_default=True,
               metavar="N", help="Bootstrap confidence intervals from N resamples of the test images (0: off).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --bootstrap.")
-@click.option("--ci", "ci_level", type=click.FloatRange(0, 100, min_open=True, max_open=True), default=95.0,
-              show_default=True, metavar="PERCENT", help="Confidence level of --bootstrap intervals.")
-@click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default="basic", show_default=True,
-              help="--bootstrap interval: replicate quantiles, or reflected about the estimate (bias-corrected).")
+@confidence_interval_options
 def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
          pair_nms: float | None, known_object: bool,
          image_labels: str | None, classes_spec: str | None, lenient: bool, per_class_csv: str | None,
