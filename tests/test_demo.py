@@ -175,14 +175,9 @@ def test_demo_rejects_bad_options(tmp_path, capsys):
     assert "max-test-images" in capsys.readouterr().err
 
 
-@pytest.mark.slow
-def test_full_demo_under_three_minutes_and_matches_by_hand(tmp_path, request, capsys):
-    if "slow" not in (request.config.getoption("markexpr") or ""):
-        pytest.skip("the full demo takes about a minute: run with -m slow")
-    t0 = time.perf_counter()
+def test_full_demo_matches_the_evaluators_run_by_hand(tmp_path, capsys):
+    # the full main job (about 10 s on 2 cores; its timing is in benchmarks/bench_demo.py)
     done = run_demo(tmp_path / "full", config=DemoConfig(), progress=False)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 180, f"demo took {elapsed:.0f} s"
     # by hand, for the object prior on each benchmark (predictions written afterwards)
     from hoibench.formats import write_predictions
     from hoibench.runners import ObjectPriorDetector
