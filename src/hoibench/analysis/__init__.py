@@ -2,8 +2,10 @@
 
 # B-RIGHT re-evaluation analyses (class-AP spread, ranking shifts, TP->FP sensitivity)
 from hoibench.analysis._bootstrap import (
+    CI_METHODS,
     BootstrapResult,
     bootstrap_ci,
+    bootstrap_interval,
     bootstrap_weights,
     check_random_state,
 )
@@ -23,11 +25,9 @@ from hoibench.analysis._distribution import (
     scene_composition,
 )
 from hoibench.analysis._map_bootstrap import (
-    CI_METHODS,
     MapBootstrapResult,
     ModelComparison,
     WeightedHICOMap,
-    bootstrap_interval,
     compare_hico_models,
     hico_map_bootstrap,
     paired_difference_table,

@@ -32,17 +32,19 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
-from hoibench.analysis._bootstrap import bootstrap_ci, check_random_state
+from hoibench.analysis._bootstrap import (
+    bootstrap_ci,
+    bootstrap_interval,
+    check_random_state,
+)
 from hoibench.analysis._ranking import RankStability, competition_ranks
 from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.evaluation import HICOMatches, HICOProtocol, match_hico_detections, recall_thresholds
 
 __all__ = [
-    "CI_METHODS",
     "MapBootstrapResult",
     "ModelComparison",
     "WeightedHICOMap",
-    "bootstrap_interval",
     "compare_hico_models",
     "hico_map_bootstrap",
     "paired_difference_table",
@@ -55,32 +57,6 @@ _BLOCK_ELEMENTS = 1 << 23
 
 #: ``percentile``: quantiles of the replicates; ``basic``: reflected about the estimate
 #: (``2*estimate - quantiles``), which corrects for the bootstrap's estimate of the bias
-CI_METHODS = ("percentile", "basic")
-
-
-def bootstrap_interval(samples: np.ndarray, estimate: np.ndarray | float, *, confidence: float,
-                       method: str = "basic") -> tuple[np.ndarray, np.ndarray]:
-    """``(low, high)`` of replicates ``samples`` (axis 0) around ``estimate`` (NaN-aware).
-
-    mAP is biased upward under image resampling (the 11-point envelope is a maximum of noisy
-    precisions; fewer distinct images give a higher mAP), so on HICO-DET the percentile interval
-    can lie entirely above the observed value; ``basic`` reflects it about the estimate.
-    """
-    if method not in CI_METHODS:
-        raise ConfigError(f"CI method must be one of {list(CI_METHODS)}; got {method!r}")
-    if not 0.0 < confidence < 1.0:
-        raise ConfigError(f"confidence must be in (0, 1); got {confidence!r}")
-    x = np.asarray(samples, dtype=np.float64)
-    a = (1.0 - confidence) / 2.0
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN
-        lo, hi = np.nanquantile(x, [a, 1.0 - a], axis=0)
-    if method == "basic":
-        est = np.asarray(estimate, dtype=np.float64)
-        lo, hi = 2.0 * est - hi, 2.0 * est - lo
-    return lo, hi
-
-
 def _bias(samples: np.ndarray, estimate: np.ndarray) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
