@@ -23,7 +23,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -34,24 +33,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _timing import Timer  # noqa: E402  (benchmarks/_timing.py)
+
 from hoibench.datasets import load_dataset  # noqa: E402
 from hoibench.evaluation import hico_mean_ap  # noqa: E402
 from hoibench.evaluation._hico_loop import hico_average_precision_loop  # noqa: E402
 from hoibench.formats import read_dataset, read_predictions, write_predictions  # noqa: E402
 from tests.hico_synth import noisy_predictions  # noqa: E402
-
-
-class Timer:
-    def __enter__(self) -> Timer:
-        self.w, self.c = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.wall = time.perf_counter() - self.w
-        self.cpu = time.process_time() - self.c
-
-    def __str__(self) -> str:
-        return f"{self.wall:7.2f} s wall {self.cpu:7.2f} s cpu"
 
 
 def baseline_read(path: Path) -> int:

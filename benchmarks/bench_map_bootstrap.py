@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -34,6 +33,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from _timing import Timer  # noqa: E402  (benchmarks/_timing.py)
 
 from hoibench.analysis import (  # noqa: E402
     WeightedHICOMap,
@@ -46,19 +47,6 @@ from hoibench.datasets import load_dataset  # noqa: E402
 from hoibench.evaluation import hico_mean_ap, match_hico_detections  # noqa: E402
 from tests.hico_synth import noisy_predictions  # noqa: E402
 from tests.test_map_bootstrap import physical_resample  # noqa: E402
-
-
-class Timer:
-    def __enter__(self) -> Timer:
-        self.w, self.c = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.wall = time.perf_counter() - self.w
-        self.cpu = time.process_time() - self.c
-
-    def __str__(self) -> str:
-        return f"{self.wall:7.2f} s wall {self.cpu:7.2f} s cpu"
 
 
 def main() -> None:

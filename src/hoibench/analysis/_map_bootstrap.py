@@ -259,12 +259,9 @@ def _num(v: float) -> float | None:
 def _progress(enabled: bool) -> Any:
     if not enabled:
         return None
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from hoibench._progress import make_progress
 
-    # on stderr: stdout may carry machine-readable output (``--json -``)
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), transient=True, console=Console(stderr=True))
+    return make_progress(transient=True)  # on stderr: stdout may carry ``--json -`` output
 
 
 def _bootstrap_engines(engines: Sequence[WeightedHICOMap], *, n_resamples: int, confidence: float,

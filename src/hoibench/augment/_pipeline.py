@@ -352,10 +352,9 @@ def _progress(enabled: bool, total: int, what: str) -> Iterator[Any]:
     if not enabled:
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from hoibench._progress import make_progress
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), transient=False) as prog:
+    with make_progress() as prog:
         yield (prog, prog.add_task(what, total=total))
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from hoibench._progress import make_progress
 from hoibench.cli._common import console, echo_json, err_console
 
 __all__ = ["build", "from_detections", "score", "stats"]
@@ -103,8 +103,7 @@ def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int
     ds = _dataset_for(dataset, split)
     provenance = {"dataset_spec": dataset, "split": split, "n_images": ds.n_images, "n_pairs": ds.n_pairs}
     judges = _judges(judge_specs, judge_base_urls, images, judge_cache or f"{out_path}.judges.sqlite")
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=True) as bar:
+    with make_progress(transient=True) as bar:
         task = bar.add_task(f"analysing {ds.name} images", total=ds.n_images)
 
         def progress(done: int, total: int) -> None:

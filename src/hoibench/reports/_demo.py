@@ -117,18 +117,9 @@ class _Steps:
 
     def __enter__(self) -> _Steps:
         if self.enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
+            from hoibench._progress import make_progress
 
-            self._progress = Progress(TextColumn("[bold]{task.description:<48}"), BarColumn(),
-                                      MofNCompleteColumn(), TimeElapsedColumn(), transient=False,
-                                      console=Console(stderr=True))
+            self._progress = make_progress(description="[bold]{task.description:<48}")
             self._progress.__enter__()
             self._task = self._progress.add_task("hoibench demo", total=self.total)
         return self

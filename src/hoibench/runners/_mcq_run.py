@@ -445,21 +445,10 @@ class _Progress:
 
     def __enter__(self) -> _Progress:
         if self.enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
+            from hoibench._progress import make_progress
 
-            self._p = Progress(TextColumn("[bold]answering"), BarColumn(), MofNCompleteColumn(),
-                               TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-                               TextColumn("ETA"), TimeRemainingColumn(),
-                               TextColumn("{task.fields[issues]}"), transient=False,
-                               console=Console(stderr=True))
+            self._p = make_progress(description="[bold]answering", eta=True,
+                                    extra=["{task.fields[rate]}"], trailing=["{task.fields[issues]}"])
             self._p.start()
             self._task = self._p.add_task("run", total=self.total, completed=self.done,
                                           rate="", issues="")
