@@ -24,6 +24,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_csv",
     "atomic_write_json",
+    "csv_text",
     "dumps_json",
     "ensure_dir",
     "read_bytes",
@@ -186,8 +187,8 @@ def atomic_write_bytes(path: PathLike, data: bytes) -> None:
         fh.write(data)
 
 
-def atomic_write_csv(path: PathLike, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """Write a CSV table atomically: ``\\n`` line ends, ``None`` as an empty cell."""
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A CSV table as text: ``\\n`` line ends, ``None`` as an empty cell."""
     import csv
 
     buf = io.StringIO()
@@ -195,7 +196,12 @@ def atomic_write_csv(path: PathLike, header: Sequence[str], rows: Iterable[Seque
     writer.writerow(header)
     for row in rows:
         writer.writerow(["" if v is None else v for v in row])
-    atomic_write_bytes(path, buf.getvalue().encode())
+    return buf.getvalue()
+
+
+def atomic_write_csv(path: PathLike, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """Write a CSV table atomically (see :func:`csv_text`)."""
+    atomic_write_bytes(path, csv_text(header, rows).encode())
 
 
 def atomic_write_json(path: PathLike, obj: Any, *, indent: bool = False) -> None:

@@ -6,9 +6,7 @@ carry full precision while Markdown and HTML show rounded figures.
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import math
 import re
 from collections.abc import Sequence
@@ -16,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hoibench._exceptions import ValidationError
+from hoibench._io import csv_text
 
 __all__ = ["Table", "format_cell"]
 
@@ -132,12 +131,7 @@ class Table:
 
     def to_csv(self) -> str:
         """CSV with full-precision numbers; missing values are empty cells."""
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(self.columns)
-        for r in self.rows:
-            writer.writerow(["" if (v := _raw(x)) is None else v for x in r])
-        return buf.getvalue()
+        return csv_text(self.columns, ([_raw(x) for x in r] for r in self.rows))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready record: name, title, caption, columns and raw rows."""
