@@ -235,9 +235,40 @@ def _score_table(title: str, results: list[tuple[str, Any]]) -> Table:
     return table
 
 
+def _read_answer_files(paths: tuple[str, ...], questions: list[Any]) -> Any:
+    """One answer set from several files (each holding its own choice orders); the same question
+    answered under the same order in two files is an error, not a silent choice."""
+    from dataclasses import replace
+
+    from hoibench._exceptions import ConfigError
+    from hoibench.formats import read_answers
+    from hoibench.formats.questions import answer_permutation
+
+    sets = [read_answers(p, questions) for p in paths]
+    if len(sets) == 1:
+        return sets[0]
+    # a runner's file names its order in the header only: carry it onto each answer
+    sets = [replace(s, answers=tuple(
+        a if "permutation" in a.meta else
+        replace(a, meta={**a.meta, "permutation": int(s.header.get("permutation", 0) or 0)})
+        for a in s)) for s in sets]
+    seen: dict[tuple[str, int], str] = {}
+    for path, answers in zip(paths, sets):
+        for a in answers:
+            key = (a.question_id, answer_permutation(a))
+            if key in seen:
+                raise ConfigError(f"{path}: question {key[0]!r} under order {key[1]} is also answered in "
+                                  f"{seen[key]}; give each choice order (mcq run --permutation) once")
+            seen[key] = path
+    return replace(sets[0], answers=tuple(a for s in sets for a in s),
+                   n_replaced=sum(s.n_replaced for s in sets), n_truncated=sum(s.n_truncated for s in sets))
+
+
 @click.command("score")
 @click.option("--questions", "questions_path", required=True, type=click.Path(dir_okay=False))
-@click.option("--answers", "answers_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--answers", "answers_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
+              help="Answers JSONL; repeat it to score several choice orders (one file per "
+                   "`mcq run --permutation K`): each order is scored and position sensitivity shown.")
 @click.option("--protocol", type=click.Choice(["paper", "crosshoi"]), default="paper", show_default=True,
               help="paper: equations 1-4; crosshoi: the released evaluation script's counting.")
 @click.option("--setting", type=click.IntRange(1, 3), default=None,
@@ -250,13 +281,13 @@ def _score_table(title: str, results: list[tuple[str, Any]]) -> Table:
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
               help="Write the metrics as one JSON object to this file.")
 @click.option("--per-class", is_flag=True, help="Add per-class tp/pred/gt/F1 to the JSON output.")
-def score(questions_path: str, answers_path: str, protocol: str, setting: int | None, n_bootstrap: int,
+def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, setting: int | None, n_bootstrap: int,
           seed: int, zero_division: float, json_out: str | None, per_class: bool) -> None:
     """Score answers (JSONL: selected choice texts or letters) against questions."""
     from hoibench._io import atomic_write_json
     from hoibench.cli._common import reject_unused_options
     from hoibench.evaluation import mcq_scores
-    from hoibench.formats import read_answers, read_questions
+    from hoibench.formats import read_questions
 
     if n_bootstrap == 0:
         reject_unused_options(click.get_current_context(), "without --bootstrap", "seed")
@@ -275,7 +306,8 @@ def score(questions_path: str, answers_path: str, protocol: str, setting: int | 
         from hoibench._exceptions import ConfigError
 
         raise ConfigError(f"{questions_path}: no questions of setting {setting}")
-    answers = read_answers(answers_path, qs_list)
+    answers = _read_answer_files(answers_paths, qs_list)
+    answers_path = ", ".join(answers_paths)
     answered = {a.question_id for a in answers}
     if answered and answered.isdisjoint(q.id for q in qs_list):
         from hoibench._exceptions import ConfigError
