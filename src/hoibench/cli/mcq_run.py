@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -47,7 +48,11 @@ def _file_id(path: str) -> str:
 @click.option("--answer-format", default="letters", show_default=True,
               type=click.Choice(["letters", "answer_tag", "reasoning_first", "answer_first"]))
 @click.option("--seed", type=int, default=0, show_default=True, help="Choice-order seed.")
-@click.option("--permutation", type=int, default=0, show_default=True)
+@click.option("--permutation", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Choice order (question.order(seed, permutation)).")
+@click.option("--permutations", "n_orders", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Ask K choice orders (--permutation .. +K-1), one answers file each "
+                   "(OUT with .orderK before the suffix), to measure position sensitivity.")
 @click.option("--max-tokens", type=int, default=512, show_default=True)
 @click.option("--temperature", type=float, default=0.0, show_default=True)
 @click.option("--max-retries", type=int, default=5, show_default=True)
@@ -65,7 +70,8 @@ def _file_id(path: str) -> str:
 def run(questions_path: str, images: str, model: str, backend: str, base_urls: tuple[str, ...],
         concurrency: int, batch_size: int, extra_body: str | None, setting: str | None, box_convention: str,
         detections: str | None, limit: int | None, out: str, cache: str | None, template: str,
-        answer_format: str, seed: int, permutation: int, max_tokens: int, temperature: float,
+        answer_format: str, seed: int, permutation: int, n_orders: int, max_tokens: int,
+        temperature: float,
         max_retries: int, timeout: float, iou_threshold: float, strict_iou: bool,
         strict_detection_parser: bool, box_shift: float, overwrite: bool, no_progress: bool,
         as_json: bool) -> None:
@@ -116,23 +122,41 @@ def run(questions_path: str, images: str, model: str, backend: str, base_urls: t
         inner = make_backend(backend, model=model, batch_size=batch_size)
     cache_path = cache if cache is not None else str(out) + ".cache.sqlite"
     cached = CachedBackend(inner, cache_path)
-    runner = MCQRunner(
-        cached, images=images, model=model, setting=s, box_convention=box_convention,
-        template=template, answer_format=answer_format, seed=seed, permutation=permutation,
-        params=GenerationParams(max_tokens=max_tokens, temperature=temperature, seed=seed),
-        detections=load_detections(detections) if detections else None,
-        detections_id=_file_id(detections) if detections else None,
-        iou_threshold=iou_threshold, strict_iou=strict_iou,
-        strict_detection_parser=strict_detection_parser, box_shift=box_shift,
-        progress=not no_progress,
-        extra_header={"questions": _file_id(questions_path)})
+    dets = load_detections(detections) if detections else None
+    orders = list(range(permutation, permutation + n_orders))
+    outs = [out] if n_orders == 1 else [_order_path(out, k) for k in orders]
+    summaries = []
     try:
-        summary = runner.run(qlist, out, overwrite=overwrite)
+        for k, order_out in zip(orders, outs):
+            runner = MCQRunner(
+                cached, images=images, model=model, setting=s, box_convention=box_convention,
+                template=template, answer_format=answer_format, seed=seed, permutation=k,
+                params=GenerationParams(max_tokens=max_tokens, temperature=temperature, seed=seed),
+                detections=dets, detections_id=_file_id(detections) if detections else None,
+                iou_threshold=iou_threshold, strict_iou=strict_iou,
+                strict_detection_parser=strict_detection_parser, box_shift=box_shift,
+                progress=not no_progress,
+                extra_header={"questions": _file_id(questions_path)})
+            summaries.append(runner.run(qlist, order_out, overwrite=overwrite))
     finally:
         cached.cache.close()
     if as_json:
-        echo_json(summary.as_dict())
+        echo_json(summaries[0].as_dict() if n_orders == 1 else {"orders": [x.as_dict() for x in summaries]})
         return
+    for summary in summaries:
+        _print_summary(summary, model, backend)
+    if n_orders > 1:
+        answers = " ".join(f"--answers {o}" for o in outs)
+        console.print(f"position sensitivity: hoibench mcq score --questions {questions_path} {answers}")
+
+
+def _order_path(out: str, k: int) -> str:
+    """``answers.jsonl`` → ``answers.order2.jsonl`` (one file per choice order)."""
+    p = Path(out)
+    return str(p.with_name(f"{p.stem}.order{k}{p.suffix}"))
+
+
+def _print_summary(summary: Any, model: str, backend: str) -> None:
     from rich.table import Table
 
     table = Table(title=f"hoibench mcq run: {model} ({backend})", show_header=False)
