@@ -28,10 +28,6 @@ def echo_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
-def dataset_argument(name: str = "dataset") -> Any:
-    return click.argument(name, metavar="DATASET_OR_FILE")
-
-
 def reject_unused_options(ctx: click.Context, reason: str, *names: str) -> None:
     """Raise a :class:`ConfigError` when any of the parameters ``names`` was given on the
     command line although ``reason`` makes it ineffective (an option that silently does nothing
