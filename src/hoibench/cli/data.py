@@ -12,7 +12,7 @@ from hoibench._exceptions import FormatError
 from hoibench.cli._common import console, echo_json
 from hoibench.data import HOIDataset, validate_dataset
 from hoibench.datasets import BUNDLED, is_dataset_name, load_dataset, resolve_dataset
-from hoibench.formats import FORMATS, detect_format, read_dataset, write_dataset
+from hoibench.formats import FORMATS, read_dataset, read_dataset_and_format, write_dataset
 
 __all__ = ["data"]
 
@@ -27,8 +27,9 @@ def data() -> None:
 def _open(spec: str, fmt: str | None = None) -> tuple[HOIDataset, str]:
     if is_dataset_name(spec):
         return load_dataset(spec), "bundled"
-    ds = resolve_dataset(spec, format=fmt)
-    return ds, fmt or detect_format(spec)
+    if not Path(spec).exists():
+        resolve_dataset(spec)  # raises the right error: a misspelt dataset name or a missing file
+    return read_dataset_and_format(spec, format=fmt)  # parses the file once
 
 
 @data.command("info")

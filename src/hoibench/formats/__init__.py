@@ -8,6 +8,7 @@ from hoibench.formats._registry import (
     AnnotationFormat,
     detect_format,
     read_dataset,
+    read_dataset_and_format,
     write_dataset,
 )
 from hoibench.formats.class_lists import read_class_list
@@ -64,6 +65,7 @@ __all__ = [
     "read_class_list",
     "read_crosshoi",
     "read_dataset",
+    "read_dataset_and_format",
     "read_hake",
     "read_hico_mat",
     "read_hicodet",

@@ -15,7 +15,14 @@ from hoibench.data import HOIDataset
 from hoibench.formats import hake, hico_mat, hicodet, ppdm, vcoco
 from hoibench.vocab import LabelSpace
 
-__all__ = ["FORMATS", "AnnotationFormat", "detect_format", "read_dataset", "write_dataset"]
+__all__ = [
+    "FORMATS",
+    "AnnotationFormat",
+    "detect_format",
+    "read_dataset",
+    "read_dataset_and_format",
+    "write_dataset",
+]
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,19 @@ def read_dataset(
         Raise :class:`~hoibench.FormatError` on the first structural problem (NaN or inverted
         boxes, ids out of range). ``hoibench data validate`` turns it off to list them all.
     """
+    return read_dataset_and_format(path, format=format, vocab=vocab, validate=validate, **kwargs)[0]
+
+
+def read_dataset_and_format(
+    path: str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    vocab: LabelSpace | None = None,
+    validate: bool = True,
+    **kwargs: Any,
+) -> tuple[HOIDataset, str]:
+    """:func:`read_dataset` and the name of the format it read (detected or given), parsing the
+    file once."""
     p = Path(path)
     if not p.exists():
         raise FormatError("no such file", file=p)
@@ -109,10 +129,10 @@ def read_dataset(
         name, data = _lookup(format).name, None
     fmt = FORMATS[name]
     if name == "ppdm":
-        return ppdm.read_ppdm(p, vocab=vocab, data=data, validate=validate)
+        return ppdm.read_ppdm(p, vocab=vocab, data=data, validate=validate), name
     if name == "hico-mat":
-        return hico_mat.read_hico_mat(p, validate=validate, **kwargs)
-    return fmt.read(p, data=data, validate=validate)
+        return hico_mat.read_hico_mat(p, validate=validate, **kwargs), name
+    return fmt.read(p, data=data, validate=validate), name
 
 
 def write_dataset(ds: HOIDataset, path: str | os.PathLike[str], *, format: str) -> None:
