@@ -17,7 +17,8 @@ demo: $(STAMP)
 	$(BIN)/hoibench demo --out hoibench-demo
 
 test: $(STAMP) chromium
-	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff check src tests perf scripts
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 # The HTML-report tests open the report in headless Chromium (Debian's chromium package); install
@@ -31,10 +32,10 @@ chromium:
 	  else echo "chromium missing and not root: the HTML render tests will be skipped"; fi; }
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff check src tests perf scripts
 
 bench: $(STAMP)
-	for f in benchmarks/bench_*.py; do $(BIN)/python $$f || exit 1; done
+	for f in perf/bench_*.py; do $(BIN)/python $$f || exit 1; done
 
 clean:
 	rm -rf $(VENV) hoibench-demo .pytest_cache .ruff_cache

@@ -1,5 +1,5 @@
 """Realistic noisy HICO-DET detections generated from real ground truth (seeded), shared by the
-evaluator tests and ``benchmarks/bench_eval_hico.py``.
+evaluator tests and ``perf/bench_eval_hico.py``.
 
 Per image: jittered copies of the ground-truth pairs (small, medium and large jitter), badly
 placed boxes, wrong verbs and wrong objects, duplicates with slightly lower scores, a few

@@ -11,9 +11,7 @@ from click.testing import CliRunner
 from hoibench._exceptions import ConfigError, FormatError, ValidationError
 from hoibench.analysis import (
     TPFPSensitivity,
-    class_ap_boxplot_figure,
     class_ap_spread,
-    class_ap_spread_table,
     class_ap_values,
     competition_ranks,
     flip_top_true_positive,
@@ -21,12 +19,17 @@ from hoibench.analysis import (
     kendall_tau,
     rank_stability,
     ranking_shift,
-    ranking_shift_markdown,
     tp_fp_sensitivity,
     variance_reduction,
 )
-from hoibench.analysis._sensitivity import ap_function, read_matches
-from hoibench.reports import MapResult
+from hoibench.analysis._sensitivity import ap_function
+from hoibench.formats import read_matches
+from hoibench.reports import (
+    MapResult,
+    class_ap_boxplot_figure,
+    class_ap_spread_table,
+    ranking_shift_markdown,
+)
 
 # B-RIGHT Table 3 (default setting): HICO-DET mAP, B-RIGHT mAP, and the printed B-RIGHT rank cell
 TABLE3 = {

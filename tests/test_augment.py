@@ -38,7 +38,7 @@ from hoibench.augment import _shard as shard_mod
 from hoibench.augment._prompts import format_box
 from hoibench.cli import cli
 from hoibench.formats import write_ppdm
-from hoibench.runners import ScriptedBackend
+from hoibench.models import ScriptedBackend
 from tests.test_augment_helpers import (
     EAT_APPLE,
     HOLD_CUP,
@@ -480,7 +480,7 @@ def test_openai_backend_and_cache_through_a_fake_server(tmp_path: Path, world) -
     fake server: a second run with the same cache sends no request and gives the same dataset."""
     pytest.importorskip("httpx")
     from hoibench.augment import AugmentPipeline
-    from hoibench.runners._fake_server import FakeChatServer, request_image, request_text
+    from hoibench.testing import FakeChatServer, request_image, request_text
 
     _, targets, kw = world
     seen_images: list[bytes] = []

@@ -142,7 +142,7 @@ def test_owlv2_detector_on_a_tiny_checkpoint(tmp_path: Path) -> None:
     from PIL import Image
 
     from hoibench.augment import DetectorConfig, build_detector
-    from hoibench.augment._tiny import save_tiny_owlv2
+    from hoibench.testing import save_tiny_owlv2
 
     folder = save_tiny_owlv2(tmp_path / "owl")
     det = build_detector(DetectorConfig(kind="owlv2", model=str(folder), box_threshold=0.0,

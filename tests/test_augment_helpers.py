@@ -12,7 +12,7 @@ from PIL import Image
 
 from hoibench.augment import AugmentConfig, AugmentPipeline, FakeDetector, ImageGenerator
 from hoibench.data import HOIDataset, HOIImage
-from hoibench.runners import ChatRequest, ImagePart, ScriptedBackend, TextPart
+from hoibench.models import ChatRequest, ImagePart, ScriptedBackend, TextPart
 from hoibench.vocab import hico_det
 
 VOCAB = hico_det()

@@ -13,9 +13,10 @@ import pytest
 
 from hoibench.cli import main
 from hoibench.datasets import load_dataset
+from hoibench.demo import DEMO_ANSWERERS, DEMO_DETECTORS, DemoConfig, run_demo
 from hoibench.evaluation import mcq_scores
 from hoibench.formats import read_answers, read_dataset, read_questions
-from hoibench.reports import DEMO_ANSWERERS, DEMO_DETECTORS, DemoConfig, load_results, run_demo
+from hoibench.reports import load_results
 from tests.test_report import CHROMIUM, check_html_in_chromium
 
 QUICK = {"max_test_images": 250, "n_bootstrap": 50, "save_predictions": True}
@@ -176,7 +177,7 @@ def test_demo_rejects_bad_options(tmp_path, capsys):
 
 
 def test_full_demo_matches_the_evaluators_run_by_hand(tmp_path, capsys):
-    # the full main job (about 10 s on 2 cores; its timing is in benchmarks/bench_demo.py)
+    # the full main job (about 10 s on 2 cores; its timing is in perf/bench_demo.py)
     done = run_demo(tmp_path / "full", config=DemoConfig(), progress=False)
     # by hand, for the object prior on each benchmark (predictions written afterwards)
     from hoibench.formats import write_predictions

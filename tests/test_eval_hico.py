@@ -16,17 +16,17 @@ from click.testing import CliRunner
 from hoibench._exceptions import ConfigError, FormatError, ValidationError
 from hoibench.cli import cli
 from hoibench.data import HOIDataset, HOIImage, HOIPredictions
+from hoibench.datasets import hico_class_subsets
 from hoibench.evaluation import (
     HICOMeanAP,
     HICOProtocol,
     box_iou,
-    hico_class_subsets,
     hico_mean_ap,
     match_hico_detections,
     voc11_ap,
 )
-from hoibench.evaluation._hico_loop import hico_average_precision_loop
 from hoibench.formats import write_predictions
+from hoibench.testing import hico_average_precision_loop
 from hoibench.vocab import hico_det
 
 V = hico_det()

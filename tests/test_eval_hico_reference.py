@@ -9,7 +9,7 @@ Two oracles:
   (fredzzhang/pocket @ bff2870, fredzzhang/upt @ 1927430); CDN's ``datasets/hico_eval.py`` with
   its pair-NMS (YueLiao/CDN @ 71c5702) for the ``cdn`` preset. MATLAB cannot run here, so the
   ``official`` column comes from the plain loop transliteration of ho-rcnn's
-  ``VOCevaldet_bboxpair.m`` (``hoibench.evaluation._hico_loop``), itself checked rule by rule
+  ``VOCevaldet_bboxpair.m`` (``hoibench.testing``), itself checked rule by rule
   in ``test_eval_hico.py``. The script that produced the file is described in
   ``docs/evaluation.md``; the reference repositories are not needed to run this test.
 * the plain loop evaluator, run here on a tenth of the test set with another seed.
@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 
 from hoibench.evaluation import hico_mean_ap
-from hoibench.evaluation._hico_loop import hico_average_precision_loop
 from hoibench.formats import read_dataset
+from hoibench.testing import hico_average_precision_loop
 from tests.conftest import shared_file
 from tests.hico_synth import noisy_predictions
 

@@ -12,13 +12,8 @@ import numpy as np
 import pytest
 
 from hoibench._exceptions import ConfigError, ValidationError
-from hoibench.evaluation import (
-    VCOCODetections,
-    VCOCORoleAP,
-    vcoco_action_names,
-    vcoco_role_ap,
-    vcoco_role_classes,
-)
+from hoibench.data import VCOCODetections, vcoco_action_names, vcoco_role_classes
+from hoibench.evaluation import VCOCORoleAP, vcoco_role_ap
 from hoibench.formats import read_vcoco_ground_truth
 
 ACT = {a: i for i, a in enumerate(vcoco_action_names())}

@@ -11,16 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from hoibench._exceptions import FormatError
-from hoibench.evaluation import (
-    VCOCODetections,
-    vcoco_action_names,
-    vcoco_role_ap,
-    vcoco_role_classes,
-)
+from hoibench.data import VCOCODetections, vcoco_action_names, vcoco_role_classes
+from hoibench.datasets import resolve_vcoco_ground_truth
+from hoibench.evaluation import vcoco_role_ap
 from hoibench.formats import (
     read_vcoco_detections,
     read_vcoco_ground_truth,
-    resolve_vcoco_ground_truth,
     vcoco_ground_truth_from_official,
     write_vcoco_detections,
     write_vcoco_ground_truth,

@@ -16,12 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hoibench.evaluation import (
-    VCOCODetections,
-    vcoco_action_names,
-    vcoco_role_ap,
-    vcoco_role_classes,
-)
+from hoibench.data import VCOCODetections, vcoco_action_names, vcoco_role_classes
+from hoibench.evaluation import vcoco_role_ap
 from hoibench.formats import vcoco_ground_truth_from_official
 from hoibench.vocab import vcoco_actions
 
@@ -312,7 +308,7 @@ def test_batched_updates_equal_one_call() -> None:
 def test_matches_oracle_on_real_vcoco_test_boxes() -> None:
     """Real people, role objects and labels (the first 120 images with people of the bundled test set,
     a quarter of the other people taken out of V-COCO), noisy detections; evaluator and oracle must agree."""
-    from hoibench.formats import resolve_vcoco_ground_truth
+    from hoibench.datasets import resolve_vcoco_ground_truth
 
     real = resolve_vcoco_ground_truth("v-coco:test")
     real = real.select(real.image_ids[np.diff(real.person_offsets) > 0][:120])

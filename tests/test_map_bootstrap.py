@@ -17,18 +17,16 @@ from click.testing import CliRunner
 
 import hoibench.analysis._map_bootstrap as mb
 from hoibench._exceptions import ConfigError, ValidationError
-from hoibench.analysis import (
-    WeightedHICOMap,
-    compare_hico_models,
-    hico_map_bootstrap,
-    paired_difference_table,
-    rank_distribution_figure,
-    rank_distribution_table,
-)
+from hoibench.analysis import WeightedHICOMap, compare_hico_models, hico_map_bootstrap
 from hoibench.cli import cli
 from hoibench.data import HOIDataset, HOIImage, HOIPredictions
 from hoibench.evaluation import hico_mean_ap, match_hico_detections, voc11_ap, weighted_voc11_ap
 from hoibench.formats import write_predictions
+from hoibench.reports import (
+    paired_difference_table,
+    rank_distribution_figure,
+    rank_distribution_table,
+)
 from hoibench.vocab import hico_det
 from tests.conftest import shared_file
 from tests.hico_synth import noisy_predictions
@@ -234,7 +232,8 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate(synthetic):
 
 def test_bootstrap_replicates_are_evaluator_runs_on_resampled_data(synthetic):
     """The samples are what the evaluator gives on the resamples that bootstrap_weights draws."""
-    from hoibench.analysis import bootstrap_weights, check_random_state
+    from hoibench._random import check_random_state
+    from hoibench.evaluation import bootstrap_weights
 
     gt, preds = synthetic
     r = hico_map_bootstrap(preds, gt, n_resamples=3, random_state=9, protocol="qpic")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hoibench import ConfigError
-from hoibench.analysis import head_tail_ratio, kl_divergence, scene_composition
+from hoibench.benchmarks import head_tail_ratio, kl_divergence, scene_composition
 from hoibench.benchmarks.mcq import (
     NegativeFilter,
     answers_from_detections,
@@ -18,7 +18,7 @@ from hoibench.benchmarks.mcq import (
     time_sensitive_classes,
 )
 from hoibench.data import HOIDataset, HOIImage, HOIPredictions, MCQuestion
-from hoibench.runners import ScriptedBackend
+from hoibench.models import ScriptedBackend
 from hoibench.vocab import hico_det
 
 V = hico_det()
@@ -248,7 +248,7 @@ def test_answers_from_detections_top_k_and_person_match() -> None:
 
 
 def _choices(names: list[str]):
-    from hoibench.formats.crosshoi import parse_choice_text
+    from hoibench.data import parse_choice_text
 
     for n in names:
         verb, obj = n.split()

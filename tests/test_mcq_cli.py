@@ -161,7 +161,7 @@ def test_released_hico_files_stats_and_scores(tmp_path: Path) -> None:
 def test_build_with_judges_over_http_is_cached_and_recorded(tmp_path: Path) -> None:
     from PIL import Image
 
-    from hoibench.runners._fake_server import FakeChatServer, request_text
+    from hoibench.testing import FakeChatServer, request_text
 
     ann = FIXTURES / "mini_instances_test2015.json"
     images = tmp_path / "images"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hoibench import FormatError
-from hoibench.data import MCAnswer
+from hoibench.data import MCAnswer, choice_text, parse_choice_text, reference_class_key
 from hoibench.formats import (
     AnswerWriter,
     read_answers,
@@ -17,7 +17,6 @@ from hoibench.formats import (
     write_answers,
     write_questions,
 )
-from hoibench.formats.crosshoi import choice_text, parse_choice_text, reference_class_key
 from hoibench.vocab import hico_det
 from tests.conftest import shared_file
 

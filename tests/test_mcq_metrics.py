@@ -12,9 +12,8 @@ from hypothesis import strategies as st
 from sklearn.metrics import f1_score, precision_score, recall_score
 
 from hoibench import ConfigError
-from hoibench.analysis import bootstrap_ci, bootstrap_weights
 from hoibench.data import Choice, MCAnswer, MCQuestion
-from hoibench.evaluation import MCQMetrics, mcq_scores
+from hoibench.evaluation import MCQMetrics, bootstrap_ci, bootstrap_weights, mcq_scores
 from hoibench.formats import read_questions
 from hoibench.vocab import hico_det
 from tests.conftest import shared_file
@@ -252,7 +251,7 @@ def test_mcq_bootstrap_intervals_bracket_the_scores() -> None:
 
 
 def test_crosshoi_class_keys_restrict_macro_f1() -> None:
-    from hoibench.formats.crosshoi import parse_choice_text
+    from hoibench.data import parse_choice_text
 
     choices = (parse_choice_text("look at a/an frisbee"), parse_choice_text("throw a/an frisbee"))
     q = MCQuestion("v", "v.jpg", 1, tuple(c.__class__(c.text) for c in choices), frozenset({0}),

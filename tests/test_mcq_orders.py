@@ -46,7 +46,7 @@ def test_run_several_orders_then_score_them(tmp_path, capsys):
 
     from hoibench.cli import main
     from hoibench.formats import read_answers
-    from hoibench.runners._fake_server import FakeChatServer
+    from hoibench.testing import FakeChatServer
 
     images = tmp_path / "images"
     images.mkdir()

@@ -31,6 +31,7 @@ from hoibench.reports import (
     class_ap_spread_table,
     load_results,
     map_table,
+    ranking_shift_rows,
     ranking_shift_table,
     result_from_dict,
 )
@@ -145,13 +146,15 @@ def test_ranking_shift_table_on_hand_made_results():
     rs = [MapResult(model=m, benchmark=b, protocol="official", full=f)
           for m, b, f in [("A", "orig", 30), ("B", "orig", 20), ("C", "orig", 10),
                           ("A", "bal", 5), ("B", "bal", 15), ("C", "bal", 25)]]
-    t = ranking_shift_table(rs, reference="orig", other="bal")
+    t = ranking_shift_table(ranking_shift_rows(rs, reference="orig", other="bal"), reference="orig",
+                            other="bal")
     assert t.column("model") == ["A", "B", "C"]
-    assert t.column("rank orig") == [1, 2, 3]
-    assert t.column("rank bal") == [3, 2, 1]
-    assert t.column("shift") == ["↓ 2", "–", "↑ 2"]
+    assert t.column("rank_orig") == [1, 2, 3]
+    assert t.column("rank_bal") == [3, 2, 1]
+    assert t.column("shift") == [-2, 0, 2]
+    assert t.column("arrow") == ["↓ 2", "–", "↑ 2"]
     with pytest.raises(ValidationError, match="at least two models"):
-        ranking_shift_table(rs[:1] + rs[3:4], reference="orig", other="bal")
+        ranking_shift_rows(rs[:1] + rs[3:4], reference="orig", other="bal")
 
 
 def test_headline_names_the_benchmark_number():
@@ -330,7 +333,8 @@ def test_report_cli_builds_report_from_result_files(tmp_path, capsys):
     printed = capsys.readouterr().out.strip().splitlines()[-1]
     assert printed == str(out / "report.html")
     shift = list(csv.reader((out / "tables" / "ranking-shift-orig-vs-bal.csv").open()))
-    assert shift[1] == ["A", "30.0", "1", "10.0", "2", "↓ 1"]
+    assert shift[0] == ["model", "map_orig", "rank_orig", "map_bal", "rank_bal", "shift", "arrow"]
+    assert shift[1] == ["A", "30.0", "1", "10.0", "2", "-1", "↓ 1"]
     assert (out / "tables" / "mcq-metrics.csv").exists()
 
 

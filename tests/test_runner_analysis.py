@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 
+from hoibench.analysis import misattribution_share
 from hoibench.cli import main
 from hoibench.data import MCAnswer
 from hoibench.datasets import load_dataset
 from hoibench.formats import read_questions
 from hoibench.formats.questions import write_answers
-from hoibench.runners import misattribution_share
 
 from .conftest import shared_file
 
@@ -77,14 +77,14 @@ def test_analyze_cli_table_on_a_synthetic_answer_file(tmp_path, capsys):
     ds = load_dataset("hico-det:test")
     v = hico_det()
     # pick an image where another person (IoU < 0.5 with the target) does something else
-    from hoibench.runners import box_iou
+    from hoibench.evaluation import box_iou
 
     for i in range(ds.n_images):
         img = ds.image(i)
         if len(img.pairs) < 2:
             continue
         target = img.boxes[img.pairs[0, 0]]
-        far = box_iou(target, img.subject_boxes) < 0.5
+        far = box_iou(np.asarray([target]), img.subject_boxes)[0] < 0.5
         other_pairs = [p for p, ob, f in zip(img.pairs, img.object_labels, far)
                        if f and p[2] != img.pairs[0, 2] and ob >= 0 and img.pairs[0, 1] >= 0]
         if other_pairs:

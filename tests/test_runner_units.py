@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from hoibench._exceptions import ConfigError, FormatError, MissingExtraError, ValidationError
+from hoibench.analysis import head_to_tail_recall, misattribution_share
 from hoibench.data import Choice, HOIDataset, HOIImage, MCAnswer, MCQuestion
-from hoibench.runners import (
+from hoibench.models import (
     CachedBackend,
     ChatMessage,
     ChatRequest,
@@ -19,13 +20,14 @@ from hoibench.runners import (
     ImagePart,
     ResponseCache,
     ScriptedBackend,
+    make_backend,
+)
+from hoibench.models._vllm import VLLMBackend
+from hoibench.runners.mcq import (
     format_box,
-    head_to_tail_recall,
     load_detections,
     load_template,
-    make_backend,
     match_person,
-    misattribution_share,
     model_frame,
     parse_detection,
     parse_image_size,
@@ -34,7 +36,6 @@ from hoibench.runners import (
     resolve_box_convention,
     smart_resize,
 )
-from hoibench.runners._vllm import VLLMBackend
 from hoibench.vocab import hico_det
 
 # ----------------------------------------------------------------------------- boxes
@@ -192,7 +193,7 @@ def test_user_template_rejects_unknown_keys(tmp_path):
 
     import yaml
 
-    raw = yaml.safe_load((resources.files("hoibench.runners") / "prompts" / "crosshoi.yaml").read_text())
+    raw = yaml.safe_load((resources.files("hoibench.runners.mcq") / "prompts" / "crosshoi.yaml").read_text())
     good = tmp_path / "mine.yaml"
     good.write_text(yaml.safe_dump({**raw, "version": "7"}))
     assert load_template(good).tag == "crosshoi@7"

@@ -18,13 +18,11 @@ from hoibench.benchmarks.sg import (
     compare_splits,
     select_test_combinations,
     sg_combinations,
-    unseen_combinations,
-    unseen_hoi_classes,
     verify_split,
 )
 from hoibench.cli import cli
 from hoibench.data import HOIDataset, HOIImage
-from hoibench.formats import read_ppdm, write_ppdm
+from hoibench.formats import read_ppdm, unseen_combinations, unseen_hoi_classes, write_ppdm
 from hoibench.vocab import hico_det, vcoco
 
 H = hico_det()

@@ -21,9 +21,8 @@ from hoibench.benchmarks.sg import (
     load_union,
     select_test_combinations,
     sg_combinations,
-    unseen_hoi_classes,
 )
-from hoibench.formats import read_ppdm
+from hoibench.formats import read_ppdm, unseen_hoi_classes
 
 from .conftest import shared_file
 

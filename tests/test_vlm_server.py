@@ -22,14 +22,10 @@ from hoibench.cli import main
 from hoibench.data import Choice, MCQuestion
 from hoibench.formats import read_answers, read_questions
 from hoibench.formats.questions import write_questions
-from hoibench.runners import (
-    CachedBackend,
-    MCQRunner,
-    load_template,
-    make_backend,
-    render_question,
-)
-from hoibench.runners._fake_server import FakeChatServer, FakeReply, request_image, request_text
+from hoibench.models import CachedBackend, make_backend
+from hoibench.runners import MCQRunner
+from hoibench.runners.mcq import load_template, render_question
+from hoibench.testing import FakeChatServer, FakeReply, request_image, request_text
 
 from .conftest import shared_file
 

@@ -11,8 +11,9 @@ from PIL import Image
 
 from hoibench.data import Choice, MCQuestion
 from hoibench.formats import read_answers
-from hoibench.runners import ChatMessage, ChatRequest, GenerationParams, ImagePart, MCQRunner
-from hoibench.runners._transformers import TransformersBackend
+from hoibench.models import ChatMessage, ChatRequest, GenerationParams, ImagePart
+from hoibench.models._transformers import TransformersBackend
+from hoibench.runners import MCQRunner
 
 torch = pytest.importorskip("torch")
 

@@ -13,8 +13,7 @@ from hoibench._exceptions import (
     MissingExtraError,
     ValidationError,
 )
-
-__version__ = "0.1.0"
+from hoibench._version import __version__
 
 __all__ = [
     "ConfigError",

@@ -1,28 +1,15 @@
-"""hoibench.analysis (see docs/ARCHITECTURE.md)."""
+"""Analyses of results and benchmarks: class-AP spread, ranking shifts, TP->FP sensitivity
+(B-RIGHT), bootstrap model comparison, and the multiple-choice error analyses.
 
-# B-RIGHT re-evaluation analyses (class-AP spread, ranking shifts, TP->FP sensitivity)
-from hoibench.analysis._bootstrap import (
-    CI_METHODS,
-    BootstrapResult,
-    bootstrap_ci,
-    bootstrap_interval,
-    bootstrap_weights,
-    check_random_state,
-)
+Numbers only: their tables and figures are in :mod:`hoibench.reports`.
+"""
+
 from hoibench.analysis._class_ap import (
     ClassAPSpread,
-    class_ap_boxplot_figure,
     class_ap_spread,
-    class_ap_spread_table,
+    class_ap_spreads,
     class_ap_values,
     variance_reduction,
-)
-from hoibench.analysis._distribution import (
-    SceneComposition,
-    distinct_boxes,
-    head_tail_ratio,
-    kl_divergence,
-    scene_composition,
 )
 from hoibench.analysis._map_bootstrap import (
     MapBootstrapResult,
@@ -30,9 +17,14 @@ from hoibench.analysis._map_bootstrap import (
     WeightedHICOMap,
     compare_hico_models,
     hico_map_bootstrap,
-    paired_difference_table,
-    rank_distribution_figure,
-    rank_distribution_table,
+)
+from hoibench.analysis._mcq_errors import (
+    HeadToTailBin,
+    HeadToTailRecall,
+    Misattribution,
+    head_to_tail_recall,
+    misattribution_share,
+    train_class_counts,
 )
 from hoibench.analysis._ranking import (
     RankShift,
@@ -41,64 +33,43 @@ from hoibench.analysis._ranking import (
     kendall_tau,
     rank_stability,
     ranking_shift,
-    ranking_shift_figure,
-    ranking_shift_markdown,
-    ranking_shift_table,
 )
 from hoibench.analysis._sensitivity import (
     SensitivityResult,
     TPFPSensitivity,
     flip_top_true_positive,
     ideal_sensitivity,
-    read_matches,
-    sensitivity_figure,
     sensitivity_from_matches,
-    sensitivity_table,
     tp_fp_sensitivity,
 )
 
 __all__ = [
-    "CI_METHODS",
-    "BootstrapResult",
     "ClassAPSpread",
+    "HeadToTailBin",
+    "HeadToTailRecall",
     "MapBootstrapResult",
+    "Misattribution",
     "ModelComparison",
     "RankShift",
     "RankStability",
-    "SceneComposition",
     "SensitivityResult",
     "TPFPSensitivity",
     "WeightedHICOMap",
-    "bootstrap_ci",
-    "bootstrap_interval",
-    "bootstrap_weights",
-    "check_random_state",
-    "class_ap_boxplot_figure",
     "class_ap_spread",
-    "class_ap_spread_table",
+    "class_ap_spreads",
     "class_ap_values",
     "compare_hico_models",
     "competition_ranks",
-    "distinct_boxes",
     "flip_top_true_positive",
-    "head_tail_ratio",
+    "head_to_tail_recall",
     "hico_map_bootstrap",
     "ideal_sensitivity",
     "kendall_tau",
-    "kl_divergence",
-    "paired_difference_table",
-    "rank_distribution_figure",
-    "rank_distribution_table",
+    "misattribution_share",
     "rank_stability",
     "ranking_shift",
-    "ranking_shift_figure",
-    "ranking_shift_markdown",
-    "ranking_shift_table",
-    "read_matches",
-    "scene_composition",
-    "sensitivity_figure",
     "sensitivity_from_matches",
-    "sensitivity_table",
     "tp_fp_sensitivity",
+    "train_class_counts",
     "variance_reduction",
 ]

@@ -18,9 +18,8 @@ from hoibench._exceptions import ValidationError
 
 __all__ = [
     "ClassAPSpread",
-    "class_ap_boxplot_figure",
     "class_ap_spread",
-    "class_ap_spread_table",
+    "class_ap_spreads",
     "class_ap_values",
     "variance_reduction",
 ]
@@ -85,7 +84,8 @@ def class_ap_spread(ap_percent: Sequence[float] | np.ndarray, *, model: str = ""
                          zero_ap_share=float(100.0 * np.mean(a == 0)))
 
 
-def _spreads(results: Sequence[Any], classes: Sequence[int] | None) -> list[ClassAPSpread]:
+def class_ap_spreads(results: Sequence[Any], *, classes: Sequence[int] | None = None) -> list[ClassAPSpread]:
+    """One :class:`ClassAPSpread` per result (its model and benchmark), over ``classes`` or all."""
     return [class_ap_spread(class_ap_values(r, classes=classes), model=r.model, benchmark=r.benchmark)
             for r in results]
 
@@ -100,41 +100,3 @@ def variance_reduction(spreads: Sequence[ClassAPSpread], *, reference: str, othe
     return out
 
 
-def class_ap_spread_table(results: Sequence[Any], *, classes: Sequence[int] | None = None,
-                          reference: str | None = None, other: str | None = None) -> Any:
-    """A :class:`~hoibench.reports.Table` of :class:`ClassAPSpread` rows, one per result.
-
-    With ``reference`` and ``other`` benchmark names, a ``variance_ratio`` column gives each
-    model's variance on ``other`` relative to ``reference``.
-    """
-    from hoibench.reports import Table
-
-    spreads = _spreads(results, classes)
-    ratio = variance_reduction(spreads, reference=reference, other=other) if reference and other else {}
-    cols = ("model", "benchmark", "classes", "mean", "median", "variance", "std", "q1", "q3", "iqr",
-            "min", "max", "zero_ap_share")
-    rows = []
-    for s in spreads:
-        row = (s.model, s.benchmark, s.n_classes, s.mean, s.median, s.variance, s.std, s.q1, s.q3,
-               s.iqr, s.min, s.max, s.zero_ap_share)
-        if ratio:
-            row = (*row, ratio.get(s.model) if s.benchmark == other else None)
-        rows.append(row)
-    if ratio:
-        cols = (*cols, f"variance_ratio_vs_{reference}")
-    return Table("class-ap-spread", "Class-AP spread (%)", cols, tuple(rows),
-                 caption="AP in percent over the classes with ground truth; variance is the "
-                         "population variance (percent points squared); zero_ap_share is the "
-                         "percentage of classes with AP 0.")
-
-
-def class_ap_boxplot_figure(results: Sequence[Any], *, classes: Sequence[int] | None = None,
-                            title: str = "Class-AP distribution per model", name: str = "class-ap-boxplot") -> Any:
-    """Box plots of class AP, one box per (model, benchmark), like Figure 6 (PNG via reports)."""
-    from hoibench.reports import class_ap_boxplot
-
-    data: dict[str, dict[str, np.ndarray]] = {}
-    for r in results:
-        data.setdefault(r.model, {})[r.benchmark] = class_ap_values(r, classes=classes)
-    return class_ap_boxplot(name, title, data=data,
-                            caption="Median (line), interquartile range (box), outliers (dots).")

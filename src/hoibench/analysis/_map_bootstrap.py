@@ -32,14 +32,14 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
-from hoibench.analysis._bootstrap import (
+from hoibench.analysis._ranking import RankStability, competition_ranks
+from hoibench.data import HOIDataset, HOIPredictions
+from hoibench.evaluation import HICOMatches, HICOProtocol, match_hico_detections, recall_thresholds
+from hoibench.evaluation._bootstrap import (
     bootstrap_ci,
     bootstrap_interval,
     check_random_state,
 )
-from hoibench.analysis._ranking import RankStability, competition_ranks
-from hoibench.data import HOIDataset, HOIPredictions
-from hoibench.evaluation import HICOMatches, HICOProtocol, match_hico_detections, recall_thresholds
 
 __all__ = [
     "MapBootstrapResult",
@@ -47,9 +47,6 @@ __all__ = [
     "WeightedHICOMap",
     "compare_hico_models",
     "hico_map_bootstrap",
-    "paired_difference_table",
-    "rank_distribution_figure",
-    "rank_distribution_table",
 ]
 
 #: elements of a (replicates x detections) block evaluated at once (memory: ~8 bytes each, x3)
@@ -441,79 +438,4 @@ def compare_hico_models(preds: Mapping[str, HOIPredictions | HICOMatches], targe
                            r.samples.reshape(n_resamples, n_m, len(metrics)), confidence, n_resamples,
                            _seed_of(random_state))
 
-
-# ------------------------------------------------------------------------- tables and plot
-def paired_difference_table(cmp: ModelComparison, metric: str = "full", *,
-                            reference: str | None = None, method: str = "basic") -> Any:
-    """Paired differences as a :class:`~hoibench.reports.Table` (Markdown / CSV)."""
-    from hoibench.reports import Table
-
-    rows = cmp.paired_differences(metric, reference=reference, method=method)
-    level = f"{cmp.confidence * 100:g}%"
-    return Table.from_records(
-        f"paired-difference-{metric.replace('_', '-')}",
-        f"Paired mAP differences ({metric}, {cmp.n_resamples} image-bootstrap replicates)",
-        rows, columns=["model_a", "model_b", "map_a", "map_b", "difference", "ci_low", "ci_high",
-                       "p_a_better", "bias"],
-        caption=f"difference = mAP(a) − mAP(b) in points; ci_low/ci_high: {level} {method} interval "
-                "over the same resamples of test images for both models; p_a_better: share of "
-                f"replicates where a scores higher; bias: mean replicate difference − difference "
-                f"(seed {cmp.seed}).")
-
-
-def rank_distribution_table(cmp: ModelComparison, metric: str = "full") -> Any:
-    """Rank stability per model plus the share of replicates at each rank."""
-    from hoibench.reports import Table
-
-    stab = cmp.rank_stability(metric)
-    dist = cmp.rank_distribution(metric)
-    recs = []
-    for s in stab:
-        m = cmp.models.index(s.model)
-        rec = {k: v for k, v in s.to_dict().items() if k != "benchmark"}
-        rec.update({f"p_rank_{r + 1}": float(dist[m, r]) for r in range(len(cmp.models))})
-        recs.append(rec)
-    level = f"{cmp.confidence * 100:g}%"
-    return Table.from_records(
-        f"rank-stability-{metric.replace('_', '-')}",
-        f"Rank stability ({metric}, {cmp.n_resamples} image-bootstrap replicates)", recs,
-        caption=f"rank_low/rank_high: {level} interval of the rank over replicates; p_rank_r: share "
-                f"of replicates with rank r (1 = highest mAP) (seed {cmp.seed}).")
-
-
-def rank_distribution_figure(cmp: ModelComparison, metric: str = "full") -> Any:
-    """Stacked bars: for each model, how often it takes each rank over the replicates."""
-    from hoibench.reports import Figure
-    from hoibench.reports._figures import _pyplot, _render
-
-    plt = _pyplot()
-    k = cmp._k(metric)
-    order = sorted(range(len(cmp.models)), key=lambda m: (-cmp.estimate[m, k], cmp.models[m]))
-    dist = cmp.rank_distribution(metric)[order]
-    n = len(cmp.models)
-    fig, ax = plt.subplots(figsize=(6.5, 0.45 * n + 1.6))
-    cmap = plt.get_cmap("viridis", max(n, 2))
-    left = np.zeros(n)
-    y = np.arange(n)
-    for r in range(n):
-        ax.barh(y, dist[:, r], left=left, color=cmap(r), edgecolor="white", linewidth=0.5,
-                label=f"rank {r + 1}")
-        for i in np.flatnonzero(dist[:, r] >= 0.08):
-            ax.text(left[i] + dist[i, r] / 2, y[i], f"{dist[i, r] * 100:.0f}%", ha="center", va="center",
-                    fontsize=7, color="white" if r < n / 2 else "black")
-        left += dist[:, r]
-    ax.set_yticks(y)
-    ax.set_yticklabels([f"{cmp.models[m]} ({cmp.estimate[m, k]:.2f})" for m in order], fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("share of bootstrap replicates")
-    ax.set_title(f"Rank distribution ({metric} mAP, {cmp.n_resamples} replicates)", fontsize=10)
-    ax.legend(ncol=min(n, 6), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25 - 0.02 * n),
-              frameon=False)
-    fig.tight_layout()
-    return Figure(f"rank-distribution-{metric.replace('_', '-')}",
-                  f"Rank distribution ({metric} mAP)", _render(fig),
-                  "Each bar splits the bootstrap replicates (test images resampled with replacement, "
-                  "the same resamples for every model) by the rank the model takes; models in "
-                  "observed order, observed mAP in brackets.")
 

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
-from hoibench.analysis._bootstrap import bootstrap_weights, check_random_state
+from hoibench._random import check_random_state
+from hoibench.evaluation import bootstrap_weights
 
 __all__ = [
     "RankShift",
@@ -24,9 +25,6 @@ __all__ = [
     "kendall_tau",
     "rank_stability",
     "ranking_shift",
-    "ranking_shift_figure",
-    "ranking_shift_markdown",
-    "ranking_shift_table",
 ]
 
 
@@ -73,73 +71,6 @@ def ranking_shift(reference: Mapping[str, float], other: Mapping[str, float]) ->
     ra, rb = competition_ranks(a), competition_ranks(b)
     rows = [RankShift(m, float(a[i]), int(ra[i]), float(b[i]), int(rb[i])) for i, m in enumerate(models)]
     return sorted(rows, key=lambda r: (r.rank_reference, r.model))
-
-
-def ranking_shift_markdown(rows: Sequence[RankShift], *, reference: str, other: str,
-                           decimals: int = 2) -> str:
-    """Table 3 in Markdown: ``| model | mAP | rank | mAP | rank (arrow) |``."""
-    lines = [f"| Model | {reference} mAP | {reference} rank | {other} mAP | {other} rank |",
-             "| --- | ---: | ---: | ---: | ---: |"]
-    for r in rows:
-        arrow = "" if r.shift == 0 else f" ({r.arrow})"
-        lines.append(f"| {r.model} | {r.map_reference:.{decimals}f} | {r.rank_reference} | "
-                     f"{r.map_other:.{decimals}f} | {r.rank_other}{arrow} |")
-    return "\n".join(lines) + "\n"
-
-
-def ranking_shift_table(rows: Sequence[RankShift], *, reference: str, other: str) -> Any:
-    """The same rows as a :class:`~hoibench.reports.Table` (for CSV/JSON output)."""
-    from hoibench.reports import Table
-
-    return Table("ranking-shift", f"Ranking shift: {reference} → {other}",
-                 ("model", f"map_{reference}", f"rank_{reference}", f"map_{other}", f"rank_{other}",
-                  "shift", "arrow"),
-                 tuple((r.model, r.map_reference, r.rank_reference, r.map_other, r.rank_other, r.shift,
-                        r.arrow) for r in rows),
-                 caption=f"Rank 1 = highest mAP; shift > 0 (↑): the model ranks higher on {other}.")
-
-
-def ranking_shift_figure(rows: Sequence[RankShift], *, reference: str, other: str,
-                         spread: Mapping[tuple[str, str], float] | None = None,
-                         name: str = "ranking-shift") -> Any:
-    """Bump chart of the two rankings like Figure 1b; circle area ~ class-AP variance.
-
-    ``spread[(model, benchmark)]`` is the class-AP variance drawn as the circle size (optional).
-    """
-    from hoibench.reports import Figure
-    from hoibench.reports._figures import _pyplot, _render
-
-    plt = _pyplot()
-    n = len(rows)
-    fig, ax = plt.subplots(figsize=(5.5, 0.45 * n + 1.5))
-    var = [v for v in (spread or {}).values() if v == v]
-    vmax = max(var) if var else 1.0
-    for r in rows:
-        colour = "#31a354" if r.shift > 0 else ("#e6550d" if r.shift < 0 else "#636363")
-        ax.plot([0, 1], [r.rank_reference, r.rank_other], color=colour, linewidth=1.2, zorder=1)
-        for x, bench, rank in ((0, reference, r.rank_reference), (1, other, r.rank_other)):
-            v = (spread or {}).get((r.model, bench))
-            size = 40 + 400 * (v / vmax) if v is not None and vmax > 0 else 60
-            ax.scatter([x], [rank], s=size, color=colour, alpha=0.55, edgecolor="black", linewidth=0.4,
-                       zorder=2)
-        ax.annotate(f"{r.model} {r.map_reference:.2f}", (0, r.rank_reference), xytext=(-12, 0),
-                    textcoords="offset points", ha="right", va="center", fontsize=8)
-        ax.annotate(f"{r.map_other:.2f} {r.model}" + (f" ({r.arrow})" if r.shift else ""),
-                    (1, r.rank_other), xytext=(12, 0), textcoords="offset points", ha="left",
-                    va="center", fontsize=8)
-    ax.set_xlim(-0.9, 1.9)
-    ax.set_ylim(n + 0.7, 0.3)
-    ax.set_xticks([0, 1])
-    ax.set_xticklabels([reference, other])
-    ax.set_yticks(range(1, n + 1))
-    ax.set_ylabel("rank")
-    ax.set_title(f"Ranking shift: {reference} → {other}", fontsize=10)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    caption = "Lines join each model's rank on the two benchmarks (green: up, orange: down)."
-    if spread:
-        caption += " Circle area grows with the model's class-AP variance on that benchmark."
-    return Figure(name, f"Ranking shift: {reference} → {other}", _render(fig), caption)
 
 
 def kendall_tau(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:

@@ -25,10 +25,7 @@ __all__ = [
     "ap_function",
     "flip_top_true_positive",
     "ideal_sensitivity",
-    "read_matches",
-    "sensitivity_figure",
     "sensitivity_from_matches",
-    "sensitivity_table",
     "tp_fp_sensitivity",
 ]
 
@@ -226,84 +223,3 @@ def ideal_sensitivity(n_values: Sequence[int] | np.ndarray, *, ap_method: str = 
     return np.asarray(out)
 
 
-def sensitivity_table(result: SensitivityResult, *, name: str = "tp-fp-sensitivity") -> Any:
-    """Per-class rows as a :class:`~hoibench.reports.Table` (AP in percent)."""
-    from hoibench.reports import Table
-
-    rows = tuple((r["class"], r["name"], r["n_gt"], 100 * r["ap"], 100 * r["ap_flipped"], 100 * r["drop"],
-                  r["relative_drop"]) for r in result.records())
-    return Table(name, "TP→FP sensitivity per class",
-                 ("class", "name", "n_gt", "ap", "ap_flipped", "drop", "relative_drop"), rows,
-                 caption="AP (%) before and after the highest-scoring true positive of the class "
-                         "becomes a false positive; relative_drop in percent of the AP.")
-
-
-def sensitivity_figure(result: SensitivityResult, *, ideal: bool = True, name: str = "tp-fp-sensitivity",
-                       title: str = "AP drop when the top true positive becomes a false positive",
-                       ap_method: str = "voc11", thresholds: str = "matlab") -> Any:
-    """Scatter of relative AP drop against test instances per class (log x), like Figure 3.
-
-    With ``ideal``, the curve of a class whose detections are all correct is drawn for reference.
-    """
-    from hoibench.reports import Figure
-    from hoibench.reports._figures import _pyplot, _render
-
-    plt = _pyplot()
-    rel = result.relative_drop
-    ok = ~np.isnan(rel)
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
-    ax.scatter(result.n_gt[ok], rel[ok], s=10, alpha=0.6, color="#08519c", label="classes")
-    if ideal and ok.any():
-        hi = int(result.n_gt[ok].max())
-        ns = np.unique(np.geomspace(1, max(hi, 2), num=60).astype(np.int64))
-        ax.plot(ns, ideal_sensitivity(ns, ap_method=ap_method, thresholds=thresholds), color="#e6550d",
-                linewidth=1.2, label="all detections correct")
-    ax.set_xscale("log")
-    ax.set_xlabel("test instances of the class")
-    ax.set_ylabel("relative AP drop (%)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, frameon=False)
-    return Figure(name, title, _render(fig),
-                  "Each dot is a class: the percentage of its AP lost when its highest-scoring true "
-                  "positive is counted as a false positive.")
-
-
-def read_matches(path: Any) -> dict[str, Any]:
-    """Read a ``hoi_matches`` file (contract in ``docs/interfaces.md``): matched detections.
-
-    Returns ``{"hoi", "score", "tp", "n_gt", "class_names"}`` as arrays (names a tuple, maybe empty).
-    """
-    from hoibench._exceptions import FormatError
-    from hoibench._io import read_json
-
-    d = read_json(path)
-    if not isinstance(d, dict) or d.get("kind") != "hoi_matches":
-        raise FormatError("expected a JSON object with kind 'hoi_matches'", file=path, field="kind")
-
-    def column(key: str, kind: type, n: int | None = None) -> np.ndarray:
-        v = d.get(key)
-        if not isinstance(v, list):
-            raise FormatError("expected a list", file=path, field=key)
-        if n is not None and len(v) != n:
-            raise FormatError(f"expected {n} entries, got {len(v)}", file=path, field=key)
-        for i, x in enumerate(v):
-            ok = isinstance(x, (int, float)) and not isinstance(x, bool) if kind is float else (
-                isinstance(x, int) and not isinstance(x, bool) if kind is int else isinstance(x, (bool, int)))
-            if not ok or (kind is float and not np.isfinite(x)):
-                raise FormatError(f"entry {i}: expected {kind.__name__}, got {x!r}", file=path, field=key)
-        return np.asarray(v, dtype={int: np.int64, float: np.float64, bool: bool}[kind])
-
-    n_gt = column("n_gt", int)
-    hoi = column("hoi", int)
-    score = column("score", float, len(hoi))
-    tp = column("tp", bool, len(hoi))
-    if (n_gt < 0).any():
-        raise FormatError("ground-truth counts must be >= 0", file=path, field="n_gt")
-    if len(hoi) and (hoi.min() < 0 or hoi.max() >= len(n_gt)):
-        bad = int(np.flatnonzero((hoi < 0) | (hoi >= len(n_gt)))[0])
-        raise FormatError(f"entry {bad}: class {hoi[bad]} outside [0, {len(n_gt)})", file=path, field="hoi")
-    names = d.get("class_names") or []
-    if not isinstance(names, list) or (names and len(names) != len(n_gt)):
-        raise FormatError(f"expected {len(n_gt)} names", file=path, field="class_names")
-    return {"hoi": hoi, "score": score, "tp": tp, "n_gt": n_gt, "class_names": tuple(str(x) for x in names)}

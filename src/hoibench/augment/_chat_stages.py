@@ -12,7 +12,7 @@ from typing import Any
 
 from hoibench._exceptions import HOIBenchError
 from hoibench.augment._prompts import PromptSet, format_box, parse_yes_no
-from hoibench.runners import (
+from hoibench.models import (
     ChatBackend,
     ChatMessage,
     ChatRequest,

@@ -137,7 +137,7 @@ def build_generator(cfg: GeneratorConfig) -> ImageGenerator:
         return DiffusersGenerator.sdxl_lightning(cfg)
     if cfg.kind == "diffusers":
         return DiffusersGenerator.from_pretrained(cfg)
-    from hoibench.augment._tiny import tiny_sdxl_pipeline
+    from hoibench.testing import tiny_sdxl_pipeline
 
     return DiffusersGenerator(tiny_sdxl_pipeline(seed=0), steps=cfg.steps,
                               guidance_scale=cfg.guidance_scale, width=cfg.width, height=cfg.height,

@@ -40,7 +40,7 @@ from hoibench.augment._models import (
 )
 from hoibench.augment._prompts import PromptSet
 from hoibench.data import DatasetBuilder, HOIDataset
-from hoibench.runners import ChatBackend, ChatRequest, GenerationParams, ScriptedBackend
+from hoibench.models import ChatBackend, ChatRequest, GenerationParams, ScriptedBackend
 from hoibench.vocab import LabelSpace
 
 if TYPE_CHECKING:
@@ -247,13 +247,13 @@ def _backend(cfg: ChatStageConfig, out: Path | None) -> ChatBackend:
         reply = cfg.reply
         backend: ChatBackend = ScriptedBackend(lambda _req: reply, model=f"constant:{reply}")
     else:
-        from hoibench.runners import make_backend
+        from hoibench.models import make_backend
 
         if not cfg.model:
             raise ConfigError(f"a {cfg.kind} chat stage needs a model name")
         backend = make_backend(cfg.kind, model=cfg.model, **cfg.options)
     if cfg.cache is not None and out is not None:
-        from hoibench.runners import CachedBackend
+        from hoibench.models import CachedBackend
 
         cache = Path(cfg.cache) if os.path.isabs(cfg.cache) else out / cfg.cache
         cache.parent.mkdir(parents=True, exist_ok=True)

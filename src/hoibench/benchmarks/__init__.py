@@ -1,5 +1,12 @@
 """hoibench.benchmarks (see docs/ARCHITECTURE.md)."""
 
+from hoibench.benchmarks._distribution import (
+    SceneComposition,
+    distinct_boxes,
+    head_tail_ratio,
+    kl_divergence,
+    scene_composition,
+)
 from hoibench.benchmarks.balanced import (
     BalancedSet,
     BalancedSplit,
@@ -19,8 +26,6 @@ from hoibench.benchmarks.sg import (
     compare_splits,
     select_test_combinations,
     sg_combinations,
-    unseen_combinations,
-    unseen_hoi_classes,
     verify_split,
 )
 
@@ -32,16 +37,19 @@ __all__ = [
     "ClassDeficit",
     "SGPreset",
     "SGSplit",
+    "SceneComposition",
     "audit_split",
     "build_balanced_split",
     "build_preset",
     "build_sg_split",
     "compare_splits",
+    "distinct_boxes",
+    "head_tail_ratio",
     "hico_det_selection_counts",
+    "kl_divergence",
+    "scene_composition",
     "select_test_combinations",
     "sg_combinations",
-    "unseen_combinations",
-    "unseen_hoi_classes",
     "verify_split",
     "write_balanced_split",
 ]

@@ -40,7 +40,7 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench._io import atomic_write_bytes, atomic_write_json
-from hoibench.analysis._bootstrap import check_random_state
+from hoibench._random import check_random_state
 from hoibench.data import HOIDataset
 
 __all__ = [

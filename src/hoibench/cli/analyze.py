@@ -69,7 +69,7 @@ def class_ap(results: tuple[str, ...], classes_file: str | None, reference: str 
              other: str | None, out_dir: str | None) -> None:
     """Class-AP variance and IQR per model and benchmark, with box plots (Figure 6)."""
     from hoibench._exceptions import ConfigError
-    from hoibench.analysis import class_ap_boxplot_figure, class_ap_spread_table
+    from hoibench.reports import class_ap_boxplot_figure, class_ap_spread_table
 
     if (reference is None) != (other is None):
         raise ConfigError("--reference and --other go together")
@@ -102,12 +102,14 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str, n
         kendall_tau,
         rank_stability,
         ranking_shift,
+    )
+    from hoibench.cli._common import reject_unused_options
+    from hoibench.reports import (
+        Table,
         ranking_shift_figure,
         ranking_shift_markdown,
         ranking_shift_table,
     )
-    from hoibench.cli._common import reject_unused_options
-    from hoibench.reports import Table
 
     if not n_resamples:
         reject_unused_options(click.get_current_context(), "without --bootstrap", "seed")
@@ -176,13 +178,9 @@ def sensitivity(predictions: str | None, dataset: str | None, protocol: str, mat
     import numpy as np
 
     from hoibench._exceptions import ConfigError
-    from hoibench.analysis import (
-        sensitivity_figure,
-        sensitivity_from_matches,
-        sensitivity_table,
-        tp_fp_sensitivity,
-    )
+    from hoibench.analysis import sensitivity_from_matches, tp_fp_sensitivity
     from hoibench.cli._common import reject_unused_options
+    from hoibench.reports import sensitivity_figure, sensitivity_table
 
     if (matches_file is None) == (predictions is None):
         raise ConfigError("give either --predictions with --dataset, or --matches")
@@ -192,7 +190,7 @@ def sensitivity(predictions: str | None, dataset: str | None, protocol: str, mat
     if matches_file is not None:
         reject_unused_options(click.get_current_context(), "with --matches (already matched)", "dataset",
                               "protocol")
-        from hoibench.analysis import read_matches
+        from hoibench.formats import read_matches
 
         m = read_matches(matches_file)
         thresholds = thresholds or "matlab"
@@ -253,16 +251,15 @@ def compare(gt_spec: str, pred_paths: tuple[str, ...], names: tuple[str, ...], p
             seed: int, ci_level: float, ci_method: str, lenient: bool, out_dir: str | None) -> None:
     """Paired bootstrap comparison of models on the same test images, and rank stability."""
     from hoibench._exceptions import ConfigError
-    from hoibench.analysis import (
-        compare_hico_models,
+    from hoibench.analysis import compare_hico_models
+    from hoibench.datasets import hico_class_subsets, resolve_dataset
+    from hoibench.formats import load_predictions
+    from hoibench.reports import (
+        Table,
         paired_difference_table,
         rank_distribution_figure,
         rank_distribution_table,
     )
-    from hoibench.datasets import resolve_dataset
-    from hoibench.evaluation import hico_class_subsets
-    from hoibench.formats import load_predictions
-    from hoibench.reports import Table
 
     if len(pred_paths) < 2:
         raise ConfigError("analyze compare needs at least two --pred files")

@@ -29,7 +29,7 @@ __all__ = ["demo"]
 def demo(out_dir: Path, seed: int, n_bootstrap: int, max_test_images: int | None,
          save_predictions: bool, quiet: bool) -> None:
     """Run the main job on the bundled data and print the path of the HTML report."""
-    from hoibench.reports import DemoConfig, run_demo
+    from hoibench.demo import DemoConfig, run_demo
 
     cfg = DemoConfig(seed=seed, n_bootstrap=n_bootstrap, max_test_images=max_test_images,
                      save_predictions=save_predictions)

@@ -58,8 +58,8 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
     from hoibench._exceptions import ConfigError
     from hoibench._io import atomic_write_csv, atomic_write_json
     from hoibench.cli._common import reject_unused_options
-    from hoibench.datasets import resolve_dataset
-    from hoibench.evaluation import HICOProtocol, hico_class_subsets, hico_mean_ap
+    from hoibench.datasets import hico_class_subsets, resolve_dataset
+    from hoibench.evaluation import HICOProtocol, hico_mean_ap
     from hoibench.formats import load_predictions, read_image_labels, write_matlab_detections
 
     if image_labels is not None and not known_object:

@@ -47,10 +47,10 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
     from rich.table import Table
 
     from hoibench._io import atomic_write_csv, atomic_write_json
+    from hoibench.datasets import resolve_vcoco_ground_truth
     from hoibench.evaluation import vcoco_role_ap
     from hoibench.formats import (
         read_vcoco_detections,
-        resolve_vcoco_ground_truth,
         vcoco_ground_truth_from_official,
         write_vcoco_ground_truth,
     )

@@ -27,7 +27,7 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
     nothing that was already answered."""
     from hoibench._exceptions import ConfigError
     from hoibench.benchmarks.mcq import NegativeFilter
-    from hoibench.runners import CachedBackend, ResponseCache, make_backend
+    from hoibench.models import CachedBackend, ResponseCache, make_backend
 
     if not specs:
         return None

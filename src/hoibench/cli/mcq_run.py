@@ -78,13 +78,9 @@ def run(questions_path: str, images: str, model: str, backend: str, base_urls: t
     """Answer multiple-choice HOI questions with a VLM; resumable, every response cached."""
     from hoibench._exceptions import ConfigError
     from hoibench.formats import read_questions
-    from hoibench.runners import (
-        CachedBackend,
-        GenerationParams,
-        MCQRunner,
-        load_detections,
-        make_backend,
-    )
+    from hoibench.models import CachedBackend, GenerationParams, make_backend
+    from hoibench.runners import MCQRunner
+    from hoibench.runners.mcq import load_detections
 
     if limit is not None and limit < 0:
         raise ConfigError(f"--limit must be >= 0; got {limit}")
@@ -186,14 +182,10 @@ def analyze(questions_path: str, answers_path: str, dataset: str, train_counts: 
             iou_threshold: float, out_dir: str | None, as_json: bool) -> None:
     """Error analysis: Finding 1 (false positives that are other people's interactions) and
     head-to-tail recall by class frequency (Figure 3)."""
+    from hoibench.analysis import head_to_tail_recall, misattribution_share, train_class_counts
     from hoibench.datasets import resolve_dataset
     from hoibench.formats import read_answers, read_questions
-    from hoibench.runners._analysis import (
-        head_to_tail_recall,
-        misattribution_share,
-        plot_head_to_tail,
-        train_class_counts,
-    )
+    from hoibench.reports import head_to_tail_figure
 
     qs = list(read_questions(questions_path))
     answers = read_answers(answers_path, qs)
@@ -204,13 +196,13 @@ def analyze(questions_path: str, answers_path: str, dataset: str, train_counts: 
     result = {"kind": "mcq_error_analysis", "answers": str(answers_path),
               "misattribution": mis.as_dict(), "head_to_tail": h2t.as_dict()}
     if out_dir is not None:
-        from hoibench._io import atomic_write_json
+        from hoibench._io import atomic_write_bytes, atomic_write_json
 
         d = Path(out_dir)
         d.mkdir(parents=True, exist_ok=True)
         atomic_write_json(d / "mcq_error_analysis.json", result, indent=True)
         h2t.write_csv(d / "head_to_tail_recall.csv")
-        plot_head_to_tail(h2t, d / "head_to_tail_recall.png")
+        atomic_write_bytes(d / "head_to_tail_recall.png", head_to_tail_figure(h2t).png)
     if as_json:
         echo_json(result)
         return

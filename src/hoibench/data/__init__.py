@@ -4,13 +4,26 @@ See :mod:`hoibench.data._dataset` for the box convention (0-based pixel xyxy).
 """
 
 from hoibench.data._builder import DatasetBuilder
+from hoibench.data._choices import (
+    ChoiceParser,
+    choice_text,
+    parse_choice_text,
+    reference_class_key,
+)
 from hoibench.data._dataset import HOIDataset, HOIImage
 from hoibench.data._predictions import HOIPredictions
 from hoibench.data._questions import Choice, MCAnswer, MCQuestion, choice_order
 from hoibench.data._validate import Problem, validate_dataset
+from hoibench.data._vcoco import (
+    VCOCODetections,
+    VCOCOGroundTruth,
+    vcoco_action_names,
+    vcoco_role_classes,
+)
 
 __all__ = [
     "Choice",
+    "ChoiceParser",
     "DatasetBuilder",
     "HOIDataset",
     "HOIImage",
@@ -18,6 +31,13 @@ __all__ = [
     "MCAnswer",
     "MCQuestion",
     "Problem",
+    "VCOCODetections",
+    "VCOCOGroundTruth",
     "choice_order",
+    "choice_text",
+    "parse_choice_text",
+    "reference_class_key",
     "validate_dataset",
+    "vcoco_action_names",
+    "vcoco_role_classes",
 ]

@@ -9,13 +9,19 @@ from hoibench.evaluation._ap import (
     voc11_ap,
     weighted_voc11_ap,
 )
+from hoibench.evaluation._bootstrap import (
+    CI_METHODS,
+    BootstrapResult,
+    bootstrap_ci,
+    bootstrap_interval,
+    bootstrap_weights,
+)
 from hoibench.evaluation._hico_map import (
     HICO_PROTOCOLS,
     HICOMapResult,
     HICOMatches,
     HICOMeanAP,
     HICOProtocol,
-    hico_class_subsets,
     hico_mean_ap,
     match_hico_detections,
 )
@@ -27,35 +33,29 @@ from hoibench.evaluation._mcq_metrics import (
     MCQResult,
     mcq_scores,
 )
-from hoibench.evaluation._vcoco import (
-    VCOCODetections,
-    VCOCOGroundTruth,
-    VCOCOResult,
-    VCOCORoleAP,
-    vcoco_action_names,
-    vcoco_role_ap,
-    vcoco_role_classes,
-)
+from hoibench.evaluation._vcoco import VCOCOResult, VCOCORoleAP, vcoco_role_ap
 
 __all__ = [
+    "CI_METHODS",
     "HICO_PROTOCOLS",
     "IOU_CONVENTIONS",
     "MCQ_METRIC_NAMES",
     "MCQ_PROTOCOLS",
     "RECALL_THRESHOLDS",
+    "BootstrapResult",
     "HICOMapResult",
     "HICOMatches",
     "HICOMeanAP",
     "HICOProtocol",
     "MCQMetrics",
     "MCQResult",
-    "VCOCODetections",
-    "VCOCOGroundTruth",
     "VCOCOResult",
     "VCOCORoleAP",
     "all_point_ap",
+    "bootstrap_ci",
+    "bootstrap_interval",
+    "bootstrap_weights",
     "box_iou",
-    "hico_class_subsets",
     "hico_mean_ap",
     "match_hico_detections",
     "mcq_scores",
@@ -63,9 +63,7 @@ __all__ = [
     "paired_box_iou",
     "precision_recall",
     "recall_thresholds",
-    "vcoco_action_names",
     "vcoco_role_ap",
-    "vcoco_role_classes",
     "voc11_ap",
     "weighted_voc11_ap",
 ]

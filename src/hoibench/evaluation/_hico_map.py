@@ -32,7 +32,6 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -48,7 +47,6 @@ __all__ = [
     "HICOMatches",
     "HICOMeanAP",
     "HICOProtocol",
-    "hico_class_subsets",
     "hico_mean_ap",
     "match_hico_detections",
 ]
@@ -155,47 +153,6 @@ HICO_PROTOCOLS: dict[str, HICOProtocol] = {
     "pocket": HICOProtocol(name="pocket", iou="continuous", box_offset=0.0, strict=True,
                            recall_thresholds="linspace", count_images_without_pairs=False),
 }
-
-
-# ----------------------------------------------------------------------------- class subsets
-def hico_class_subsets(spec: str, *, vocab: Any = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Class subsets to report for a ``--classes`` value, and the selection itself.
-
-    ``rare`` / ``non-rare``; ``unseen:SPLIT_DIR`` (an SG split directory: its unseen classes and
-    the other, seen, ones); a zero-shot setting ``rf-uc`` / ``nf-uc`` / ``uo`` / ``uv`` (or
-    ``zero-shot:NAME``; reported as unseen and seen, as those papers do); or a file with
-    0-based HOI ids (see :func:`hoibench.formats.read_class_list`: a JSON list, a balanced
-    ``classes.json`` or one id per line, e.g. B-RIGHT's 351 classes) -> ``selected``.
-    """
-    from hoibench.vocab import ZERO_SHOT_ALIASES, hico_det
-
-    vocab = vocab or hico_det()
-    everything = np.arange(vocab.n_hois)
-    key = spec.strip()
-    low = key.lower()
-    if low in ("rare", "non-rare", "non_rare", "nonrare"):
-        rare = vocab.rare_classes()
-        if low == "rare":
-            return {"rare": rare}, rare
-        nr = np.setdiff1d(everything, rare)
-        return {"non_rare": nr}, nr
-    unseen = None
-    if low.startswith("unseen:"):
-        from hoibench.benchmarks.sg import unseen_hoi_classes
-
-        unseen = np.asarray(unseen_hoi_classes(key.split(":", 1)[1]), dtype=np.int64)
-    elif low.startswith("zero-shot:") or low in ZERO_SHOT_ALIASES or low in ZERO_SHOT_ALIASES.values():
-        unseen = vocab.zero_shot_unseen(low.split(":", 1)[1] if ":" in low else low)
-    if unseen is not None:
-        return {"unseen": unseen, "seen": np.setdiff1d(everything, unseen)}, unseen
-    path = Path(key)
-    if not path.exists():
-        raise ConfigError(f"--classes must be rare, non-rare, unseen:SPLIT_DIR, one of "
-                          f"{sorted(ZERO_SHOT_ALIASES)} or an existing list file; got {spec!r}")
-    from hoibench.formats import read_class_list
-
-    sel = read_class_list(path, n_classes=vocab.n_hois)
-    return {"selected": sel}, sel
 
 
 # ----------------------------------------------------------------------------- matching

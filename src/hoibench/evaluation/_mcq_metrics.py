@@ -140,7 +140,7 @@ def _paper_key(q: MCQuestion, i: int) -> tuple[str, str]:
     k = (q.label_space, c.hoi, c.text)
     hit = _KEY_CACHE.get(k)
     if hit is None:
-        from hoibench.formats.crosshoi import reference_class_key
+        from hoibench.data import reference_class_key
 
         if c.hoi >= 0 and q.label_space == "hico-det":
             from hoibench.vocab import hico_det
@@ -212,7 +212,7 @@ def _count_paper(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: fro
 def _count_crosshoi(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: frozenset[str] | None,
                     hico_keys: frozenset[tuple[str, str]],
                     class_keys: frozenset[tuple[str, str]] | None) -> None:
-    from hoibench.formats.crosshoi import reference_class_key
+    from hoibench.data import reference_class_key
 
     qi = len(rows.tp)
     texts = q.choice_texts
@@ -429,7 +429,7 @@ class MCQMetrics:
         point = arr.metrics(np.ones((1, len(self._ids))))[0]
         ci = None
         if self.n_bootstrap:
-            from hoibench.analysis._bootstrap import bootstrap_ci
+            from hoibench.evaluation._bootstrap import bootstrap_ci
 
             boot = bootstrap_ci(arr.metrics, len(self._ids), n_resamples=self.n_bootstrap,
                                 confidence=self.confidence, random_state=self.random_state)

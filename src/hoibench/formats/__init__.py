@@ -17,6 +17,7 @@ from hoibench.formats.hake import read_hake
 from hoibench.formats.hico_mat import read_hico_mat
 from hoibench.formats.hicodet import read_hicodet, write_hicodet
 from hoibench.formats.image_labels import read_image_labels
+from hoibench.formats.matches import read_matches
 from hoibench.formats.ppdm import read_ppdm, write_ppdm
 from hoibench.formats.predictions import (
     PREDICTION_FORMATS,
@@ -36,12 +37,12 @@ from hoibench.formats.questions import (
     write_answers,
     write_questions,
 )
+from hoibench.formats.sg_split import COMBINATIONS_FILE, unseen_combinations, unseen_hoi_classes
 from hoibench.formats.vcoco import read_vcoco
 from hoibench.formats.vcoco_predictions import (
     VCOCODetectionsFile,
     read_vcoco_detections,
     read_vcoco_ground_truth,
-    resolve_vcoco_ground_truth,
     vcoco_ground_truth_from_dataset,
     vcoco_ground_truth_from_official,
     write_vcoco_detections,
@@ -50,6 +51,7 @@ from hoibench.formats.vcoco_predictions import (
 )
 
 __all__ = [
+    "COMBINATIONS_FILE",
     "FORMATS",
     "PREDICTION_FORMATS",
     "AnnotationFormat",
@@ -70,13 +72,15 @@ __all__ = [
     "read_hico_mat",
     "read_hicodet",
     "read_image_labels",
+    "read_matches",
     "read_ppdm",
     "read_predictions",
     "read_questions",
     "read_vcoco",
     "read_vcoco_detections",
     "read_vcoco_ground_truth",
-    "resolve_vcoco_ground_truth",
+    "unseen_combinations",
+    "unseen_hoi_classes",
     "vcoco_ground_truth_from_dataset",
     "vcoco_ground_truth_from_official",
     "write_answers",

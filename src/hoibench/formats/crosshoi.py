@@ -37,22 +37,18 @@ from typing import Any
 
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import read_json
-from hoibench.data import Choice, MCQuestion
-from hoibench.vocab import LabelSpace, hico_det, normalize_name
+from hoibench.data import ChoiceParser, MCQuestion
+from hoibench.data._choices import ARTICLE
+from hoibench.vocab import hico_det
 
 __all__ = [
     "CROSSHOI_DATASETS",
-    "choice_text",
     "looks_like_crosshoi",
-    "parse_choice_text",
     "read_crosshoi",
-    "reference_class_key",
 ]
 
 #: dataset name → label space name of its questions
 CROSSHOI_DATASETS = {"hico-det": "hico-det", "v-coco": "v-coco", "swig-hoi": "swig-hoi"}
-ARTICLE = " a/an "
-NO_INTERACTION = "no_interaction"
 HICO_BOX_SHIFT = 1.0
 
 
@@ -66,60 +62,6 @@ def looks_like_crosshoi(data: Any) -> bool:
     if "QA_0" in first or any(str(k).startswith("QA_") for k in first):
         first = next(v for k, v in first.items() if str(k).startswith("QA_"))
     return isinstance(first, dict) and "gt_choices" in first and "wrong_choices" in first
-
-
-def choice_text(verb: str, obj: str) -> str:
-    """Display text of an HOI class in CrossHOI-Bench's spelling (``"ride a/an horse"``;
-    ``"no_interaction with a/an cow"``)."""
-    if verb == NO_INTERACTION:
-        return f"{NO_INTERACTION} with{ARTICLE}{obj}"
-    return f"{verb}{ARTICLE}{obj}"
-
-
-def reference_class_key(text: str) -> tuple[str, str]:
-    """The ``(action, object)`` key the released evaluation script files a choice text under:
-    spaces → underscores, any ``no_interaction…`` verb → ``no_interaction``; texts without
-    ``" a/an "`` (SWiG-HOI) are ``(text, "person")``."""
-    if ARTICLE in text:
-        act, obj = text.split(ARTICLE, 1)
-        act = act.replace(" ", "_")
-        obj = obj.replace(" ", "_")
-        if NO_INTERACTION in act:
-            act = NO_INTERACTION
-        return act, obj
-    return text, "person"
-
-
-class _ChoiceParser:
-    """Maps choice texts to classes of a label space (cached lookups by normalised name)."""
-
-    def __init__(self, vocab: LabelSpace | None) -> None:
-        self.vocab = vocab
-        if vocab is not None:
-            self.verbs = {normalize_name(v): i for i, v in enumerate(vocab.verbs)}
-            self.objects = {normalize_name(o): i for i, o in enumerate(vocab.objects)}
-        self.cache: dict[str, Choice] = {}
-
-    def __call__(self, text: str) -> Choice:
-        hit = self.cache.get(text)
-        if hit is None:
-            hit = self.cache[text] = self._parse(text)
-        return hit
-
-    def _parse(self, text: str) -> Choice:
-        if self.vocab is None or ARTICLE not in text:
-            return Choice(text)
-        act, obj = reference_class_key(text)
-        v = self.verbs.get(normalize_name(act), -1)
-        o = self.objects.get(normalize_name(obj), -1)
-        hoi = int(self.vocab.hoi_index(v, o)) if v >= 0 and o >= 0 else -1
-        return Choice(text, hoi=hoi, verb=v, object=o)
-
-
-def parse_choice_text(text: str, vocab: LabelSpace | None = None) -> Choice:
-    """A :class:`~hoibench.data.Choice` for a CrossHOI-Bench text; ``hoi == -1`` when the text
-    names no class of ``vocab`` (default HICO-DET)."""
-    return _ChoiceParser(hico_det() if vocab is None else vocab)(text)
 
 
 def _detect_dataset(data: Mapping[str, Any]) -> str:
@@ -167,7 +109,7 @@ def read_crosshoi(
         raise ConfigError(f"dataset must be one of {sorted(CROSSHOI_DATASETS)}; got {name!r}")
     if setting is not None and setting not in (1, 2, 3):
         raise ConfigError(f"setting must be 1, 2 or 3; got {setting!r}")
-    parser = _ChoiceParser(hico_det() if name == "hico-det" else None)
+    parser = ChoiceParser(hico_det() if name == "hico-det" else None)
     shift = HICO_BOX_SHIFT if name == "hico-det" else 0.0
     out: list[MCQuestion] = []
     for record, (file_name, entry) in enumerate(data.items()):
@@ -203,7 +145,7 @@ def _box(p: Path, record: int, field: str, value: Any, shift: float) -> tuple[fl
 
 
 def _question(p: Path, record: int, where: str, qid: str, file_name: str, qa: Any,
-              parser: _ChoiceParser, setting: int | None, shift: float, label_space: str,
+              parser: ChoiceParser, setting: int | None, shift: float, label_space: str,
               dataset: str) -> MCQuestion:
     if not isinstance(qa, dict):
         raise FormatError(f"expected an object, got {type(qa).__name__}", file=p, record=record, field=where)

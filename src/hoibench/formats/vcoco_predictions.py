@@ -64,22 +64,19 @@ import orjson
 
 from hoibench._exceptions import FormatError, ValidationError
 from hoibench._io import atomic_write_bytes, atomic_write_json, read_bytes, read_json
-from hoibench.data import HOIDataset
-from hoibench.evaluation._vcoco import (
+from hoibench.data import HOIDataset, VCOCODetections, VCOCOGroundTruth
+from hoibench.data._vcoco import (
     DETECTION_PROBLEMS,
-    VCOCODetections,
-    VCOCOGroundTruth,
-    _role_table,
-    _schema,
     vcoco_action_names,
     vcoco_role_classes,
+    vcoco_role_table,
+    vcoco_schema,
 )
 
 __all__ = [
     "VCOCODetectionsFile",
     "read_vcoco_detections",
     "read_vcoco_ground_truth",
-    "resolve_vcoco_ground_truth",
     "vcoco_ground_truth_from_dataset",
     "vcoco_ground_truth_from_official",
     "write_vcoco_detections",
@@ -282,7 +279,7 @@ def _shared_role_boxes(entry: dict[str, Any], n: int, n_cols: int, path: object,
 def _from_vsrl(data: Any, path: object, lenient: bool, layout: str) -> VCOCODetectionsFile:
     if not isinstance(data, list):
         raise FormatError(f"expected a list of detection dicts, got {type(data).__name__}", file=path)
-    names, roles = _schema()
+    names, roles = vcoco_schema()
     agent_keys = [f"{a}_agent" for a in names]
     role_keys = [f"{a}_{r}" for a, rs in zip(names, roles) for r in rs[1:]]
     known = {"image_id", "person_box", *agent_keys, *role_keys}
@@ -411,7 +408,7 @@ def write_vcoco_detections(detections: VCOCODetections, path: str | os.PathLike[
 
 def write_vsrl_detections(detections: VCOCODetections, path: str | os.PathLike[str]) -> None:
     """Write ``vsrl_eval.py``'s detection pickle (list of dicts, float32 values as it keeps them)."""
-    names, roles = _schema()
+    names, roles = vcoco_schema()
     role_keys = [f"{a}_{r}" for a, rs in zip(names, roles) for r in rs[1:]]
     det = detections
     out = []
@@ -478,7 +475,7 @@ def read_vcoco_ground_truth(path: str | os.PathLike[str], *, data: Any = None) -
     conv = data.get("box_convention", "inclusive")
     if conv not in ("inclusive", "exclusive"):
         raise FormatError(f"must be 'inclusive' or 'exclusive', got {conv!r}", file=path, field="box_convention")
-    names, roles = _schema()
+    names, roles = vcoco_schema()
     act_index = {a: i for i, a in enumerate(names)}
     role_index = {c: i for i, c in enumerate(vcoco_role_classes())}
     b = _GTBuilder()
@@ -547,9 +544,9 @@ def _gt_box(value: Any, path: object, record: int, key: str) -> np.ndarray:
 
 def write_vcoco_ground_truth(gt: VCOCOGroundTruth, path: str | os.PathLike[str]) -> None:
     """Write the hoibench ground-truth layout (inclusive boxes, as evaluated)."""
-    names, roles = _schema()
+    names, roles = vcoco_schema()
     role_names = vcoco_role_classes()
-    _, role_action, role_slot = _role_table()
+    _, role_action, role_slot = vcoco_role_table()
     images = []
     for i in range(gt.n_images):
         lo, hi = int(gt.person_offsets[i]), int(gt.person_offsets[i + 1])
@@ -592,7 +589,7 @@ def vcoco_ground_truth_from_official(vcoco_json: str | os.PathLike[str] | list[d
     cpath = "<coco instances>" if isinstance(coco_instances, dict) else str(coco_instances)
     vdata = vcoco_json if isinstance(vcoco_json, list) else read_json(vcoco_json)
     cdata = coco_instances if isinstance(coco_instances, dict) else read_json(coco_instances)
-    names, roles = _schema()
+    names, roles = vcoco_schema()
     if not isinstance(vdata, list) or [r.get("action_name") for r in vdata if isinstance(r, dict)] != list(names):
         raise FormatError(f"expected the 26 V-COCO action records in the order {', '.join(names)}", file=vpath)
     role_index = {c: i for i, c in enumerate(vcoco_role_classes())}
@@ -679,7 +676,7 @@ def vcoco_ground_truth_from_dataset(ds: HOIDataset) -> VCOCOGroundTruth:
     """
     if ds.vocab.name != "v-coco":
         raise FormatError(f"expected a V-COCO dataset, got label space {ds.vocab.name!r}", file=ds.name)
-    names, _ = _schema()
+    names, _ = vcoco_schema()
     role_index = {c: i for i, c in enumerate(vcoco_role_classes())}
     verb_action = []
     verb_role = []
@@ -714,26 +711,3 @@ def vcoco_ground_truth_from_dataset(ds: HOIDataset) -> VCOCOGroundTruth:
     return b.build(complete=False, source=ds.name)
 
 
-def resolve_vcoco_ground_truth(spec: str | os.PathLike[str]) -> VCOCOGroundTruth:
-    """Ground truth from a bundled dataset name (``v-coco:test``), a hoibench ground-truth file, or
-    any V-COCO pair-annotation file (the last two kinds are incomplete, see
-    :func:`vcoco_ground_truth_from_dataset`)."""
-    from hoibench.datasets import is_dataset_name, load_dataset, resolve_dataset
-    from hoibench.formats import read_dataset
-
-    if is_dataset_name(spec):
-        return vcoco_ground_truth_from_dataset(load_dataset(str(spec)))
-    if not os.path.exists(spec):
-        resolve_dataset(spec)  # the one error for a missing file or a misspelt dataset name
-    data = read_json(spec)
-    if isinstance(data, dict) and (data.get("kind") == "vcoco_ground_truth" or _has_persons(data)):
-        return read_vcoco_ground_truth(spec, data=data)
-    if isinstance(data, list) and data and isinstance(data[0], dict) and "role_object_id" in data[0]:
-        raise FormatError("this is an official vcoco_*.json: it has no boxes; give the COCO instances "
-                          "file too (--coco-instances / vcoco_ground_truth_from_official)", file=spec)
-    return vcoco_ground_truth_from_dataset(read_dataset(spec))
-
-
-def _has_persons(data: dict[str, Any]) -> bool:
-    images = data.get("images")
-    return isinstance(images, list) and bool(images) and isinstance(images[0], dict) and "persons" in images[0]

@@ -1,7 +1,19 @@
 """Reports: tables (Markdown, CSV, JSON), matplotlib plots and a self-contained HTML page, built
 from evaluation results (see ``docs/interfaces.md`` for the result files)."""
 
-from hoibench.reports._demo import DEMO_ANSWERERS, DEMO_DETECTORS, DemoConfig, DemoOutput, run_demo
+from hoibench.reports._analysis_views import (
+    class_ap_boxplot_figure,
+    class_ap_spread_table,
+    head_to_tail_figure,
+    paired_difference_table,
+    rank_distribution_figure,
+    rank_distribution_table,
+    ranking_shift_figure,
+    ranking_shift_markdown,
+    ranking_shift_table,
+    sensitivity_figure,
+    sensitivity_table,
+)
 from hoibench.reports._figures import (
     Figure,
     binned_head_to_tail,
@@ -23,25 +35,20 @@ from hoibench.reports._results import (
 from hoibench.reports._standard import (
     build_report,
     class_ap_head_to_tail,
-    class_ap_spread_table,
     head_to_tail_table,
     map_bars_figure,
     map_table,
     mcq_figures,
     mcq_summary_table,
     mcq_table,
-    ranking_shift_table,
+    ranking_shift_rows,
     stats_table,
 )
 from hoibench.reports._tables import Table, format_cell
 
 __all__ = [
-    "DEMO_ANSWERERS",
-    "DEMO_DETECTORS",
     "MCQ_METRICS",
     "ClassRecall",
-    "DemoConfig",
-    "DemoOutput",
     "Figure",
     "MCQMetricsResult",
     "MapResult",
@@ -53,10 +60,12 @@ __all__ = [
     "binned_head_to_tail",
     "build_report",
     "class_ap_boxplot",
+    "class_ap_boxplot_figure",
     "class_ap_head_to_tail",
     "class_ap_spread_table",
     "format_cell",
     "grouped_bars",
+    "head_to_tail_figure",
     "head_to_tail_recall_plot",
     "head_to_tail_table",
     "load_result",
@@ -66,9 +75,16 @@ __all__ = [
     "mcq_figures",
     "mcq_summary_table",
     "mcq_table",
+    "paired_difference_table",
+    "rank_distribution_figure",
+    "rank_distribution_table",
+    "ranking_shift_figure",
+    "ranking_shift_markdown",
+    "ranking_shift_rows",
     "ranking_shift_table",
     "result_from_dict",
-    "run_demo",
+    "sensitivity_figure",
+    "sensitivity_table",
     "stats_table",
 ]
 

@@ -21,6 +21,12 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ValidationError
+from hoibench.analysis import RankShift, ranking_shift
+from hoibench.reports._analysis_views import (
+    class_ap_boxplot_figure,
+    class_ap_spread_table,
+    ranking_shift_table,
+)
 from hoibench.reports._figures import (
     Figure,
     binned_head_to_tail,
@@ -41,14 +47,13 @@ from hoibench.reports._tables import Table
 __all__ = [
     "build_report",
     "class_ap_head_to_tail",
-    "class_ap_spread_table",
     "head_to_tail_table",
     "map_bars_figure",
     "map_table",
     "mcq_figures",
     "mcq_summary_table",
     "mcq_table",
-    "ranking_shift_table",
+    "ranking_shift_rows",
     "stats_table",
 ]
 
@@ -125,32 +130,15 @@ def map_bars_figure(results: Sequence[MapResult], *, name: str = "map-bars",
                                 "the evaluator computed one.")
 
 
-def class_ap_spread_table(results: Sequence[MapResult]) -> Table:
-    """Spread of class AP per result (:func:`hoibench.analysis.class_ap_spread_table`)."""
-    from hoibench.analysis import class_ap_spread_table as spread_table
-
-    return spread_table(results)
-
-
-def ranking_shift_table(results: Sequence[MapResult], *, reference: str, other: str) -> Table:
-    """B-RIGHT Table 3: models ranked by headline mAP on two benchmarks, with the shift in rank
-    (:func:`hoibench.analysis.ranking_shift`). Repeated results of a (model, benchmark) are
+def ranking_shift_rows(results: Sequence[MapResult], *, reference: str, other: str) -> list[RankShift]:
+    """B-RIGHT Table 3's rows: models ranked by headline mAP on two benchmarks, with the shift in
+    rank (:func:`hoibench.analysis.ranking_shift`). Repeated results of a (model, benchmark) are
     averaged; only models with results on both benchmarks are ranked.
     """
-    from hoibench.analysis import ranking_shift
-
     models, _, values = _aggregate(results)
     ref = {m: float(np.mean(values[(m, reference)])) for m in models if (m, reference) in values}
     oth = {m: float(np.mean(values[(m, other)])) for m in models if (m, other) in values}
-    rows = ranking_shift(ref, oth)
-    return Table(f"ranking-shift-{_slug(reference)}-vs-{_slug(other)}",
-                 f"Ranking shift: {reference} → {other}",
-                 ("model", f"mAP {reference}", f"rank {reference}", f"mAP {other}", f"rank {other}",
-                  "shift"),
-                 tuple((r.model, r.map_reference, r.rank_reference, r.map_other, r.rank_other, r.arrow)
-                       for r in rows),
-                 caption="Rank 1 = highest mAP; ↑ means the model ranks higher on "
-                         f"{other} than on {reference}.")
+    return ranking_shift(ref, oth)
 
 
 # ---------------------------------------------------------------------- multiple choice
@@ -290,8 +278,6 @@ def build_report(
         Per-class train counts for the class-AP head-to-tail plot (default: HICO-DET's official
         counts when the mAP results are HICO-DET's 600 classes).
     """
-    from hoibench.analysis import class_ap_boxplot_figure
-
     if not results and not stats_tables:
         raise ValidationError("a report needs at least one result")
     report = Report(title=title, intro=intro, meta=meta)
@@ -338,7 +324,9 @@ def build_report(
                 if other == ref:
                     continue
                 try:
-                    section.tables.append(ranking_shift_table(maps, reference=ref, other=other))
+                    section.tables.append(ranking_shift_table(
+                        ranking_shift_rows(maps, reference=ref, other=other), reference=ref,
+                        other=other, name=f"ranking-shift-{_slug(ref)}-vs-{_slug(other)}"))
                 except ValidationError:
                     continue  # fewer than two models on both: nothing to rank
     if mcqs:

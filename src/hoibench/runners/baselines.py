@@ -208,7 +208,7 @@ class RandomAnswerer:
 
     def answer(self, questions: Iterable[MCQuestion]) -> list[MCAnswer]:
         """One answer per question, in the given order."""
-        from hoibench.analysis import check_random_state
+        from hoibench._random import check_random_state
 
         shared = None if isinstance(self.random_state, (int, np.integer)) and not isinstance(
             self.random_state, bool) else check_random_state(self.random_state)

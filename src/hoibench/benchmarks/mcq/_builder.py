@@ -6,7 +6,7 @@ Pipeline, deterministic for a seed:
    (HICO-DET repeats one person's box, slightly moved, in every pair), objects are object boxes
    merged per category. A person's positives are the HOI classes of their pairs.
 2. **Easy cases removed** (``remove_easy``): one person with one object; several people who all
-   share an interaction (:func:`~hoibench.analysis._distribution.people_share_hoi`). The paper did
+   share an interaction (:func:`~hoibench.benchmarks._distribution.people_share_hoi`). The paper did
    this by hand; these are its two stated criteria made mechanical.
 3. **Choices.** Four per question, at least one correct: up to four positives (sampled when a
    person has more); negatives from the candidate pool = HOI classes valid for the positives'
@@ -44,15 +44,14 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError
-from hoibench.analysis._bootstrap import check_random_state
-from hoibench.analysis._distribution import (
+from hoibench._random import check_random_state
+from hoibench.benchmarks._distribution import (
     head_tail_ratio,
     image_people,
     kl_divergence,
     people_share_hoi,
 )
-from hoibench.data import Choice, HOIDataset, MCQuestion
-from hoibench.formats.crosshoi import choice_text
+from hoibench.data import Choice, HOIDataset, MCQuestion, choice_text
 from hoibench.vocab import LabelSpace
 
 __all__ = [

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hoibench._exceptions import ConfigError
-from hoibench.runners import ChatBackend, ChatMessage, ChatRequest, GenerationParams, ImagePart
+from hoibench.models import ChatBackend, ChatMessage, ChatRequest, GenerationParams, ImagePart
 
 __all__ = ["DEFAULT_JUDGE_PROMPT", "NegativeFilter", "parse_yes_no"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from hoibench.analysis._distribution import head_tail_ratio, kl_divergence, scene_composition
+from hoibench.benchmarks._distribution import head_tail_ratio, kl_divergence, scene_composition
 from hoibench.benchmarks.mcq._builder import class_counts
 from hoibench.data import HOIDataset, MCQuestion
 

@@ -1,0 +1,64 @@
+"""Files of an SG split folder that other packages read back: ``test_combinations.json`` (the
+unseen (verb, object) combinations of the test set), for the unseen-class mAP and the audit."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hoibench._exceptions import ConfigError, FormatError
+from hoibench._io import read_json
+from hoibench.vocab import get_label_space
+
+__all__ = ["COMBINATIONS_FILE", "unseen_combinations", "unseen_hoi_classes"]
+
+
+COMBINATIONS_FILE = "test_combinations.json"
+
+
+# --------------------------------------------------------------------------- split directories
+def _read_combinations(split_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], Path]:
+    path = Path(split_dir)
+    if path.is_dir():
+        path = path / COMBINATIONS_FILE
+    data = read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("combinations"), list):
+        raise FormatError("expected an object with a 'combinations' list", file=path)
+    return data, path
+
+
+def unseen_combinations(split_dir: str | os.PathLike[str]) -> np.ndarray:
+    """The test (unseen) combinations of a split directory as ``(n, 2)`` (verb, object) indices
+    of its label space (HICO-DET or V-COCO)."""
+    data, path = _read_combinations(split_dir)
+    out = []
+    for k, c in enumerate(data["combinations"]):
+        if not isinstance(c, dict):
+            raise FormatError("expected an object", file=path, record=k)
+        v, o = c.get("verb_index"), c.get("object_index")
+        if not isinstance(v, int) or not isinstance(o, int):
+            raise FormatError("expected integer verb_index and object_index", file=path, record=k)
+        out.append((v, o))
+    return np.asarray(out, dtype=np.int64).reshape(-1, 2)
+
+
+def unseen_hoi_classes(split_dir: str | os.PathLike[str]) -> np.ndarray:
+    """0-based HICO-DET HOI classes of a split directory's test combinations (sorted).
+
+    Used by the mAP evaluator for ``--classes unseen:SPLIT_DIR``.
+    """
+    data, path = _read_combinations(split_dir)
+    space = data.get("label_space", "hico-det")
+    if space != "hico-det":
+        raise ConfigError(f"{path}: unseen HOI classes exist for hico-det splits only; this split is {space!r} "
+                          "(use unseen_combinations)")
+    combos = unseen_combinations(split_dir)
+    vocab = get_label_space("hico-det")
+    hoi = vocab.hoi_index(combos[:, 0], combos[:, 1])
+    if (hoi < 0).any():
+        k = int(np.flatnonzero(hoi < 0)[0])
+        raise FormatError("(verb, object) is not a HICO-DET HOI class", file=path, record=k)
+    return np.unique(hoi)

@@ -1,0 +1,38 @@
+"""Chat models behind one interface: OpenAI-compatible HTTP servers (vLLM, SGLang, hosted APIs),
+offline vLLM, local transformers, a scripted backend for tests, and a persistent response cache.
+
+One package that every caller of a VLM or LLM shares: the multiple-choice runner
+(:mod:`hoibench.runners.mcq`), the augmentation pipeline's chat stages (:mod:`hoibench.augment`)
+and the question builder's negative-filtering judges (:mod:`hoibench.benchmarks.mcq`).
+"""
+
+from hoibench.models._backend import (
+    BackendStats,
+    ChatBackend,
+    ChatMessage,
+    ChatRequest,
+    ChatResponse,
+    GenerationParams,
+    ImagePart,
+    ScriptedBackend,
+    TextPart,
+)
+from hoibench.models._cache import CachedBackend, ResponseCache, request_key
+from hoibench.models._registry import BACKENDS, make_backend
+
+__all__ = [
+    "BACKENDS",
+    "BackendStats",
+    "CachedBackend",
+    "ChatBackend",
+    "ChatMessage",
+    "ChatRequest",
+    "ChatResponse",
+    "GenerationParams",
+    "ImagePart",
+    "ResponseCache",
+    "ScriptedBackend",
+    "TextPart",
+    "make_backend",
+    "request_key",
+]

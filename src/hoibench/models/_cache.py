@@ -1,0 +1,146 @@
+"""A persistent SQLite response cache and :class:`CachedBackend`, the wrapper that uses it.
+
+Every successful response is stored the moment it arrives, so a killed run loses at most the
+requests in flight. Keys are sha256 of (backend fingerprint, messages with image *content*
+hashes, generation parameters): renaming an image folder keeps the cache valid, changing a pixel
+or a prompt does not. Only deterministic requests are cached (greedy decoding, or sampling with a
+fixed seed); errors are never cached, so a re-run retries them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from hoibench._io import dumps_json
+from hoibench.models._backend import (
+    BackendStats,
+    ChatBackend,
+    ChatRequest,
+    ChatResponse,
+    ImagePart,
+    TextPart,
+)
+
+__all__ = ["CachedBackend", "ResponseCache", "request_key"]
+
+
+def request_key(fingerprint: dict[str, Any], request: ChatRequest) -> str:
+    """sha256 identifying what a request would return from this backend."""
+    messages = []
+    for m in request.messages:
+        parts: list[Any] = []
+        for p in m.parts:
+            if isinstance(p, TextPart):
+                parts.append(["text", p.text])
+            elif isinstance(p, ImagePart):
+                parts.append(["image", p.content_hash()])
+            else:  # pragma: no cover - the interface allows only the two parts
+                raise TypeError(f"unknown message part {type(p).__name__}")
+        messages.append([m.role, parts])
+    payload = {"backend": fingerprint, "messages": messages, "params": request.params.as_dict()}
+    return hashlib.sha256(dumps_json(payload, sort_keys=True)).hexdigest()
+
+
+class ResponseCache:
+    """key → response text in one SQLite file (WAL journal; one commit per response)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL,"
+                         " created REAL NOT NULL)")
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT text FROM responses WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start:start + 500])
+                marks = ",".join("?" * len(chunk))
+                out.update(self._db.execute(
+                    f"SELECT key, text FROM responses WHERE key IN ({marks})", chunk).fetchall())
+        return out
+
+    def put(self, key: str, text: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?)", (key, text, time.time()))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _deterministic(request: ChatRequest) -> bool:
+    return request.params.temperature == 0 or request.params.seed is not None
+
+
+class CachedBackend(ChatBackend):
+    """Wrap ``backend`` so that responses come from ``cache`` when present and are stored there as
+    they arrive. Counts ``hits`` and ``misses`` (requests sent to the wrapped backend)."""
+
+    def __init__(self, backend: ChatBackend, cache: ResponseCache | str | Path) -> None:
+        self.backend = backend
+        self.cache = cache if isinstance(cache, ResponseCache) else ResponseCache(cache)
+        self.name = backend.name
+        self.hits = 0
+        self.misses = 0
+
+    def fingerprint(self) -> dict[str, Any]:
+        return self.backend.fingerprint()
+
+    def stats(self) -> BackendStats:
+        return BackendStats(requests=self.misses, cache_hits=self.hits)
+
+    def generate(self, requests: Sequence[ChatRequest],
+                 on_response: Callable[[int, ChatResponse], None] | None = None) -> list[ChatResponse]:
+        fp = self.backend.fingerprint()
+        keys = [request_key(fp, r) if _deterministic(r) else None for r in requests]
+        found = self.cache.get_many([k for k in keys if k is not None])
+        out: list[ChatResponse | None] = [None] * len(requests)
+        todo: list[int] = []
+        for i, (req, key) in enumerate(zip(requests, keys)):
+            if key is not None and key in found:
+                out[i] = ChatResponse(found[key], meta={**req.meta, "cached": True})
+                self.hits += 1
+                if on_response is not None:
+                    on_response(i, out[i])  # type: ignore[arg-type]
+            else:
+                todo.append(i)
+        if todo:
+            self.misses += len(todo)
+
+            def store(j: int, resp: ChatResponse) -> None:
+                i = todo[j]
+                key = keys[i]
+                if key is not None and resp.ok:
+                    self.cache.put(key, resp.text)  # type: ignore[arg-type]
+                out[i] = resp
+                if on_response is not None:
+                    on_response(i, resp)
+
+            self.backend.generate([requests[i] for i in todo], store)
+        return [r if r is not None else ChatResponse(None, error="no response") for r in out]

@@ -1,0 +1,52 @@
+"""The multiple-choice HOI task for VLMs (paper ``001``): settings 1-3, prompt templates as
+versioned data, answer parsing, per-family box conventions, the setting-3 person matching, and
+:class:`MCQRunner`, which asks a :class:`~hoibench.models.ChatBackend` every question and writes
+a resumable answers file."""
+
+from hoibench.runners.mcq._boxes import (
+    BOX_CONVENTIONS,
+    ModelFrame,
+    format_box,
+    model_frame,
+    resolve_box_convention,
+    smart_resize,
+)
+from hoibench.runners.mcq._detections import load_detections, match_person
+from hoibench.runners.mcq._parsing import (
+    DetectionParse,
+    LetterParse,
+    parse_detection,
+    parse_image_size,
+    parse_letters,
+)
+from hoibench.runners.mcq._prompts import (
+    ANSWER_FORMATS,
+    PromptTemplate,
+    RenderedQuestion,
+    load_template,
+    render_question,
+)
+from hoibench.runners.mcq._run import MCQRunner, RunSummary
+
+__all__ = [
+    "ANSWER_FORMATS",
+    "BOX_CONVENTIONS",
+    "DetectionParse",
+    "LetterParse",
+    "MCQRunner",
+    "ModelFrame",
+    "PromptTemplate",
+    "RenderedQuestion",
+    "RunSummary",
+    "format_box",
+    "load_detections",
+    "load_template",
+    "match_person",
+    "model_frame",
+    "parse_detection",
+    "parse_image_size",
+    "parse_letters",
+    "render_question",
+    "resolve_box_convention",
+    "smart_resize",
+]

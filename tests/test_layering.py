@@ -1,0 +1,68 @@
+"""The layers contract of pyproject.toml ([tool.importlinter]) holds, and it can fail: the same
+contract run on a copy of the package with one import added against a layer is broken."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT = Path(sys.executable).with_name("lint-imports")
+
+pytestmark = pytest.mark.skipif(not LINT.exists(), reason="import-linter is not installed (pip install -e '.[test]')")
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    return subprocess.run([str(LINT), "--config", str(root / "pyproject.toml"), "--no-cache"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+
+def _copy(tmp_path: Path) -> Path:
+    dst = tmp_path / "copy"
+    shutil.copytree(ROOT / "src" / "hoibench", dst / "src" / "hoibench",
+                    ignore=shutil.ignore_patterns("__pycache__", "_bundled"))
+    shutil.copy(ROOT / "pyproject.toml", dst / "pyproject.toml")
+    return dst
+
+
+def _append(path: Path, line: str) -> None:
+    path.write_text(path.read_text() + "\n" + line + "\n")
+
+
+def test_contract_holds_on_a_copy_and_breaks_on_an_upward_import(tmp_path: Path) -> None:
+    copy = _copy(tmp_path)
+    ok = _lint(copy)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "2 kept, 0 broken" in ok.stdout
+    # the evaluator reaching up into the reports: one floor against the layering
+    _append(copy / "src/hoibench/evaluation/_ap.py", "import hoibench.reports  # noqa")
+    bad = _lint(copy)
+    assert bad.returncode != 0
+    assert "hoibench.evaluation._ap -> hoibench.reports" in bad.stdout
+
+
+def test_siblings_stay_apart_and_evaluation_reads_no_files(tmp_path: Path) -> None:
+    copy = _copy(tmp_path)
+    # formats and evaluation are independent siblings of one floor
+    _append(copy / "src/hoibench/formats/ppdm.py", "import hoibench.evaluation  # noqa")
+    # evaluation is pure: no file I/O module
+    _append(copy / "src/hoibench/evaluation/_iou.py", "import pathlib  # noqa")
+    out = _lint(copy).stdout
+    assert "hoibench.formats.ppdm -> hoibench.evaluation" in out
+    assert "hoibench.evaluation._iou -> pathlib" in out
+    assert "0 kept, 2 broken" in out
+
+
+def test_a_new_top_level_package_must_be_placed_in_a_layer(tmp_path: Path) -> None:
+    copy = _copy(tmp_path)
+    (copy / "src/hoibench/stray").mkdir()
+    (copy / "src/hoibench/stray/__init__.py").write_text("")
+    res = _lint(copy)
+    assert res.returncode != 0
+    assert "hoibench.stray" in res.stdout + res.stderr
