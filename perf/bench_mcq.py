@@ -5,10 +5,10 @@
 Baselines, measured in the same run:
 
 - bootstrap: the obvious implementation, which rescores a resampled list of questions
-  ``n`` times (one full ``mcq_scores`` call per resample), against our weight-matrix bootstrap
+  ``n`` times (one full ``mcq_metrics`` call per resample), against our weight-matrix bootstrap
   (all resamples in a few sparse matrix products);
 - scoring: a plain-Python per-question loop of the paper's equations (what a research script
-  does), against ``mcq_scores``.
+  does), against ``mcq_metrics``.
 
 Questions: the bundled HICO-DET test set built with the default parameters (no shared data
 needed); answers: random subsets of the choices.
@@ -28,7 +28,7 @@ import numpy as np
 from hoibench.benchmarks.mcq import build_mcq_benchmark
 from hoibench.data import MCAnswer
 from hoibench.datasets import load_dataset
-from hoibench.evaluation import mcq_scores
+from hoibench.evaluation import mcq_metrics
 
 
 def timed(fn, repeat: int = 3) -> tuple[float, object]:
@@ -74,14 +74,14 @@ def main() -> None:
     print(f"questions: {len(qs)} ({built.report['selected_images']} images)")
     print(f"build (HICO-DET test, defaults):        {t_build:8.3f} s")
 
-    t_ours, ours = timed(lambda: mcq_scores(qs, answers))
+    t_ours, ours = timed(lambda: mcq_metrics(answers, qs))
     t_loop, loop = timed(lambda: loop_scores(qs, answers))
     assert all(abs(ours.metrics()[k] - v) < 1e-9 for k, v in loop.items()), (ours.metrics(), loop)
-    print(f"score, mcq_scores:                      {t_ours:8.3f} s")
+    print(f"score, mcq_metrics:                     {t_ours:8.3f} s")
     print(f"score, plain loop (baseline):           {t_loop:8.3f} s   ratio {t_loop / t_ours:5.2f}x")
 
     n = 1000
-    t_boot, _ = timed(lambda: mcq_scores(qs, answers, n_bootstrap=n, random_state=0), repeat=1)
+    t_boot, _ = timed(lambda: mcq_metrics(answers, qs, n_bootstrap=n, random_state=0), repeat=1)
     n_naive = 50  # the naive loop is timed on 50 resamples and scaled to n
 
     def naive() -> None:
@@ -92,7 +92,7 @@ def main() -> None:
             # questions drawn twice need distinct ids to count twice
             renamed = [q.__class__(**{**q.__dict__, "id": f"{q.id}~{k}"}) for k, q in enumerate(sample)]
             ans = {f"{q.id}~{k}": MCAnswer(f"{q.id}~{k}", answers[q.id].selected) for k, q in enumerate(sample)}
-            mcq_scores(renamed, ans)
+            mcq_metrics(ans, renamed)
 
     t_naive, _ = timed(naive, repeat=1)
     t_naive *= n / n_naive

@@ -14,7 +14,7 @@ import pytest
 from hoibench.cli import main
 from hoibench.datasets import load_dataset
 from hoibench.demo import DEMO_ANSWERERS, DEMO_DETECTORS, DemoConfig, run_demo
-from hoibench.evaluation import mcq_scores
+from hoibench.evaluation import mcq_metrics
 from hoibench.formats import read_answers, read_dataset, read_questions
 from hoibench.reports import load_results
 from tests.test_report import CHROMIUM, check_html_in_chromium
@@ -113,7 +113,7 @@ def test_demo_mcq_equals_the_scorer_run_by_hand(quick_demo):
         hand = got["evaluate_by_hand"]
         qs = [q for q in questions if q.setting == hand["setting"]]
         answers = read_answers(hand["answers"], questions)
-        ref = mcq_scores(qs, answers, n_bootstrap=50, random_state=0).as_dict()
+        ref = mcq_metrics(answers, qs, n_bootstrap=50, random_state=0).as_dict()
         for k in ("macro_f1", "instance_f1", "micro_f1", "exact_match", "avg_precision", "avg_recall"):
             assert got[k] == pytest.approx(ref[k], abs=1e-12), (path, k)
             assert got["ci"][k] == pytest.approx(ref["ci"][k], abs=1e-12)

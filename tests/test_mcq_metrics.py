@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import f1_score, precision_score, recall_score
 
-from hoibench import ConfigError
+from hoibench import ConfigError, ValidationError
 from hoibench.data import Choice, MCAnswer, MCQuestion
-from hoibench.evaluation import MCQMetrics, bootstrap_ci, bootstrap_weights, mcq_scores
+from hoibench.evaluation import MCQMetrics, bootstrap_ci, bootstrap_weights, mcq_metrics
 from hoibench.formats import read_questions
 from hoibench.vocab import hico_det
 from tests.conftest import shared_file
@@ -55,7 +55,7 @@ def benchmark(draw: st.DrawFn) -> tuple[list[MCQuestion], dict[str, MCAnswer], n
 @given(benchmark(), st.sampled_from([0.0, 1.0]))
 def test_paper_protocol_matches_sklearn(data, zero_division: float) -> None:
     questions, answers, y_true, y_pred = data
-    r = mcq_scores(questions, answers, protocol="paper", zero_division=zero_division)
+    r = mcq_metrics(answers, questions, protocol="paper", zero_division=zero_division)
     present = np.flatnonzero((y_true + y_pred).sum(axis=0) > 0)
     kw = {"zero_division": zero_division}
     if len(present):
@@ -72,15 +72,18 @@ def test_metric_object_accumulates_caches_and_resets() -> None:
     q2 = MCQuestion("b", "b.jpg", 1, (Choice("x"), Choice("z")), frozenset({1}))
     ans = {"a": MCAnswer("a", frozenset({"x"})), "zzz": MCAnswer("zzz", frozenset())}
     m = MCQMetrics()
-    m.update([q1], ans)
-    m.update([q2], ans)
+    m.update(ans, [q1])
+    m.update(ans, [q2])
     r = m.compute()
     assert m.compute() is r
     assert r.n_questions == 2 and r.missing_ids == ("b",) and r.n_missing == 1
     assert r.exact_match == 0.5 and r.micro_f1 == pytest.approx(2 / 3)
-    assert r == mcq_scores([q1, q2], ans)
+    assert r == mcq_metrics(ans, [q1, q2])
     m.reset()
-    with pytest.raises(ConfigError, match="no questions"):
+    with pytest.raises(ValidationError, match="before any update"):
+        m.compute()
+    m.update(ans, [])
+    with pytest.raises(ValidationError, match="no questions"):
         m.compute()
     with pytest.raises(ConfigError, match="protocol must be one of"):
         MCQMetrics(protocol="vqa")
@@ -88,7 +91,7 @@ def test_metric_object_accumulates_caches_and_resets() -> None:
 
 def test_out_of_choice_selections_are_ignored_and_counted() -> None:
     q = MCQuestion("a", "a.jpg", 1, (Choice("x"), Choice("y")), frozenset({0}))
-    r = mcq_scores([q], [MCAnswer("a", frozenset({"x", "bogus"}))])
+    r = mcq_metrics([MCAnswer("a", frozenset({"x", "bogus"}))], [q])
     assert r.exact_match == 1.0 and r.n_out_of_choice == 1
 
 
@@ -182,12 +185,12 @@ def test_crosshoi_protocol_reproduces_released_counting_with_random_answers(name
         picked = sorted({texts[i] for i in np.flatnonzero(rng.random(len(texts)) < 0.4)})
         answers[q.id] = MCAnswer(q.id, frozenset(picked))
         preds[q.file_name] = {"QA_0": picked}
-    ours = mcq_scores(questions, answers, protocol="crosshoi").metrics()
+    ours = mcq_metrics(answers, questions, protocol="crosshoi").metrics()
     ref = _reference_scores(raw, preds)
     for k, v in ref.items():
         assert ours[k] == pytest.approx(v, abs=1e-12), k
     # the two protocols really differ on the same answers
-    paper = mcq_scores(questions, answers, protocol="paper").metrics()
+    paper = mcq_metrics(answers, questions, protocol="paper").metrics()
     assert paper["avg_precision"] != pytest.approx(ours["avg_precision"])
 
 
@@ -208,7 +211,7 @@ def test_crosshoi_protocol_on_synthetic_duplicates_and_multi_question_images() -
     answers = {"img.jpg#QA_0": MCAnswer("img.jpg#QA_0", frozenset({"hold a/an cup"})),
                "img.jpg#QA_1": MCAnswer("img.jpg#QA_1", frozenset({"ride a/an horse"})),
                "two.jpg": MCAnswer("two.jpg", frozenset({"None"}))}
-    ours = mcq_scores(qs, answers, protocol="crosshoi").metrics()
+    ours = mcq_metrics(answers, qs, protocol="crosshoi").metrics()
     ref = _reference_scores(qa, preds)
     for k, v in ref.items():
         assert ours[k] == pytest.approx(v), k
@@ -242,12 +245,12 @@ def test_mcq_bootstrap_intervals_bracket_the_scores() -> None:
         q = MCQuestion(f"q{k}", f"{k}.jpg", 1, choices, frozenset({0, 1}))
         qs.append(q)
         ans[q.id] = MCAnswer(q.id, frozenset(choices[i].text for i in np.flatnonzero(rng.random(4) < 0.5)))
-    r = mcq_scores(qs, ans, n_bootstrap=300, random_state=0)
+    r = mcq_metrics(ans, qs, n_bootstrap=300, random_state=0)
     assert r.ci is not None and set(r.ci) == set(r.metrics())
     for name, value in r.metrics().items():
         lo, hi = r.ci[name]
         assert lo <= value <= hi and hi - lo < 0.25, name
-    assert mcq_scores(qs, ans, n_bootstrap=300, random_state=0).ci == r.ci
+    assert mcq_metrics(ans, qs, n_bootstrap=300, random_state=0).ci == r.ci
 
 
 def test_crosshoi_class_keys_restrict_macro_f1() -> None:
@@ -257,10 +260,10 @@ def test_crosshoi_class_keys_restrict_macro_f1() -> None:
     q = MCQuestion("v", "v.jpg", 1, tuple(c.__class__(c.text) for c in choices), frozenset({0}),
                    label_space="v-coco")
     ans = [MCAnswer("v", frozenset({"look at a/an frisbee", "throw a/an frisbee"}))]
-    every_text = mcq_scores([q], ans, protocol="crosshoi")
+    every_text = mcq_metrics(ans, [q], protocol="crosshoi")
     assert every_text.n_classes == 2 and every_text.macro_f1 == pytest.approx(0.5)
-    only_look = mcq_scores([q], ans, protocol="crosshoi", class_keys=[("look_at", "frisbee")])
+    only_look = mcq_metrics(ans, [q], protocol="crosshoi", class_keys=[("look_at", "frisbee")])
     assert only_look.n_classes == 1 and only_look.macro_f1 == pytest.approx(1.0)
     assert only_look.micro_f1 == every_text.micro_f1  # only Macro-F1 uses the class table
     with pytest.raises(ConfigError, match="class_keys"):
-        mcq_scores([q], ans, protocol="paper", class_keys=[("look_at", "frisbee")])
+        mcq_metrics(ans, [q], protocol="paper", class_keys=[("look_at", "frisbee")])

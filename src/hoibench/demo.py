@@ -4,7 +4,7 @@ built-in baselines, evaluate them and write the report.
 Everything runs on the CPU in a couple of minutes and uses the public pieces a user would call by
 hand: :func:`hoibench.benchmarks.sg.build_preset` (HICO-DET-SG split 1),
 :func:`hoibench.benchmarks.build_balanced_split` (B-RIGHT), the multiple-choice builder,
-:func:`hoibench.evaluation.hico_mean_ap` and :func:`hoibench.evaluation.mcq_scores`. Every
+:func:`hoibench.evaluation.hico_mean_ap` and :func:`hoibench.evaluation.mcq_metrics`. Every
 benchmark, answer and result file is written under the output directory, so each number of the
 report can be reproduced with ``hoibench eval hico`` / ``hoibench mcq score`` (``docs/demo.md``).
 
@@ -277,7 +277,7 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[A
     from hoibench.analysis import head_to_tail_recall
     from hoibench.benchmarks.mcq import build_mcq_benchmark
     from hoibench.datasets import load_dataset
-    from hoibench.evaluation import mcq_scores
+    from hoibench.evaluation import mcq_metrics
     from hoibench.formats import read_answers, write_answers, write_questions
     from hoibench.runners import PriorAnswerer, RandomAnswerer
 
@@ -307,7 +307,7 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[A
 
                 def score(qs: list[Any] = qs, answers: list[Any] = answers, model: str = model,
                           bench: str = bench, apath: Path = apath, setting: int = setting) -> dict[str, Any]:
-                    res = mcq_scores(qs, answers, n_bootstrap=cfg.n_bootstrap, random_state=cfg.seed)
+                    res = mcq_metrics(answers, qs, n_bootstrap=cfg.n_bootstrap, random_state=cfg.seed)
                     return {"kind": "mcq_metrics", "model": model, "benchmark": bench, **res.as_dict(),
                             "evaluate_by_hand": {"questions": str(qpath), "setting": setting,
                                                  "answers": str(apath)}}

@@ -286,7 +286,7 @@ def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, se
     """Score answers (JSONL: selected choice texts or letters) against questions."""
     from hoibench._io import atomic_write_json
     from hoibench.cli._common import reject_unused_options
-    from hoibench.evaluation import mcq_scores
+    from hoibench.evaluation import mcq_metrics
     from hoibench.formats import read_questions
 
     if n_bootstrap == 0:
@@ -318,8 +318,8 @@ def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, se
     perms = answers.permutations() or [0]  # a header-only file: every question unanswered
     results = []
     for k in perms:
-        r = mcq_scores(qs_list, answers.for_permutation(k), protocol=protocol, zero_division=zero_division,
-                       n_bootstrap=n_bootstrap, random_state=seed)
+        r = mcq_metrics(answers.for_permutation(k), qs_list, protocol=protocol, zero_division=zero_division,
+                        n_bootstrap=n_bootstrap, random_state=seed)
         results.append((f"order {k}" if len(perms) > 1 else "score (%)", r))
     main = results[0][1]
     console.print(_score_table(f"hoibench mcq score ({protocol}): {len(qs_list)} questions", results))

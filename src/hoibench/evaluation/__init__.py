@@ -1,5 +1,7 @@
-"""hoibench.evaluation (see docs/ARCHITECTURE.md): HICO-DET mAP and V-COCO role AP, with the
-box-overlap and AP primitives they share (each reference's exact flavour)."""
+"""hoibench.evaluation (see docs/ARCHITECTURE.md): HICO-DET mAP, V-COCO role AP and the
+multiple-choice metrics, on one :class:`Metric` base (``update(preds, target)``, ``compute``,
+``reset``; each class has its snake_case functional twin), with the box-overlap and AP primitives
+they share (each reference's exact flavour)."""
 
 from hoibench.evaluation._ap import (
     RECALL_THRESHOLDS,
@@ -31,8 +33,10 @@ from hoibench.evaluation._mcq_metrics import (
     MCQ_PROTOCOLS,
     MCQMetrics,
     MCQResult,
+    mcq_metrics,
     mcq_scores,
 )
+from hoibench.evaluation._metric import Metric
 from hoibench.evaluation._vcoco import VCOCOResult, VCOCORoleAP, vcoco_role_ap
 
 __all__ = [
@@ -49,6 +53,7 @@ __all__ = [
     "HICOProtocol",
     "MCQMetrics",
     "MCQResult",
+    "Metric",
     "VCOCOResult",
     "VCOCORoleAP",
     "all_point_ap",
@@ -58,6 +63,7 @@ __all__ = [
     "box_iou",
     "hico_mean_ap",
     "match_hico_detections",
+    "mcq_metrics",
     "mcq_scores",
     "pair_iou",
     "paired_box_iou",

@@ -64,7 +64,7 @@ def bootstrap_interval(samples: np.ndarray, estimate: np.ndarray | float, *, con
     return lo, hi
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BootstrapResult:
     """Point estimate and percentile interval of each statistic (arrays of shape ``(k,)``)."""
 
@@ -74,6 +74,11 @@ class BootstrapResult:
     confidence: float
     n_resamples: int
     samples: np.ndarray  # (n_resamples, k)
+
+    def __repr__(self) -> str:
+        """Sizes, not the ``(n_resamples, k)`` replicates."""
+        return (f"BootstrapResult(n_statistics={len(self.estimate)}, confidence={self.confidence}, "
+                f"n_resamples={self.n_resamples})")
 
 
 def bootstrap_ci(

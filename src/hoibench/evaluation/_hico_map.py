@@ -40,6 +40,7 @@ from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.evaluation._ap import precision_recall, recall_thresholds, voc11_ap
 from hoibench.evaluation._iou import IOU_CONVENTIONS, pair_iou, paired_box_iou
+from hoibench.evaluation._metric import Metric, Verbatim
 
 __all__ = [
     "HICO_PROTOCOLS",
@@ -156,7 +157,7 @@ HICO_PROTOCOLS: dict[str, HICOProtocol] = {
 
 
 # ----------------------------------------------------------------------------- matching
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class HICOMatches:
     """Per-class ranked detections with their TP flags: what the AP is computed from.
 
@@ -179,6 +180,12 @@ class HICOMatches:
     @property
     def n_classes(self) -> int:
         return len(self.n_gt)
+
+    def __repr__(self) -> str:
+        """Sizes, not the arrays (which hold one entry per detection)."""
+        return (f"HICOMatches(protocol={self.protocol.name!r}, n_classes={self.n_classes}, "
+                f"n_detections={len(self.scores)}, n_tp={int(np.count_nonzero(self.tp))}, "
+                f"n_gt={int(self.n_gt.sum())}, n_dropped={sum(self.n_dropped.values())})")
 
     def for_class(self, c: int) -> tuple[np.ndarray, np.ndarray]:
         """``(scores, tp)`` of class ``c`` in ranked order."""
@@ -510,7 +517,7 @@ def _result(matches: HICOMatches, target: HOIDataset, known_object: bool, source
 
 
 # ----------------------------------------------------------------------------- metric
-class HICOMeanAP:
+class HICOMeanAP(Metric[HICOMapResult]):
     """HICO-DET mAP as a metric object: ``update`` per batch of images, then ``compute``.
 
     Parameters
@@ -542,6 +549,7 @@ class HICOMeanAP:
                  image_labels: Mapping[str, Iterable[int]] | None = None,
                  class_subsets: Mapping[str, Sequence[int] | np.ndarray] | None = None,
                  classes: Sequence[int] | np.ndarray | None = None, lenient: bool = False) -> None:
+        super().__init__()
         self.protocol = HICOProtocol.preset(protocol)
         if image_labels is not None and not known_object:
             raise ConfigError("image_labels only apply with known_object=True")
@@ -550,14 +558,15 @@ class HICOMeanAP:
         self.class_subsets = dict(class_subsets or {})
         self.classes = None if classes is None else np.asarray(classes, dtype=np.int64)
         self.lenient = lenient
-        self.reset()
+        self.add_state("_preds", [])  # list[HOIPredictions], one per update
+        self.add_state("_targets", [])  # list[HOIDataset], one per update
+        self.add_state("_names", set())  # ground-truth file names seen so far
 
-    def reset(self) -> None:
-        """Forget every update."""
-        self._preds: list[HOIPredictions] = []
-        self._targets: list[HOIDataset] = []
-        self._names: set[str] = set()
-        self._cache: HICOMapResult | None = None
+    def _repr_param(self, name: str) -> Any:
+        if name == "protocol":  # a preset by its name, a custom protocol by its label
+            p = self.protocol
+            return p.name if HICO_PROTOCOLS.get(p.name) == p else Verbatim(f"<HICOProtocol {p.name!r}>")
+        return super()._repr_param(name)
 
     def update(self, preds: HOIPredictions, target: HOIDataset) -> None:
         """Add the detections of ``preds`` on the images of ``target`` (images must not repeat
@@ -568,11 +577,8 @@ class HICOMeanAP:
         self._names.update(target.file_names)
         self._preds.append(preds)
         self._targets.append(target)
-        self._cache = None
 
     def _matches(self) -> tuple[HICOMatches, HOIDataset, str | None]:
-        if not self._targets:
-            raise ValidationError("compute() called before any update()")
         target = self._targets[0] if len(self._targets) == 1 else HOIDataset.concat(self._targets)
         parts, base, img_base = [], 0, 0
         for p, t in zip(self._preds, self._targets):
@@ -592,14 +598,13 @@ class HICOMeanAP:
 
     def matches(self) -> HICOMatches:
         """The matching behind :meth:`compute` (see :func:`match_hico_detections`)."""
+        self._check_updated("matches")
         return self._matches()[0]
 
     def compute(self) -> HICOMapResult:
         """mAP over everything added so far (cached until the next update)."""
-        if self._cache is None:
-            m, target, source = self._matches()
-            self._cache = _result(m, target, self.known_object, source, self.class_subsets, self.classes)
-        return self._cache
+        m, target, source = self._matches()
+        return _result(m, target, self.known_object, source, self.class_subsets, self.classes)
 
 
 def hico_mean_ap(preds: HOIPredictions, target: HOIDataset, *,

@@ -37,17 +37,20 @@ counts, and ``(question × class)`` sparse count matrices, combined with resampl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-from hoibench._exceptions import ConfigError
+from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import MCAnswer, MCQuestion
+from hoibench.evaluation._bootstrap import bootstrap_ci
+from hoibench.evaluation._metric import Metric
 
-__all__ = ["MCQ_METRIC_NAMES", "MCQ_PROTOCOLS", "MCQMetrics", "MCQResult", "mcq_scores"]
+__all__ = ["MCQ_METRIC_NAMES", "MCQ_PROTOCOLS", "MCQMetrics", "MCQResult", "mcq_metrics", "mcq_scores"]
 
 MCQ_PROTOCOLS = ("paper", "crosshoi")
 MCQ_METRIC_NAMES = ("macro_f1", "instance_f1", "micro_f1", "exact_match", "avg_precision", "avg_recall")
@@ -317,7 +320,7 @@ def _check_protocol(protocol: str, zero_division: float) -> None:
         raise ConfigError(f"zero_division must be a number in [0, 1]; got {zero_division!r}")
 
 
-class MCQMetrics:
+class MCQMetrics(Metric[MCQResult]):
     """Macro-F1, Instance-F1, Micro-F1, exact match, average precision and recall of
     multiple-choice answers, optionally with bootstrap confidence intervals (questions resampled).
 
@@ -343,7 +346,7 @@ class MCQMetrics:
     Examples
     --------
     >>> m = MCQMetrics(protocol="paper")
-    >>> m.update(questions, answers)  # doctest: +SKIP
+    >>> m.update(answers, questions)  # doctest: +SKIP
     >>> m.compute().macro_f1  # doctest: +SKIP
     """
 
@@ -352,6 +355,7 @@ class MCQMetrics:
     def __init__(self, *, protocol: str = "paper", zero_division: float = 1.0, n_bootstrap: int = 0,
                  confidence: float = 0.95, random_state: int | np.random.Generator | None = None,
                  class_keys: Iterable[tuple[str, str]] | None = None) -> None:
+        super().__init__()
         _check_protocol(protocol, zero_division)
         if class_keys is not None and protocol != "crosshoi":
             raise ConfigError("class_keys only applies to the crosshoi protocol")
@@ -365,23 +369,24 @@ class MCQMetrics:
         self.n_bootstrap = int(n_bootstrap)
         self.confidence = float(confidence)
         self.random_state = random_state
-        self.reset()
+        self.add_state("_rows", _Rows())  # per-question counts
+        self.add_state("_classes", _ClassIndex())  # class key -> column of the count matrices
+        self.add_state("_ids", [])  # question ids, in update order
+        self.add_state("_missing", [])  # ids of questions without an answer
+        self.add_state("_answer_ids", set())  # question ids of every answer given
+        self.add_state("_answered", 0)
+        self.add_state("_empty", 0)
+        self.add_state("_out_of_choice", 0)
 
-    def reset(self) -> None:
-        """Forget every question seen so far."""
-        self._rows = _Rows()
-        self._classes = _ClassIndex()
-        self._ids: list[str] = []
-        self._missing: list[str] = []
-        self._answer_ids: set[str] = set()
-        self._answered = self._empty = self._out_of_choice = 0
-        self._cache: MCQResult | None = None
-
-    def update(self, questions: Iterable[MCQuestion],
-               answers: Mapping[str, MCAnswer] | Iterable[MCAnswer]) -> None:
-        """Add questions with their answers; a question without an answer (or with status
-        ``missing``) counts as an empty prediction and is listed in ``missing_ids``."""
-        by_id = answers if isinstance(answers, Mapping) else {a.question_id: a for a in answers}
+    def update(self, answers: Mapping[str, MCAnswer] | Iterable[MCAnswer],
+               questions: Iterable[MCQuestion]) -> None:
+        """Add answers (predictions) with their questions (ground truth); a question without an
+        answer (or with status ``missing``) counts as an empty prediction and is listed in
+        ``missing_ids``. Answers are keyed by question id, so their order does not matter."""
+        by_id = _answers_by_id(answers)
+        questions = list(questions)
+        if questions and not isinstance(questions[0], MCQuestion):
+            raise _order_error("questions", questions[0], "MCQuestion")
         hico_keys = _hico_class_keys() if self.protocol == "crosshoi" else frozenset()
         for q in questions:
             a = by_id.get(q.id)
@@ -401,7 +406,6 @@ class MCQMetrics:
                 _count_crosshoi(self._rows, self._classes, q, selected, hico_keys, self.class_keys)
             self._ids.append(q.id)
         self._answer_ids.update(by_id)
-        self._cache = None
 
     def _arrays(self) -> _Arrays:
         r = self._rows
@@ -421,16 +425,12 @@ class MCQMetrics:
 
     def compute(self) -> MCQResult:
         """The scores of everything added since the last :meth:`reset` (cached until ``update``)."""
-        if self._cache is not None:
-            return self._cache
         if not self._ids:
-            raise ConfigError("no questions to score: call update() first")
+            raise ValidationError("MCQMetrics.compute(): the updates held no questions; there is nothing to score")
         arr = self._arrays()
         point = arr.metrics(np.ones((1, len(self._ids))))[0]
         ci = None
         if self.n_bootstrap:
-            from hoibench.evaluation._bootstrap import bootstrap_ci
-
             boot = bootstrap_ci(arr.metrics, len(self._ids), n_resamples=self.n_bootstrap,
                                 confidence=self.confidence, random_state=self.random_state)
             ci = {name: (float(boot.low[k]), float(boot.high[k])) for k, name in enumerate(MCQ_METRIC_NAMES)}
@@ -443,7 +443,7 @@ class MCQMetrics:
             for k, name in enumerate(self._classes.names())
         }
         n_classes = int(sum(1 for v in per_class.values() if v["pred"] + v["gt"] > 0))
-        self._cache = MCQResult(
+        return MCQResult(
             *(float(x) for x in point), protocol=self.protocol, zero_division=self.zero_division,
             n_questions=len(self._ids), n_images=len(set(self._rows.image)), n_classes=n_classes,
             n_answered=self._answered, n_missing=len(self._missing), n_empty=self._empty,
@@ -452,12 +452,11 @@ class MCQMetrics:
             confidence=self.confidence if ci is not None else None,
             n_bootstrap=self.n_bootstrap if ci is not None else 0,
         )
-        return self._cache
 
 
-def mcq_scores(
-    questions: Sequence[MCQuestion] | Iterable[MCQuestion],
+def mcq_metrics(
     answers: Mapping[str, MCAnswer] | Iterable[MCAnswer],
+    questions: Iterable[MCQuestion],
     *,
     protocol: str = "paper",
     zero_division: float = 1.0,
@@ -466,8 +465,43 @@ def mcq_scores(
     random_state: int | np.random.Generator | None = None,
     class_keys: Iterable[tuple[str, str]] | None = None,
 ) -> MCQResult:
-    """Functional twin of :class:`MCQMetrics` (same parameters, one call)."""
+    """Functional twin of :class:`MCQMetrics` (same parameters, one call): answers first,
+    questions second."""
     m = MCQMetrics(protocol=protocol, zero_division=zero_division, n_bootstrap=n_bootstrap,
                    confidence=confidence, random_state=random_state, class_keys=class_keys)
-    m.update(questions, answers)
+    m.update(answers, questions)
     return m.compute()
+
+
+def mcq_scores(
+    questions: Iterable[MCQuestion],
+    answers: Mapping[str, MCAnswer] | Iterable[MCAnswer],
+    **kwargs: Any,
+) -> MCQResult:
+    """Deprecated: :func:`mcq_metrics` with the arguments swapped (questions first).
+
+    .. deprecated::
+        ``mcq_scores(questions, answers)`` is ``mcq_metrics(answers, questions)``, the name and
+        argument order every other metric uses; this alias goes in the next release.
+    """
+    warnings.warn("mcq_scores(questions, answers) is deprecated; use mcq_metrics(answers, questions)",
+                  DeprecationWarning, stacklevel=2)
+    return mcq_metrics(answers, questions, **kwargs)
+
+
+def _order_error(arg: str, got: object, want: str) -> ValidationError:
+    """The error of arguments given in the order of the deprecated ``mcq_scores``."""
+    return ValidationError(f"MCQMetrics.update(answers, questions): {arg} holds {type(got).__name__} "
+                           f"objects, not {want}; answers come first, questions second (like every "
+                           "metric's update(preds, target))")
+
+
+def _answers_by_id(answers: Mapping[str, MCAnswer] | Iterable[MCAnswer]) -> Mapping[str, MCAnswer]:
+    if isinstance(answers, Mapping):
+        return answers
+    by_id: dict[str, MCAnswer] = {}
+    for a in answers:
+        if not isinstance(a, MCAnswer):
+            raise _order_error("answers", a, "MCAnswer")
+        by_id[a.question_id] = a
+    return by_id

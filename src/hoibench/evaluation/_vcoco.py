@@ -41,6 +41,7 @@ from hoibench.data._vcoco import (
     vcoco_role_classes,
 )
 from hoibench.evaluation._ap import all_point_ap
+from hoibench.evaluation._metric import Metric
 
 __all__ = ["VCOCOResult", "VCOCORoleAP", "vcoco_role_ap"]
 
@@ -230,7 +231,7 @@ def _check_args(iou_threshold: float, scenarios: Iterable[int]) -> tuple[float, 
     return thr, sc
 
 
-class VCOCORoleAP:
+class VCOCORoleAP(Metric[VCOCOResult]):
     """V-COCO agent AP and role AP (scenarios 1 and 2) accumulated over batches of images.
 
     ``update(detections, ground_truth)`` scores the images of ``ground_truth`` (every image once
@@ -248,20 +249,16 @@ class VCOCORoleAP:
 
     def __init__(self, *, iou_threshold: float = 0.5, scenarios: Iterable[int] = _SCENARIOS,
                  validate_args: bool = True) -> None:
+        super().__init__()
         self.iou_threshold, self.scenarios = _check_args(iou_threshold, scenarios)
         self.validate_args = validate_args
-        self.reset()
-
-    def reset(self) -> None:
-        n_act, n_role = len(vcoco_action_names()), len(vcoco_role_classes())
-        self._agent: list[tuple[np.ndarray, ...]] = []  # (class, score, tp[1, n]) per update
-        self._role: list[tuple[np.ndarray, ...]] = []  # (class, score, tp[n_scenarios, n])
-        self._npos = np.zeros(n_act, dtype=np.int64)
-        self._n_role = n_role
-        self._seen: set[int] = set()
-        self._n_images = 0
-        self._complete = True
-        self._cache: VCOCOResult | None = None
+        self._n_role = len(vcoco_role_classes())
+        self.add_state("_agent", [])  # (class, score, tp[1, n]) per update
+        self.add_state("_role", [])  # (class, score, tp[n_scenarios, n]) per update
+        self.add_state("_npos", np.zeros(len(vcoco_action_names()), dtype=np.int64))
+        self.add_state("_seen", set())  # image ids scored so far
+        self.add_state("_n_images", 0)
+        self.add_state("_complete", True)
 
     def update(self, detections: VCOCODetections, ground_truth: VCOCOGroundTruth) -> None:
         """Match the detections of the images of ``ground_truth`` and keep (class, score, TP) rows."""
@@ -276,7 +273,6 @@ class VCOCORoleAP:
             if again:
                 raise ValidationError(f"image id {min(again)} was already scored by an earlier update")
         self._seen.update(gt.image_ids.tolist())
-        self._cache = None
         self._n_images += gt.n_images
         self._complete &= gt.complete
         self._npos += gt.n_positives()
@@ -331,18 +327,15 @@ class VCOCORoleAP:
 
     def compute(self) -> VCOCOResult:
         """Rank each class's detections (score, then image and detection order) and take VOC AP."""
-        if self._cache is not None:
-            return self._cache
         agent_ap, n_agent = self._class_ap(self._agent, self._npos.size, self._npos, 1)
         role_ap_all, n_role = self._class_ap(self._role, self._n_role, self._npos[vcoco_role_action()],
                                              len(self.scenarios))
-        self._cache = VCOCOResult(
+        return VCOCOResult(
             action_names=vcoco_action_names(), role_class_names=vcoco_role_classes(),
             agent_ap=agent_ap[0], role_ap=dict(zip(self.scenarios, role_ap_all)),
             n_positives=self._npos.copy(), n_detections_agent=n_agent, n_detections_role=n_role,
             n_images=self._n_images, iou_threshold=self.iou_threshold,
             complete_ground_truth=self._complete)
-        return self._cache
 
     @staticmethod
     def _class_ap(parts: list[tuple[np.ndarray, ...]], n_classes: int, npos: np.ndarray,
