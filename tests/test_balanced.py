@@ -11,7 +11,11 @@ import pytest
 from click.testing import CliRunner
 
 from hoibench._exceptions import ConfigError, ValidationError
-from hoibench.benchmarks import build_balanced_split, hico_det_selection_counts, write_balanced_split
+from hoibench.benchmarks import (
+    build_balanced_split,
+    hico_det_selection_counts,
+    write_balanced_split,
+)
 from hoibench.benchmarks.balanced import (
     balance_images,
     select_top_classes,

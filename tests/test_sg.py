@@ -254,6 +254,83 @@ def test_presets_are_known_and_unknown_is_an_error():
     assert load_released_removals("v-coco-sg1") == ()
 
 
+def test_removals_file_one_reader_for_presets_and_plain_lists(tmp_path):
+    bundled = load_released_removals("sg1")  # preset aliases resolve like get_preset's
+    assert bundled == load_released_removals("hico-det-sg1") and bundled[0].startswith("HICO_")
+    with pytest.raises(ConfigError, match="name the preset"):
+        load_released_removals()
+    layout = tmp_path / "removals.json"
+    layout.write_text(json.dumps({"_note": "comments are skipped", "hico-det-sg1": ["a.jpg"],
+                                  "hico-det-sg2": ["b.jpg", "c.jpg"]}))
+    assert load_released_removals("hico-det-sg2", layout) == ("b.jpg", "c.jpg")
+    with pytest.raises(FormatError, match="no list for hico-det-sg3"):
+        load_released_removals("hico-det-sg3", layout)
+    with pytest.raises(FormatError, match="holds 2 lists"):
+        load_released_removals(path=layout)
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps(["x.jpg", "y.jpg"]))
+    assert load_released_removals(path=plain) == load_released_removals("hico-det-sg1", plain) == ("x.jpg", "y.jpg")
+    single = tmp_path / "single.json"
+    single.write_text(json.dumps({"_note": "", "mine": ["z.jpg"]}))
+    assert load_released_removals(path=single) == ("z.jpg",)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"hico-det-sg1": [1, 2]}))
+    with pytest.raises(FormatError, match=r"bad.json: hico-det-sg1: expected a list of file names"):
+        load_released_removals("hico-det-sg1", bad)
+
+
+def test_cli_removals_file_without_preset(tmp_path):
+    tr, te = _files(tmp_path)
+    base = build_sg_split(_dataset()[0].drop_empty_images(), random_state=3, ratio=0.75, policy="released")
+    gone = base.test.file_names[:3]
+    (tmp_path / "rm.json").write_text(json.dumps(list(gone)))
+    r = CliRunner().invoke(cli, ["split", "sg", "--dataset", tr, "--dataset", te, "--seed", "3", "--ratio",
+                                 "0.75", "--policy", "released", "--removals", str(tmp_path / "rm.json"),
+                                 "--out", str(tmp_path / "o"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["removed_test_entries"] == 3
+    assert not set(gone) & set(read_ppdm(tmp_path / "o" / "test_hico.json").file_names)
+
+
+def test_seed_is_a_deprecated_name_of_random_state():
+    ds, _ = _dataset(40)
+    new = build_sg_split(ds, random_state=3, ratio=0.75)
+    with pytest.warns(DeprecationWarning, match="random_state"):
+        old = build_sg_split(ds, seed=3, ratio=0.75)
+    assert old.train.equals(new.train) and old.test.equals(new.test) and old.seed == new.seed == 3
+    with pytest.raises(ConfigError, match="random_state only"):
+        build_sg_split(ds, random_state=3, seed=3, ratio=0.75)
+    combos = sg_combinations(ds)
+    with pytest.warns(DeprecationWarning):
+        assert np.array_equal(select_test_combinations(combos, ratio=0.75, seed=3),
+                              select_test_combinations(combos, ratio=0.75, random_state=3))
+
+
+def test_boxes_are_a_build_parameter_recorded_in_stats(tmp_path):
+    ds, origin = _dataset()
+    released = build_sg_split(ds, random_state=3, ratio=0.75, policy="released", origin_test=origin)
+    paper = build_sg_split(ds, random_state=3, ratio=0.75, policy="paper", origin_test=origin)
+    assert (released.boxes, paper.boxes) == ("as-released", "0-based")
+    assert released.stats()["boxes"] == "as-released" and list(released.stats())[-1] == "boxes"
+    with pytest.raises(ConfigError, match="boxes must be one of"):
+        build_sg_split(ds, random_state=3, ratio=0.75, boxes="1-based")  # type: ignore[arg-type]
+    zero = build_sg_split(ds, random_state=3, ratio=0.75, policy="released", origin_test=origin, boxes="0-based")
+    zero.write(tmp_path / "new")
+    with pytest.warns(DeprecationWarning, match="boxes"):
+        released.write(tmp_path / "old", boxes="0-based")
+    for f in ("trainval_hico.json", "test_hico.json", "stats.json", "table1.md"):
+        assert (tmp_path / "new" / f).read_bytes() == (tmp_path / "old" / f).read_bytes(), f
+
+
+def test_split_repr_names_parameters_and_sizes():
+    ds, _ = _dataset()
+    split = build_sg_split(ds, random_state=3, ratio=0.75, policy="released")
+    text = repr(split)
+    assert text.startswith("SGSplit(name='hico-det-sg-seed3', seed=3, ratio=0.75, policy='released'")
+    assert f"test={split.test.n_images} images/{split.test.n_pairs} pairs" in text
+    assert "test_combinations=4 of 16" in text and "array" not in text
+
+
 # ----------------------------------------------------------------------------- writing, split dirs
 def test_write_split_directory_round_trips(tmp_path):
     ds, origin = _dataset()
