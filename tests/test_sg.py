@@ -386,6 +386,8 @@ def test_audit_detects_leakage_and_box_convention_mix():
     split = build_sg_split(ds, random_state=3, ratio=0.75, policy="released", origin_test=origin)
     clean = audit_split(split.train, split.test)
     assert not clean.leaks and clean.shared_images == []
+    assert repr(clean) == (f"AuditReport(train='sg:train', test='sg:test', leaks=False, shared_combinations=0, "
+                           f"shared_images=0, combinations={len(clean.per_combination)})")
     assert all(r["train"] == 0 or r["test"] == 0 for r in clean.per_combination)
     # leak one test image into train
     leaky_train = HOIDataset.concat([split.train, split.test.subset([0])])

@@ -165,7 +165,7 @@ class _DetectionBenchmark:
 
 def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[list[_DetectionBenchmark], list[Table]]:
     from hoibench.benchmarks import build_balanced_split, hico_det_selection_counts
-    from hoibench.benchmarks.sg import PAPER_TABLE1, build_preset, split_table1
+    from hoibench.benchmarks.sg import PAPER_TABLE1, build_preset, paper_row, split_table1
     from hoibench.datasets import load_dataset
 
     with steps.step("loading bundled HICO-DET"):
@@ -207,7 +207,7 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[
              (f"HICO-DET-SG split {split_no} (rebuilt)", sg.table1())]
     for key, label in (("hico-det", "HICO-DET (paper)"), (cfg.sg_preset, f"HICO-DET-SG split {split_no} (paper)")):
         if key in PAPER_TABLE1:
-            parts.append((label, {k: {"train": v[0], "test": v[1]} for k, v in PAPER_TABLE1[key].items()}))
+            parts.append((label, paper_row(key)))
     rows = [(label, part, t["images"][part], t["triplets"][part], t["combinations"][part])
             for label, t in parts for part in ("train", "test")]
     sg_table = Table("stats-hico-det-sg", "HICO-DET-SG: Table 1 of the SG paper",

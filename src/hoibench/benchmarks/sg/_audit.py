@@ -59,6 +59,11 @@ class AuditReport:
     per_combination: list[dict[str, Any]]
     box_groups: dict[str, list[BoxConventionGroup]]
 
+    def __repr__(self) -> str:
+        return (f"AuditReport(train={self.train_name!r}, test={self.test_name!r}, leaks={self.leaks}, "
+                f"shared_combinations={len(self.shared_combinations)}, shared_images={len(self.shared_images)}, "
+                f"combinations={len(self.per_combination)})")
+
     @property
     def leaks(self) -> bool:
         """True when a combination occurs in both train and test (the split is not an SG split)."""
