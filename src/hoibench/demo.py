@@ -320,7 +320,7 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[A
                 for kind, fn in (("mcq", score), ("recall", recall)):
                     path = out / "results" / kind / f"{stem}.json"
                     results.append(result_from_dict(_cached(path, reuse, fn), file=path))
-    return results, [_mcq_stats_table(questions, test, train_counts, build.report)]
+    return results, [_mcq_stats_table(questions, test, train_counts, build.stats())]
 
 
 def _mcq_stats_table(questions: list[Any], test: HOIDataset, train_counts: np.ndarray,
