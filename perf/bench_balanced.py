@@ -22,11 +22,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
-from hoibench.benchmarks import (
-    build_balanced_split,
-    hico_det_selection_counts,
-    write_balanced_split,
-)
+from hoibench.benchmarks import build_balanced_split, hico_det_selection_counts
 from hoibench.datasets import load_dataset
 
 
@@ -86,7 +82,7 @@ def main() -> None:
         build_times.append(time.perf_counter() - t0)
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
-            write_balanced_split(res, tmp)
+            res.write(tmp)
             write_times.append(time.perf_counter() - t0)
         st = res.stats()["sets"]
         print(f"seed {seed}: build {build_times[-1]:.2f} s, write {write_times[-1]:.2f} s | "

@@ -71,7 +71,7 @@ def main() -> None:
     qs = list(built.questions)
     rng = np.random.default_rng(0)
     answers = {q.id: MCAnswer(q.id, frozenset(t for t in q.choice_texts if rng.random() < 0.5)) for q in qs}
-    print(f"questions: {len(qs)} ({built.report['selected_images']} images)")
+    print(f"questions: {len(qs)} ({built.stats()['selected_images']} images)")
     print(f"build (HICO-DET test, defaults):        {t_build:8.3f} s")
 
     t_ours, ours = timed(lambda: mcq_metrics(answers, qs))

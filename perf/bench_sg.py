@@ -79,14 +79,14 @@ def main() -> None:
     ds, origin = load_union("hico-det")
     t_load, c_load = time.perf_counter() - t, time.process_time() - c
     print(f"load bundled union ({ds.n_images:,} images, {ds.n_pairs:,} pairs): {t_load:.2f} s")
-    select_test_combinations(sg_combinations(ds), ratio=0.9, seed=0)  # import scikit-learn once
+    select_test_combinations(sg_combinations(ds), ratio=0.9, random_state=0)  # import scikit-learn once
 
     t_sg1, sg1 = _best(lambda: build_preset("hico-det-sg1", dataset=ds, origin_test=origin), args.repeat)
     t_paper, _ = _best(lambda: build_preset("hico-det-sg1", dataset=ds, origin_test=origin, policy="paper"),
                        args.repeat)
     t_sg3, _ = _best(lambda: build_preset("hico-det-sg3", dataset=ds, origin_test=origin), args.repeat)
     t = time.perf_counter()
-    auto = build_sg_split(ds, seed="auto", ratio=0.9, policy="paper")
+    auto = build_sg_split(ds, random_state="auto", ratio=0.9, policy="paper")
     t_auto = time.perf_counter() - t
     with tempfile.TemporaryDirectory() as tmp:
         c = time.process_time()

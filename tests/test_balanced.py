@@ -150,6 +150,7 @@ def test_duplicate_file_names_are_rejected():
     ({"epochs": -1}, "epochs"),
     ({"random_state": 1.5}, "random_state"),
     ({"selection_counts": np.ones(3)}, "selection_counts"),
+    ({"selection_counts": "given"}, "selection_counts"),
 ])
 def test_bad_parameters_are_config_errors(kwargs, match):
     with pytest.raises(ConfigError, match=match):
@@ -194,9 +195,10 @@ def test_written_files_round_trip_and_are_reproducible(tmp_path):
     ds = synthetic(n_images=600, n_classes=10, seed=5)
     kw = {"top_k": 8, "l_train": 20, "l_test": 5, "epochs": 3, "zero_shot": True, "l_zero_shot": 3}
     res = build_balanced_split(ds, random_state=11, **kw)
-    write_balanced_split(res, tmp_path / "a")
-    write_balanced_split(build_balanced_split(ds, random_state=11, **kw), tmp_path / "b")
-    write_balanced_split(build_balanced_split(ds, random_state=12, **kw), tmp_path / "c")
+    paths = res.write(tmp_path / "a")
+    build_balanced_split(ds, random_state=11, **kw).write(tmp_path / "b")
+    build_balanced_split(ds, random_state=12, **kw).write(tmp_path / "c")
+    assert sorted(p.name for p in paths.values()) == sorted(p.name for p in (tmp_path / "a").iterdir())
     assert digest(tmp_path / "a") == digest(tmp_path / "b")
     assert digest(tmp_path / "a") != digest(tmp_path / "c")
     for s, (ppdm, hicodet) in (("train", ("trainval_hico.json", "instances_train.json")),
@@ -276,3 +278,26 @@ def test_cli_bad_input_is_one_line(tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(["split", "balanced", "--dataset", "v-coco", "--counts", "official", "--out", str(tmp_path)])
     assert exc.value.code == 2
+
+
+def test_selection_counts_by_name_are_recorded_and_official_needs_hico_det():
+    ds = synthetic(n_images=60)
+    data = build_balanced_split(ds, top_k=3, l_train=2, l_test=1, epochs=2, selection_counts="data")
+    assert data.params["selection_counts"] == "data"
+    assert build_balanced_split(ds, top_k=3, l_train=2, l_test=1, epochs=2).params["selection_counts"] == "data"
+    official = build_balanced_split(ds, top_k=3, l_train=2, l_test=1, epochs=2, selection_counts="official")
+    assert official.params["selection_counts"] == "official"
+    assert np.array_equal(official.selection_counts, hico_det_selection_counts())
+    given = build_balanced_split(ds, top_k=3, l_train=2, l_test=1, epochs=2,
+                                 selection_counts=hico_det_selection_counts())
+    assert given.params["selection_counts"] == "given" and np.array_equal(given.classes, official.classes)
+    with pytest.raises(ConfigError, match="needs HICO-DET"):
+        build_balanced_split(load_dataset("v-coco:test"), top_k=3, selection_counts="official")
+
+
+def test_write_balanced_split_is_a_deprecated_alias_of_write(tmp_path):
+    res = build_balanced_split(synthetic(n_images=60), top_k=3, l_train=2, l_test=1, epochs=2)
+    with pytest.warns(DeprecationWarning, match="result.write"):
+        written = write_balanced_split(res, tmp_path / "old")
+    assert [p.name for p in written] == [p.name for p in res.write(tmp_path / "new").values()]
+    assert digest(tmp_path / "old") == digest(tmp_path / "new")

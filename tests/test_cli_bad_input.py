@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from hoibench.data import HOIPredictions, MCAnswer
-from hoibench.formats import read_dataset, write_answers, write_predictions, write_questions
+from hoibench.formats import read_dataset, write_answers, write_predictions
 from tests.conftest import FIXTURES
 
 GT = FIXTURES / "mini_instances_test2015.json"
@@ -53,7 +53,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     write_predictions(preds, d / "pred.json")
     out["pred.json"] = d / "pred.json"
     build = build_mcq_benchmark(gt, random_state=0, remove_easy=False)
-    write_questions(d / "q.jsonl", build.questions, header=build.header)
+    build.write(d / "q.jsonl")
     out["q.jsonl"] = d / "q.jsonl"
     answers = answers_from_detections(list(build.questions), preds)
     write_answers(d / "ans.jsonl", answers, header={"kind": "mcq_answers"})

@@ -10,16 +10,20 @@ from click.testing import CliRunner
 from sklearn.model_selection import train_test_split
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench.benchmarks import sg as sgmod
 from hoibench.benchmarks.sg import (
     audit_split,
+    box_convention_groups,
     build_preset,
     build_sg_split,
     compare_splits,
+    get_preset,
+    load_released_removals,
     select_test_combinations,
     sg_combinations,
     verify_split,
 )
+from hoibench.benchmarks.sg._assign import _test_pair_mask
+from hoibench.benchmarks.sg._split import _shift_boxes
 from hoibench.cli import cli
 from hoibench.data import HOIDataset, HOIImage
 from hoibench.formats import read_ppdm, unseen_combinations, unseen_hoi_classes, write_ppdm
@@ -76,7 +80,7 @@ def test_select_matches_scikit_learn_on_sorted_combinations():
     keys = [(int(H.coco80[o]), v) for v, o in combos.tolist()]
     assert keys == sorted(keys) and len(combos) == len(set(keys)) == 16
     _, expected = train_test_split(combos, train_size=0.75, random_state=7)
-    got = select_test_combinations(combos, ratio=0.75, seed=7)
+    got = select_test_combinations(combos, ratio=0.75, random_state=7)
     assert np.array_equal(got, expected) and len(got) == 4
 
 
@@ -84,22 +88,22 @@ def test_select_matches_scikit_learn_on_sorted_combinations():
 def test_ratio_out_of_range_is_a_config_error(ratio):
     ds, _ = _dataset(20)
     with pytest.raises(ConfigError, match="ratio"):
-        build_sg_split(ds, seed=0, ratio=ratio)
+        build_sg_split(ds, random_state=0, ratio=ratio)
 
 
-@pytest.mark.parametrize("seed", ["abc", "auto:x", -3, "1.5"])
+@pytest.mark.parametrize("seed", ["abc", "auto:x", -3, "1.5", None])
 def test_bad_seed_is_a_config_error(seed):
     ds, _ = _dataset(20)
-    with pytest.raises(ConfigError, match="seed"):
-        build_sg_split(ds, seed=seed, ratio=0.75)
+    with pytest.raises(ConfigError, match="random_state"):
+        build_sg_split(ds, random_state=seed, ratio=0.75)
 
 
 def test_bad_policy_and_verify_are_config_errors():
     ds, _ = _dataset(20)
     with pytest.raises(ConfigError, match="policy"):
-        build_sg_split(ds, seed=0, ratio=0.75, policy="sloppy")  # type: ignore[arg-type]
+        build_sg_split(ds, random_state=0, ratio=0.75, policy="sloppy")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="verify"):
-        build_sg_split(ds, seed=0, ratio=0.75, verify="none")  # type: ignore[arg-type]
+        build_sg_split(ds, random_state=0, ratio=0.75, verify="none")  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- ASSIGN
@@ -111,7 +115,7 @@ def _pairs_of(ds: HOIDataset, name: str) -> set[tuple[int, int]]:
 @pytest.mark.parametrize("policy", ["paper", "released"])
 def test_assignment_rules(policy):
     ds, _ = _dataset()
-    split = build_sg_split(ds, seed=3, ratio=0.75, policy=policy, verify="released")
+    split = build_sg_split(ds, random_state=3, ratio=0.75, policy=policy, verify="released")
     test_set = _keyset(split.test_combinations)
     assert len(test_set) == 4
     n_mixed = 0
@@ -143,8 +147,8 @@ def test_assignment_rules(policy):
 
 def test_empty_images_go_to_test_only_when_asked():
     ds, _ = _dataset(40)
-    kept = build_sg_split(ds, seed=1, ratio=0.75, policy="released", empty_images="test")
-    dropped = build_sg_split(ds, seed=1, ratio=0.75, policy="released")
+    kept = build_sg_split(ds, random_state=1, ratio=0.75, policy="released", empty_images="test")
+    dropped = build_sg_split(ds, random_state=1, ratio=0.75, policy="released")
     assert "HICO_train2015_empty.jpg" in kept.test.file_names
     assert "HICO_train2015_empty.jpg" not in dropped.test.file_names + dropped.train.file_names
 
@@ -159,8 +163,8 @@ def test_pairs_without_object_released_last_box_rule():
     im2 = HOIImage.from_lists("COCO_a_2.jpg", [[0, 0, 5, 5], [1, 1, 4, 4]], [person, cup], [[0, 1, hold], [0, -1, stand]])
     ds = HOIDataset.from_images(v, [im0, im1, im2])
     test = np.array([[hold, cup]])
-    last_box = sgmod._test_pair_mask(ds, test, no_object="last_box")
-    never = sgmod._test_pair_mask(ds, test, no_object="never")
+    last_box = _test_pair_mask(ds, test, no_object="last_box")
+    never = _test_pair_mask(ds, test, no_object="never")
     assert last_box.tolist() == [True, False, True, False]
     assert never.tolist() == [False, False, True, False]
 
@@ -188,13 +192,13 @@ def test_verify_paper_rule_needs_two_partners():
 def test_seed_auto_finds_the_first_passing_seed_and_is_deterministic():
     ds, _ = _dataset()
     tried: list[tuple[int, bool]] = []
-    a = build_sg_split(ds, seed="auto", ratio=0.75, policy="paper",
+    a = build_sg_split(ds, random_state="auto", ratio=0.75, policy="paper",
                        on_attempt=lambda s, p: tried.append((s, bool(p))))
     assert a.verify_problems == ()
     assert tried == [(s, s != a.seed) for s in range(a.seed + 1)]
     for s in range(0, a.seed):
-        assert build_sg_split(ds, seed=s, ratio=0.75, policy="paper").verify_problems
-    b = build_sg_split(ds, seed=f"auto:{a.seed}", ratio=0.75, policy="paper")
+        assert build_sg_split(ds, random_state=s, ratio=0.75, policy="paper").verify_problems
+    b = build_sg_split(ds, random_state=f"auto:{a.seed}", ratio=0.75, policy="paper")
     assert (b.seed, b.attempts) == (a.seed, 1)
     assert a.attempts == a.seed + 1
     assert b.train.equals(a.train) and b.test.equals(a.test)
@@ -203,17 +207,17 @@ def test_seed_auto_finds_the_first_passing_seed_and_is_deterministic():
 def test_seed_auto_gives_up_with_a_clear_error():
     ds, _ = _dataset()
     with pytest.raises(ConfigError, match="passes VERIFY"):
-        build_sg_split(ds, seed="auto", ratio=0.2, policy="paper", max_attempts=5)
+        build_sg_split(ds, random_state="auto", ratio=0.2, policy="paper", max_attempts=5)
     with pytest.raises(ConfigError, match="train set will be empty"):
-        build_sg_split(ds, seed=0, ratio=0.01)
+        build_sg_split(ds, random_state=0, ratio=0.01)
 
 
 # ----------------------------------------------------------------------------- removals, inherit
 def test_removals_drop_test_entries_and_report_unknown_names():
     ds, _ = _dataset()
-    base = build_sg_split(ds, seed=3, ratio=0.75, policy="released")
+    base = build_sg_split(ds, random_state=3, ratio=0.75, policy="released")
     gone = base.test.file_names[:2]
-    split = build_sg_split(ds, seed=3, ratio=0.75, policy="released", removals=[*gone, "nope.jpg"])
+    split = build_sg_split(ds, random_state=3, ratio=0.75, policy="released", removals=[*gone, "nope.jpg"])
     assert split.test.file_names == base.test.file_names[2:]
     assert split.removed == gone and split.missing_removals == ("nope.jpg",)
     assert split.train.equals(base.train)
@@ -221,9 +225,9 @@ def test_removals_drop_test_entries_and_report_unknown_names():
 
 def test_inherit_keeps_only_previous_test_pairs_of_previously_mixed_images():
     ds, _ = _dataset()
-    prev = build_sg_split(ds, seed=3, ratio=0.75, policy="released")
+    prev = build_sg_split(ds, random_state=3, ratio=0.75, policy="released")
     prev_test = _keyset(prev.test_combinations)
-    split = build_sg_split(ds, seed=11, ratio=0.75, policy="released", inherit=(3, 0.75))
+    split = build_sg_split(ds, random_state=11, ratio=0.75, policy="released", inherit=(3, 0.75))
     now_test = _keyset(split.test_combinations)
     checked = 0
     for i in range(ds.n_images):
@@ -241,19 +245,96 @@ def test_inherit_keeps_only_previous_test_pairs_of_previously_mixed_images():
 
 
 def test_presets_are_known_and_unknown_is_an_error():
-    assert sgmod.get_preset("sg2").seed == 680
-    assert sgmod.get_preset("HICO-DET-SG3").inherit == "hico-det-sg2"
-    assert sgmod.get_preset("vcoco-sg3").seed == 2065
+    assert get_preset("sg2").seed == 680
+    assert get_preset("HICO-DET-SG3").inherit == "hico-det-sg2"
+    assert get_preset("vcoco-sg3").seed == 2065
     with pytest.raises(ConfigError, match="preset"):
         build_preset("hico-det-sg4")
-    assert len(sgmod.load_released_removals("hico-det-sg1")) == 352
-    assert sgmod.load_released_removals("v-coco-sg1") == ()
+    assert len(load_released_removals("hico-det-sg1")) == 352
+    assert load_released_removals("v-coco-sg1") == ()
+
+
+def test_removals_file_one_reader_for_presets_and_plain_lists(tmp_path):
+    bundled = load_released_removals("sg1")  # preset aliases resolve like get_preset's
+    assert bundled == load_released_removals("hico-det-sg1") and bundled[0].startswith("HICO_")
+    with pytest.raises(ConfigError, match="name the preset"):
+        load_released_removals()
+    layout = tmp_path / "removals.json"
+    layout.write_text(json.dumps({"_note": "comments are skipped", "hico-det-sg1": ["a.jpg"],
+                                  "hico-det-sg2": ["b.jpg", "c.jpg"]}))
+    assert load_released_removals("hico-det-sg2", layout) == ("b.jpg", "c.jpg")
+    with pytest.raises(FormatError, match="no list for hico-det-sg3"):
+        load_released_removals("hico-det-sg3", layout)
+    with pytest.raises(FormatError, match="holds 2 lists"):
+        load_released_removals(path=layout)
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps(["x.jpg", "y.jpg"]))
+    assert load_released_removals(path=plain) == load_released_removals("hico-det-sg1", plain) == ("x.jpg", "y.jpg")
+    single = tmp_path / "single.json"
+    single.write_text(json.dumps({"_note": "", "mine": ["z.jpg"]}))
+    assert load_released_removals(path=single) == ("z.jpg",)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"hico-det-sg1": [1, 2]}))
+    with pytest.raises(FormatError, match=r"bad.json: hico-det-sg1: expected a list of file names"):
+        load_released_removals("hico-det-sg1", bad)
+
+
+def test_cli_removals_file_without_preset(tmp_path):
+    tr, te = _files(tmp_path)
+    base = build_sg_split(_dataset()[0].drop_empty_images(), random_state=3, ratio=0.75, policy="released")
+    gone = base.test.file_names[:3]
+    (tmp_path / "rm.json").write_text(json.dumps(list(gone)))
+    r = CliRunner().invoke(cli, ["split", "sg", "--dataset", tr, "--dataset", te, "--seed", "3", "--ratio",
+                                 "0.75", "--policy", "released", "--removals", str(tmp_path / "rm.json"),
+                                 "--out", str(tmp_path / "o"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["removed_test_entries"] == 3
+    assert not set(gone) & set(read_ppdm(tmp_path / "o" / "test_hico.json").file_names)
+
+
+def test_seed_is_a_deprecated_name_of_random_state():
+    ds, _ = _dataset(40)
+    new = build_sg_split(ds, random_state=3, ratio=0.75)
+    with pytest.warns(DeprecationWarning, match="random_state"):
+        old = build_sg_split(ds, seed=3, ratio=0.75)
+    assert old.train.equals(new.train) and old.test.equals(new.test) and old.seed == new.seed == 3
+    with pytest.raises(ConfigError, match="random_state only"):
+        build_sg_split(ds, random_state=3, seed=3, ratio=0.75)
+    combos = sg_combinations(ds)
+    with pytest.warns(DeprecationWarning):
+        assert np.array_equal(select_test_combinations(combos, ratio=0.75, seed=3),
+                              select_test_combinations(combos, ratio=0.75, random_state=3))
+
+
+def test_boxes_are_a_build_parameter_recorded_in_stats(tmp_path):
+    ds, origin = _dataset()
+    released = build_sg_split(ds, random_state=3, ratio=0.75, policy="released", origin_test=origin)
+    paper = build_sg_split(ds, random_state=3, ratio=0.75, policy="paper", origin_test=origin)
+    assert (released.boxes, paper.boxes) == ("as-released", "0-based")
+    assert released.stats()["boxes"] == "as-released" and list(released.stats())[-1] == "boxes"
+    with pytest.raises(ConfigError, match="boxes must be one of"):
+        build_sg_split(ds, random_state=3, ratio=0.75, boxes="1-based")  # type: ignore[arg-type]
+    zero = build_sg_split(ds, random_state=3, ratio=0.75, policy="released", origin_test=origin, boxes="0-based")
+    zero.write(tmp_path / "new")
+    with pytest.warns(DeprecationWarning, match="boxes"):
+        released.write(tmp_path / "old", boxes="0-based")
+    for f in ("trainval_hico.json", "test_hico.json", "stats.json", "table1.md"):
+        assert (tmp_path / "new" / f).read_bytes() == (tmp_path / "old" / f).read_bytes(), f
+
+
+def test_split_repr_names_parameters_and_sizes():
+    ds, _ = _dataset()
+    split = build_sg_split(ds, random_state=3, ratio=0.75, policy="released")
+    text = repr(split)
+    assert text.startswith("SGSplit(name='hico-det-sg-seed3', seed=3, ratio=0.75, policy='released'")
+    assert f"test={split.test.n_images} images/{split.test.n_pairs} pairs" in text
+    assert "test_combinations=4 of 16" in text and "array" not in text
 
 
 # ----------------------------------------------------------------------------- writing, split dirs
 def test_write_split_directory_round_trips(tmp_path):
     ds, origin = _dataset()
-    split = build_sg_split(ds, seed=3, ratio=0.75, policy="released", origin_test=origin)
+    split = build_sg_split(ds, random_state=3, ratio=0.75, policy="released", origin_test=origin)
     paths = split.write(tmp_path / "out")
     train = read_ppdm(paths["train"])
     test = read_ppdm(paths["test"])
@@ -262,7 +343,8 @@ def test_write_split_directory_round_trips(tmp_path):
     shift = np.repeat(split.test_origin_test.astype(float), np.diff(split.test.box_offsets))
     assert np.array_equal(test.boxes, split.test.boxes + shift[:, None])
     assert split.test_origin_test.any() and not split.test_origin_test.all()
-    zero = split.write(tmp_path / "zero", boxes="0-based")
+    zero = build_sg_split(ds, random_state=3, ratio=0.75, policy="released", origin_test=origin,
+                          boxes="0-based").write(tmp_path / "zero")
     assert np.array_equal(read_ppdm(zero["test"]).boxes, split.test.boxes)
     # test combinations, unseen classes and stats
     expected = np.unique(H.hoi_index(split.test_combinations[:, 0], split.test_combinations[:, 1]))
@@ -274,7 +356,7 @@ def test_write_split_directory_round_trips(tmp_path):
     assert stats["boxes"] == "as-released"
     assert (tmp_path / "out" / "table1.md").read_text().startswith("| data split |")
     assert "paper_table1" not in stats  # seed 3 is no released split
-    released_seed = build_sg_split(ds, seed=368, ratio=0.9, policy="paper").stats()
+    released_seed = build_sg_split(ds, random_state=368, ratio=0.9, policy="paper").stats()
     assert released_seed["reference_split"] == "hico-det-sg1"
     assert released_seed["paper_table1"]["images"] == {"train": 38312, "test": 8515}
 
@@ -282,7 +364,7 @@ def test_write_split_directory_round_trips(tmp_path):
 def test_same_seed_gives_byte_identical_files(tmp_path):
     ds, origin = _dataset()
     for d in ("a", "b"):
-        build_sg_split(ds, seed=5, ratio=0.75, origin_test=origin).write(tmp_path / d)
+        build_sg_split(ds, random_state=5, ratio=0.75, origin_test=origin).write(tmp_path / d)
     for f in ("trainval_hico.json", "test_hico.json", "test_combinations.json", "stats.json"):
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
 
@@ -301,19 +383,21 @@ def test_unseen_classes_errors(tmp_path):
 # ----------------------------------------------------------------------------- audit, compare
 def test_audit_detects_leakage_and_box_convention_mix():
     ds, origin = _dataset()
-    split = build_sg_split(ds, seed=3, ratio=0.75, policy="released", origin_test=origin)
+    split = build_sg_split(ds, random_state=3, ratio=0.75, policy="released", origin_test=origin)
     clean = audit_split(split.train, split.test)
     assert not clean.leaks and clean.shared_images == []
+    assert repr(clean) == (f"AuditReport(train='sg:train', test='sg:test', leaks=False, shared_combinations=0, "
+                           f"shared_images=0, combinations={len(clean.per_combination)})")
     assert all(r["train"] == 0 or r["test"] == 0 for r in clean.per_combination)
     # leak one test image into train
     leaky_train = HOIDataset.concat([split.train, split.test.subset([0])])
     report = audit_split(leaky_train, split.test)
     assert report.leaks and report.shared_images == [split.test.file_names[0]]
     # a 1-pixel shift on the original-test images makes the conventions differ
-    groups = {g.prefix: g for g in sgmod.box_convention_groups(split.test)}
+    groups = {g.prefix: g for g in box_convention_groups(split.test)}
     assert groups["HICO_test2015"].convention == "unknown"  # synthetic boxes never touch 0 or 1
-    shifted = sgmod._shift_boxes(split.test, split.test_origin_test, -10.0)
-    zero_based = sgmod._shift_boxes(shifted, ~split.test_origin_test, -9.0)
+    shifted = _shift_boxes(split.test, split.test_origin_test, -10.0)
+    zero_based = _shift_boxes(shifted, ~split.test_origin_test, -9.0)
     mixed = audit_split(split.train, zero_based)
     conv = {g.prefix: g.convention for g in mixed.box_groups["test"]}
     assert conv == {"HICO_test2015": "0-based", "HICO_train2015": "1-based"}
@@ -372,7 +456,7 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 
     tr, _ = _files(tmp_path)
     for argv, needle in [
-        (["split", "sg", "--dataset", tr, "--seed", "zz", "--out", str(tmp_path / "o")], "seed must be"),
+        (["split", "sg", "--dataset", tr, "--seed", "zz", "--out", str(tmp_path / "o")], "random_state must be"),
         (["split", "sg", "--dataset", tr, "--out", str(tmp_path / "o")], "--seed"),
         (["split", "sg", "--preset", "hico-det-sg1", "--seed", "3", "--out", str(tmp_path / "o")], "fixes --seed"),
         (["split", "sg", "--dataset", str(tmp_path / "nope.json"), "--seed", "1", "--out", str(tmp_path / "o")],
@@ -392,11 +476,11 @@ def test_files_in_the_released_box_conventions_give_the_same_split_files(tmp_pat
     ds = ds.drop_empty_images()
     origin = np.array([f.startswith("HICO_test2015") for f in ds.file_names])
     train_part = ds.subset(np.flatnonzero(~origin))
-    test_part = sgmod._shift_boxes(ds.subset(np.flatnonzero(origin)),
+    test_part = _shift_boxes(ds.subset(np.flatnonzero(origin)),
                                    np.ones(int(origin.sum()), bool), 1.0)
     write_ppdm(train_part, tmp_path / "trainval_hico.json")
     write_ppdm(test_part, tmp_path / "test_hico.json")
-    build_sg_split(ds, seed=3, ratio=0.75, policy="released", origin_test=origin).write(tmp_path / "api")
+    build_sg_split(ds, random_state=3, ratio=0.75, policy="released", origin_test=origin).write(tmp_path / "api")
     r = CliRunner().invoke(cli, ["split", "sg", "--dataset", str(tmp_path / "trainval_hico.json"),
                                  "--dataset", str(tmp_path / "test_hico.json"), "--seed", "3",
                                  "--ratio", "0.75", "--policy", "released", "--out", str(tmp_path / "cli")])

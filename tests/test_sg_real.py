@@ -62,7 +62,7 @@ def test_select_reproduces_the_released_combinations(union, released_sg1, sg1):
     ds, _ = union
     combos = sg_combinations(ds)
     assert len(combos) == 600
-    test = select_test_combinations(combos, ratio=0.9, seed=368)
+    test = select_test_combinations(combos, ratio=0.9, random_state=368)
     released = set(map(tuple, released_sg1.combinations().tolist()))
     assert set(map(tuple, test.tolist())) == released and len(released) == 60
     assert set(map(tuple, sg1.test_combinations.tolist())) == released
@@ -114,7 +114,7 @@ def test_released_policy_counts_add_up_to_the_papers_table1(union, sg1):
 
 def test_split3_inherits_split2_deletions(union):
     ds, origin = union
-    fresh = build_sg_split(ds, seed=750, ratio=0.9, policy="released", origin_test=origin,
+    fresh = build_sg_split(ds, random_state=750, ratio=0.9, policy="released", origin_test=origin,
                            removals=build_preset("hico-det-sg3", dataset=ds, origin_test=origin).removed)
     inherited = build_preset("hico-det-sg3", dataset=ds, origin_test=origin)
     # inheritance moves images to train and drops pairs from test images (fewer test pairs)
@@ -137,8 +137,8 @@ def test_audit_of_released_sg1_reports_no_leak_and_the_box_mix(sg1, released_sg1
 def test_paper_policy_on_the_three_seeds(union):
     ds, origin = union
     for seed in (368, 680, 750):
-        paper = build_sg_split(ds, seed=seed, ratio=0.9, policy="paper", origin_test=origin)
-        released = build_sg_split(ds, seed=seed, ratio=0.9, policy="released", origin_test=origin)
+        paper = build_sg_split(ds, random_state=seed, ratio=0.9, policy="paper", origin_test=origin)
+        released = build_sg_split(ds, random_state=seed, ratio=0.9, policy="released", origin_test=origin)
         assert paper.train.equals(released.train)  # train images are the same under both rules
         assert set(paper.test.file_names) < set(released.test.file_names)
         assert paper.test.n_images == released.test.n_images - released.mixed_images
@@ -169,14 +169,14 @@ def test_written_split_directory_reads_back(tmp_path, sg1):
 def test_vcoco_released_file_follows_the_last_box_rule():
     """Pairs without an object in the released V-COCO-SG test file are test pairs under the
     released generator's ``annotations[-1]`` lookup (the image's last box)."""
-    from hoibench.benchmarks import sg as sgmod
+    from hoibench.benchmarks.sg._assign import _test_pair_mask
 
     rel = read_ppdm(shared_file("hoi-sg/test_vcoco_sg1.json"))
     agent_only = rel.pair_object_label < 0
     assert agent_only.sum() == 715
     observed = rel.combinations()
-    last_box = sgmod._test_pair_mask(rel, observed, no_object="last_box")
-    never = sgmod._test_pair_mask(rel, observed, no_object="never")
+    last_box = _test_pair_mask(rel, observed, no_object="last_box")
+    never = _test_pair_mask(rel, observed, no_object="never")
     assert not never[agent_only].any()
     assert last_box[agent_only].mean() > 0.98
     assert int((rel.pairs_per_image == 0).sum()) == 27  # empty images went to test

@@ -164,27 +164,23 @@ class _DetectionBenchmark:
 
 
 def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[list[_DetectionBenchmark], list[Table]]:
-    from hoibench.benchmarks import (
-        build_balanced_split,
-        hico_det_selection_counts,
-        write_balanced_split,
-    )
-    from hoibench.benchmarks.sg import PAPER_TABLE1, build_preset, split_table1
+    from hoibench.benchmarks import build_balanced_split, hico_det_selection_counts
+    from hoibench.benchmarks.sg import PAPER_TABLE1, build_preset, paper_row, split_table1
     from hoibench.datasets import load_dataset
 
     with steps.step("loading bundled HICO-DET"):
         train, test = load_dataset("hico-det:train"), load_dataset("hico-det:test")
         union = load_dataset("hico-det")
     with steps.step(f"building {cfg.sg_preset}"):
-        sg = build_preset(cfg.sg_preset)
+        sg = build_preset(cfg.sg_preset, boxes="0-based")
         sg_dir = bench_dir / cfg.sg_preset
-        sg_paths = sg.write(sg_dir, boxes="0-based")
+        sg_paths = sg.write(sg_dir)
     with steps.step("building the B-RIGHT balanced split"):
         bal = build_balanced_split(union, top_k=cfg.top_k, l_train=cfg.l_train, l_test=cfg.l_test,
                                    epochs=cfg.epochs, random_state=cfg.seed,
                                    selection_counts=hico_det_selection_counts(test))
         bal_dir = bench_dir / "b-right"
-        write_balanced_split(bal, bal_dir)
+        bal_paths = bal.write(bal_dir)
 
     # the balanced classes as a list file: what ``hoibench eval hico --classes FILE`` reads
     bal_ids = bal_dir / "hoi_ids.json"
@@ -194,7 +190,7 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[
         _DetectionBenchmark(BENCH_SG, sg.train, sg.test, str(sg_paths["test"]), f"unseen:{sg_dir}",
                             "unseen"),
         _DetectionBenchmark(BENCH_BRIGHT, bal.train.dataset, bal.test.dataset,
-                            str(bal_dir / "test_hico.json"), str(bal_ids), "selected"),
+                            str(bal_paths["test"]), str(bal_ids), "selected"),
     ]
     if cfg.max_test_images is not None:
         # a quick run evaluates the first images only: write exactly that ground truth
@@ -211,7 +207,7 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[
              (f"HICO-DET-SG split {split_no} (rebuilt)", sg.table1())]
     for key, label in (("hico-det", "HICO-DET (paper)"), (cfg.sg_preset, f"HICO-DET-SG split {split_no} (paper)")):
         if key in PAPER_TABLE1:
-            parts.append((label, {k: {"train": v[0], "test": v[1]} for k, v in PAPER_TABLE1[key].items()}))
+            parts.append((label, paper_row(key)))
     rows = [(label, part, t["images"][part], t["triplets"][part], t["combinations"][part])
             for label, t in parts for part in ("train", "test")]
     sg_table = Table("stats-hico-det-sg", "HICO-DET-SG: Table 1 of the SG paper",
@@ -278,7 +274,7 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[A
     from hoibench.benchmarks.mcq import build_mcq_benchmark
     from hoibench.datasets import load_dataset
     from hoibench.evaluation import mcq_metrics
-    from hoibench.formats import read_answers, write_answers, write_questions
+    from hoibench.formats import read_answers, write_answers
     from hoibench.runners import PriorAnswerer, RandomAnswerer
 
     train, test = load_dataset("hico-det:train"), load_dataset("hico-det:test")
@@ -287,8 +283,7 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[A
         build = build_mcq_benchmark(_head(test, cfg.max_test_images), random_state=cfg.seed,
                                     settings=(1, 2), train_counts=train_counts)
         questions = list(build.questions)
-        qpath = out / "benchmarks" / "mcq" / "questions.jsonl"
-        write_questions(qpath, questions, header=build.header)
+        qpath = build.write(out / "benchmarks" / "mcq" / "questions.jsonl")["questions"]
     by_setting = {s: [q for q in questions if q.setting == s] for s in (1, 2)}
     results: list[Any] = []
     for model, k in DEMO_ANSWERERS.items():
@@ -325,7 +320,7 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[A
                 for kind, fn in (("mcq", score), ("recall", recall)):
                     path = out / "results" / kind / f"{stem}.json"
                     results.append(result_from_dict(_cached(path, reuse, fn), file=path))
-    return results, [_mcq_stats_table(questions, test, train_counts, build.report)]
+    return results, [_mcq_stats_table(questions, test, train_counts, build.stats())]
 
 
 def _mcq_stats_table(questions: list[Any], test: HOIDataset, train_counts: np.ndarray,

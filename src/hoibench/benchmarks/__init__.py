@@ -1,5 +1,8 @@
-"""hoibench.benchmarks (see docs/ARCHITECTURE.md)."""
+"""hoibench.benchmarks: the builders of the SG splits (:mod:`.sg`), the B-RIGHT balanced splits
+(:mod:`.balanced`) and the multiple-choice benchmark (:mod:`.mcq`), all of one shape
+(:class:`BenchmarkBuild`; see docs/ARCHITECTURE.md)."""
 
+from hoibench.benchmarks._build import BenchmarkBuild
 from hoibench.benchmarks._distribution import (
     SceneComposition,
     distinct_boxes,
@@ -34,6 +37,7 @@ __all__ = [
     "AuditReport",
     "BalancedSet",
     "BalancedSplit",
+    "BenchmarkBuild",
     "ClassDeficit",
     "SGPreset",
     "SGSplit",

@@ -31,17 +31,22 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench._io import atomic_write_bytes, atomic_write_json
 from hoibench._random import check_random_state
+from hoibench.benchmarks._build import check_seed
 from hoibench.data import HOIDataset
+from hoibench.datasets import load_dataset
+from hoibench.formats import write_hicodet, write_ppdm
+from hoibench.vocab import hico_det
 
 __all__ = [
     "LAYOUT",
@@ -59,7 +64,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: file names written by :func:`write_balanced_split`, per set
+#: file names written by :meth:`BalancedSplit.write`, per set: (PPDM/QPIC, hicodet toolkit)
 LAYOUT = {
     "train": ("trainval_hico.json", "instances_train.json"),
     "test": ("test_hico.json", "instances_test.json"),
@@ -103,6 +108,10 @@ class BalancedSet:
     target: int
     removed_annotation_images: int
     extra_images: int = 0
+
+    def __repr__(self) -> str:
+        return (f"BalancedSet(name={self.name!r}, target={self.target}, classes={len(self.classes)}, "
+                f"images={self.dataset.n_images}, instances={int(self.counts.sum())})")
 
     def deficits(self) -> list[ClassDeficit]:
         """Classes below ``target`` (tail first, in the order of :attr:`classes`)."""
@@ -156,6 +165,12 @@ class BalancedSplit:
     zero_shot: BalancedSet | None
     params: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        p = self.params
+        sizes = ", ".join(f"{s.name}={s.dataset.n_images} images" for s in self.sets)
+        return (f"BalancedSplit(seed={p.get('seed')}, top_k={len(self.classes)}, l_train={p.get('l_train')}, "
+                f"l_test={p.get('l_test')}, {sizes}, deficit={self.total_deficit()})")
+
     @property
     def sets(self) -> list[BalancedSet]:
         return [s for s in (self.train, self.test, self.zero_shot) if s is not None]
@@ -187,6 +202,40 @@ class BalancedSplit:
             "total_deficit": {s.name: self.total_deficit(s.name) for s in self.sets},
         }
 
+    def classes_json(self) -> dict[str, Any]:
+        """The ``classes.json`` object: the balanced classes with their selection counts."""
+        vocab = self.train.dataset.vocab
+        return {
+            "kind": "balanced_classes",
+            "classes": [{"hoi": int(h), "name": vocab.hoi_name(h), "count": int(self.selection_counts[h])}
+                        for h in self.classes.tolist()],
+            "zero_shot_classes": None if self.zero_shot is None else [
+                {"hoi": int(h), "name": vocab.hoi_name(h)} for h in self.zero_shot.classes.tolist()],
+        }
+
+    def write(self, out: str | os.PathLike[str]) -> dict[str, Path]:
+        """Write every set into the folder ``out`` in the PPDM/QPIC and hicodet-toolkit layouts
+        (:data:`LAYOUT`), plus ``stats.json`` (:meth:`stats`), ``deficits.json``, ``classes.json``
+        and ``stats.md``; returns ``{role: path}`` (``train``, ``train_hicodet``, ...).
+
+        Every file is written atomically and byte-stable: the same result gives identical files.
+        """
+        folder = Path(out)
+        paths: dict[str, Path] = {}
+        for s in self.sets:
+            ppdm_name, hicodet_name = LAYOUT[s.name]
+            paths[s.name] = folder / ppdm_name
+            write_ppdm(s.dataset, paths[s.name])
+            paths[f"{s.name}_hicodet"] = folder / hicodet_name
+            write_hicodet(s.dataset, paths[f"{s.name}_hicodet"])
+        for role, obj in (("stats", self.stats()), ("deficits", self.deficits_json()),
+                          ("classes", self.classes_json())):
+            paths[role] = folder / f"{role}.json"
+            atomic_write_json(paths[role], obj, indent=True)
+        paths["table"] = folder / "stats.md"
+        atomic_write_bytes(paths["table"], stats_markdown(self).encode())
+        return paths
+
 
 # ---------------------------------------------------------------------------------------- selection
 def hico_det_selection_counts(test: HOIDataset | None = None) -> np.ndarray:
@@ -196,9 +245,6 @@ def hico_det_selection_counts(test: HOIDataset | None = None) -> np.ndarray:
     make the top-351 selection reproduce the paper's Table S4 (350 of 351 classes; the 351st
     is a tie at 48 instances).
     """
-    from hoibench.datasets import load_dataset
-    from hoibench.vocab import hico_det
-
     test = load_dataset("hico-det:test") if test is None else test
     return hico_det().train_counts_official() + test.hoi_counts()
 
@@ -392,7 +438,7 @@ def build_balanced_split(
     extra_train: HOIDataset | None = None,
     zero_shot: bool = False,
     l_zero_shot: int | None = None,
-    selection_counts: np.ndarray | None = None,
+    selection_counts: np.ndarray | Literal["data", "official"] | None = None,
 ) -> BalancedSplit:
     """Build B-RIGHT balanced train and test sets (and optionally the balanced zero-shot set).
 
@@ -412,12 +458,13 @@ def build_balanced_split(
     l_zero_shot:
         Instances per zero-shot class (default ``l_test``).
     selection_counts:
-        Instances per class to rank by (default: counted in ``dataset``). For HICO-DET pass
-        :func:`hico_det_selection_counts` to rank with the official train counts as the paper.
+        Instances per class to rank by: ``"data"`` or None (counted in ``dataset``),
+        ``"official"`` (HICO-DET only: :func:`hico_det_selection_counts`, the official train
+        counts the paper ranked by), or an array. Recorded in ``stats.json`` as ``"data"``,
+        ``"official"`` or ``"given"``.
     """
     vocab = dataset.vocab
-    if not isinstance(random_state, (int, np.integer)) or isinstance(random_state, bool):
-        raise ConfigError(f"random_state must be an integer seed; got {random_state!r}")
+    seed = check_seed(random_state)
     if vocab.n_hois == 0:
         raise ConfigError(f"balanced splits need a label space with HOI classes; {vocab.name} has none")
     if len(set(dataset.file_names)) != dataset.n_images:
@@ -428,11 +475,11 @@ def build_balanced_split(
                           "(--zero-shot) or drop it")
     l_zero_shot = l_test if l_zero_shot is None else l_zero_shot
     _check_positive(l_train=l_train, l_test=l_test, epochs=epochs, l_zero_shot=l_zero_shot)
-    counts = dataset.hoi_counts() if selection_counts is None else np.asarray(selection_counts)
+    selection, counts = _selection_counts(dataset, selection_counts)
     if counts.shape != (vocab.n_hois,):
         raise ConfigError(f"selection_counts must have {vocab.n_hois} entries; got shape {counts.shape}")
     classes = select_top_classes(counts, top_k)
-    rng = check_random_state(int(random_state))
+    rng = check_random_state(seed)
 
     test = _balanced_set("test", dataset, classes, target=l_test, epochs=epochs,
                          allowed=np.ones(dataset.n_images, dtype=bool), extra=None, rng=rng)
@@ -464,11 +511,24 @@ def build_balanced_split(
 
     params = {"dataset": dataset.name, "top_k": int(top_k), "l_train": int(l_train),
               "l_test": int(l_test), "l_zero_shot": int(l_zero_shot) if zero_shot else None,
-              "epochs": int(epochs), "seed": int(random_state),
-              "selection_counts": "data" if selection_counts is None else "given",
+              "epochs": int(epochs), "seed": seed, "selection_counts": selection,
               "extra_train_images": 0 if extra_train is None else extra_train.n_images}
     return BalancedSplit(classes=classes, selection_counts=counts, train=train, test=test,
                          zero_shot=zs, params=params)
+
+
+def _selection_counts(dataset: HOIDataset, selection_counts: Any) -> tuple[str, np.ndarray]:
+    """How classes are ranked (the name recorded in ``stats.json``) and the counts."""
+    if selection_counts is None or (isinstance(selection_counts, str) and selection_counts == "data"):
+        return "data", dataset.hoi_counts()
+    if isinstance(selection_counts, str):
+        if selection_counts != "official":
+            raise ConfigError(f"selection_counts must be 'data', 'official' or an array; got {selection_counts!r}")
+        if dataset.vocab.name != "hico-det":
+            raise ConfigError(f"selection_counts='official' needs HICO-DET data; {dataset.name or 'the dataset'} "
+                              f"uses {dataset.vocab.name} labels")
+        return "official", hico_det_selection_counts()
+    return "given", np.asarray(selection_counts)
 
 
 def _rows_of(ds: HOIDataset, names: Sequence[str]) -> np.ndarray:
@@ -513,33 +573,7 @@ def stats_markdown(result: BalancedSplit) -> str:
 
 
 def write_balanced_split(result: BalancedSplit, out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write every set in the PPDM/QPIC and hicodet-toolkit layouts, plus ``stats.json``,
-    ``stats.md``, ``deficits.json`` and ``classes.json``. Returns the written paths.
-
-    Writes are atomic and byte-stable: the same result gives identical files.
-    """
-    from hoibench.formats import write_hicodet, write_ppdm
-
-    out = Path(out_dir)
-    written: list[Path] = []
-    for s in result.sets:
-        ppdm_name, hicodet_name = LAYOUT[s.name]
-        for writer, fname in ((write_ppdm, ppdm_name), (write_hicodet, hicodet_name)):
-            writer(s.dataset, out / fname)
-            written.append(out / fname)
-    vocab = result.train.dataset.vocab
-    classes = {
-        "kind": "balanced_classes",
-        "classes": [{"hoi": int(h), "name": vocab.hoi_name(h), "count": int(result.selection_counts[h])}
-                    for h in result.classes.tolist()],
-        "zero_shot_classes": None if result.zero_shot is None else [
-            {"hoi": int(h), "name": vocab.hoi_name(h)} for h in result.zero_shot.classes.tolist()],
-    }
-    for fname, obj in (("stats.json", result.stats()), ("deficits.json", result.deficits_json()),
-                       ("classes.json", classes)):
-        atomic_write_json(out / fname, obj, indent=True)
-        written.append(out / fname)
-    atomic_write_bytes(out / "stats.md", stats_markdown(result).encode())
-    written.append(out / "stats.md")
-    return written
-
+    """Deprecated: :meth:`BalancedSplit.write` (which returns ``{role: path}``)."""
+    warnings.warn("write_balanced_split(result, out) is deprecated; use result.write(out)",
+                  DeprecationWarning, stacklevel=2)
+    return list(result.write(out_dir).values())

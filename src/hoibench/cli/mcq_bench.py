@@ -54,7 +54,8 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
               help="A bundled dataset (combined with --split) or an annotation file.")
 @click.option("--split", type=click.Choice(["test", "train"]), default="test", show_default=True,
               help="test: the evaluation benchmark; train: the training questions of App. C.3.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed (recorded in the header).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="random_state of the builder (recorded in the header).")
 @click.option("--settings", default="1,2", show_default=True,
               help="Question kinds: 1 (whole image), 2 (target person; reused by setting 3).")
 @click.option("--max-per-class", type=int, default=3, show_default=True,
@@ -94,7 +95,6 @@ def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int
     if not judge_specs:
         reject_unused_options(ctx, "without --judge", "judge_base_urls", "images", "judge_cache")
     from hoibench.benchmarks.mcq import build_mcq_benchmark, build_mcq_training_set
-    from hoibench.formats import write_questions
 
     try:
         setting_list = [int(s) for s in settings.split(",") if s.strip()]
@@ -118,12 +118,12 @@ def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int
                 max_per_class=max_per_class, head_exponent=head_exponent,
                 temporal_positives=temporal_positives, judges=judges,
                 provenance=provenance, progress=progress)
-    write_questions(out_path, result.questions, header={**result.header, "report": result.report})
+    result.write(out_path)
     if as_json:
-        echo_json(result.report)
+        echo_json(result.stats())
         return
     table = Table(title=f"hoibench mcq build → {out_path}", show_header=False)
-    for k, v in result.report.items():
+    for k, v in result.stats().items():
         table.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
     console.print(table)
     if result.header.get("negative_filter") is None:

@@ -19,7 +19,8 @@ __all__ = ["balanced"]
 @click.option("--l-train", type=int, default=50, show_default=True, help="Instances per class in train.")
 @click.option("--l-test", type=int, default=10, show_default=True, help="Instances per class in test.")
 @click.option("--epochs", type=int, default=20, show_default=True, help="N: add/remove rounds.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed (one per released version).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="random_state of the balancing (one per released version).")
 @click.option("--zero-shot", is_flag=True, help="Also build the balanced zero-shot test set.")
 @click.option("--l-zero-shot", type=int, default=None, help="Instances per zero-shot class [default: --l-test].")
 @click.option("--extra-train", type=click.Path(dir_okay=False), default=None,
@@ -39,30 +40,22 @@ def balanced(dataset: str, top_k: int, l_train: int, l_test: int, epochs: int, s
     input of `hoibench augment`); pass the generated images back with --extra-train.
     """
     from hoibench._exceptions import ConfigError
-    from hoibench.benchmarks.balanced import (
-        build_balanced_split,
-        hico_det_selection_counts,
-        write_balanced_split,
-    )
+    from hoibench.benchmarks.balanced import build_balanced_split
     from hoibench.datasets import is_dataset_name, resolve_dataset
 
     ds = resolve_dataset(dataset)
     bundled_full = is_dataset_name(dataset) and ":" not in dataset
     if counts_source == "auto":
         counts_source = "official" if bundled_full and ds.vocab.name == "hico-det" else "data"
-    selection = None
-    if counts_source == "official":
-        if ds.vocab.name != "hico-det":
-            raise ConfigError(f"--counts official needs HICO-DET data; {dataset} uses {ds.vocab.name} labels")
-        selection = hico_det_selection_counts()
+    if counts_source == "official" and ds.vocab.name != "hico-det":
+        raise ConfigError(f"--counts official needs HICO-DET data; {dataset} uses {ds.vocab.name} labels")
     extra = resolve_dataset(extra_train) if extra_train else None
     with console.status("balancing", spinner="dots"):
         result = build_balanced_split(ds, top_k=top_k, l_train=l_train, l_test=l_test, epochs=epochs,
                                       random_state=seed, extra_train=extra, zero_shot=zero_shot,
-                                      l_zero_shot=l_zero_shot, selection_counts=selection)
-    result.params["selection_counts"] = counts_source
+                                      l_zero_shot=l_zero_shot, selection_counts=counts_source)  # type: ignore[arg-type]
     with console.status(f"writing {out_dir}", spinner="dots"):
-        write_balanced_split(result, out_dir)
+        result.write(out_dir)
     if as_json:
         echo_json(result.stats())
         return

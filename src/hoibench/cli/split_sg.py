@@ -30,20 +30,6 @@ def _load_source(specs: tuple[str, ...]) -> tuple[Any, np.ndarray | None, str]:
     return ds, None, ds.name
 
 
-def _removal_names(path: str) -> tuple[str, ...]:
-    """A JSON list of file names, or an object with exactly one list of them."""
-    data = read_json(path)
-    if isinstance(data, dict):
-        lists = [v for k, v in data.items() if not k.startswith("_")]
-        if len(lists) != 1:
-            raise FormatError(f"holds {len(lists)} lists; give a list of file names (or use --preset, "
-                              "which picks its own list)", file=path)
-        data = lists[0]
-    if not isinstance(data, list) or not all(isinstance(n, str) for n in data):
-        raise FormatError("expected a list of file names", file=path)
-    return tuple(data)
-
-
 @click.command("sg")
 @click.option("--dataset", "datasets", multiple=True, metavar="NAME_OR_FILE",
               help="hico-det, v-coco, or annotation files (repeat: original train file first, "
@@ -52,7 +38,7 @@ def _removal_names(path: str) -> tuple[str, ...]:
               help="hico-det-sg1|sg2|sg3, v-coco-sg1|sg2|sg3: dataset, seed, ratio and policy "
                    "'released' of a released split.")
 @click.option("--seed", default=None, metavar="N|auto[:START]",
-              help="SELECT's random_state; 'auto' retries START, START+1, ... until VERIFY passes.")
+              help="random_state of SELECT; 'auto' retries START, START+1, ... until VERIFY passes.")
 @click.option("--ratio", type=float, default=None,
               help="Share of combinations kept for train [0.9 hico-det, 0.7 v-coco].")
 @click.option("--policy", type=click.Choice(["paper", "released"]), default=None,
@@ -73,7 +59,13 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
        out: str, as_json: bool) -> None:
     """Build one systematic-generalization split into OUT: trainval_*.json, test_*.json
     (PPDM/QPIC layout), test_combinations.json, stats.json and table1.md."""
-    from hoibench.benchmarks.sg import build_preset, build_sg_split, get_preset, table1_markdown
+    from hoibench.benchmarks.sg import (
+        build_preset,
+        build_sg_split,
+        get_preset,
+        load_released_removals,
+        table1_markdown,
+    )
 
     if preset is not None:
         p = get_preset(preset)
@@ -84,7 +76,7 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
         if datasets:
             src, origin, _ = _load_source(datasets)
         split = build_preset(p.name, dataset=src, origin_test=origin, removals_file=removals,
-                             policy=policy or "released", verify=verify)  # type: ignore[arg-type]
+                             policy=policy or "released", verify=verify, boxes=boxes)  # type: ignore[arg-type]
     else:
         if not datasets:
             raise ConfigError("give --dataset (hico-det, v-coco or files) or --preset")
@@ -92,7 +84,7 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
             raise ConfigError("give --seed N, --seed auto[:START] or --preset")
         src, origin, _ = _load_source(datasets)
         ratio = ratio if ratio is not None else (0.7 if src.vocab.name == "v-coco" else 0.9)
-        rem = _removal_names(removals) if removals is not None else ()
+        rem = load_released_removals(path=removals) if removals is not None else ()
         from rich.progress import Progress, SpinnerColumn, TextColumn
 
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), console=console,
@@ -103,11 +95,11 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
                 progress.update(task, description=f"seed {tried}: "
                                 + ("VERIFY passes" if not problems else "VERIFY fails, next seed"))
 
-            split = build_sg_split(src, seed=seed, ratio=ratio, policy=policy or "paper",  # type: ignore[arg-type]
-                                   verify=verify, origin_test=origin, removals=rem,  # type: ignore[arg-type]
-                                   on_attempt=on_attempt)
+            split = build_sg_split(src, random_state=seed, ratio=ratio, policy=policy or "paper",  # type: ignore[arg-type]
+                                   verify=verify, boxes=boxes, origin_test=origin,  # type: ignore[arg-type]
+                                   removals=rem, on_attempt=on_attempt)
     with console.status(f"writing {split.name} to {out}"):
-        paths = split.write(out, boxes=boxes)  # type: ignore[arg-type]
+        paths = split.write(out)
     stats_out = split.stats()
     if as_json:
         echo_json(stats_out)
@@ -177,6 +169,7 @@ def stats(split_dirs: tuple[str, ...], as_json: bool, no_original: bool) -> None
         PAPER_TABLE1,
         RELEASED_TEST_COUNTS,
         paper_row,
+        split_table1,
         table1_markdown,
     )
 
@@ -187,11 +180,7 @@ def stats(split_dirs: tuple[str, ...], as_json: bool, no_original: bool) -> None
         for name in BUNDLED:
             train_split, test_split = list(BUNDLED[name])
             tr, te = load_dataset(name, train_split), load_dataset(name, test_split)
-            rows.append((f"original {name} (bundled)", {
-                "images": {"train": tr.n_images, "test": te.n_images},
-                "triplets": {"train": tr.n_pairs, "test": te.n_pairs},
-                "combinations": {"train": len(tr.combinations()), "test": len(te.combinations())},
-            }))
+            rows.append((f"original {name} (bundled)", split_table1(tr, te)))
     for name in PAPER_TABLE1:
         rows.append((f"{name} (paper)", paper_row(name)))
     for name, c in RELEASED_TEST_COUNTS.items():

@@ -36,15 +36,18 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hoibench._exceptions import ConfigError
 from hoibench._random import check_random_state
+from hoibench.benchmarks._build import check_seed
 from hoibench.benchmarks._distribution import (
     head_tail_ratio,
     image_people,
@@ -52,6 +55,7 @@ from hoibench.benchmarks._distribution import (
     people_share_hoi,
 )
 from hoibench.data import Choice, HOIDataset, MCQuestion, choice_text
+from hoibench.formats import write_questions
 from hoibench.vocab import LabelSpace
 
 __all__ = [
@@ -274,11 +278,31 @@ def _question(d: _Draft, negatives: list[int], ds: HOIDataset, tables: _Tables, 
 
 @dataclass(frozen=True)
 class MCQBuild:
-    """Built questions, the header to write with them, and what each stage removed."""
+    """Built questions, the header to write with them, and what each stage removed (``report``,
+    the build's statistics: :meth:`stats`)."""
 
     questions: tuple[MCQuestion, ...]
     header: dict[str, Any]
     report: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        settings = sorted({q.setting for q in self.questions})
+        return (f"MCQBuild(kind={self.header.get('kind')!r}, dataset={self.header.get('dataset')!r}, "
+                f"seed={self.header.get('seed')}, questions={len(self.questions)}, settings={settings})")
+
+    def stats(self) -> dict[str, Any]:
+        """What each stage kept and removed; written as the ``report`` of the file's header."""
+        return dict(self.report)
+
+    def write(self, out: str | os.PathLike[str]) -> dict[str, Path]:
+        """Write the questions as one JSONL file ``out`` (atomically), its header line holding
+        :attr:`header` and the ``report`` (:meth:`stats`); returns ``{"questions": path}``.
+
+        Unlike the split builders' ``out``, this names the file: the benchmark is one file.
+        """
+        path = Path(out)
+        write_questions(path, self.questions, header={**self.header, "report": self.stats()})
+        return {"questions": path}
 
 
 def _train_counts(vocab: LabelSpace, train_counts: np.ndarray | None) -> np.ndarray | None:
@@ -357,8 +381,7 @@ def build_mcq_benchmark(
         Per-class train counts used to rank rarity and for the reported KL and head/tail ratio
         (default: HICO-DET's official counts).
     """
-    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
-        raise ConfigError(f"random_state must be an int (it is recorded in the header); got {random_state!r}")
+    seed = check_seed(random_state)
     bad = sorted(set(settings) - {1, 2})
     if bad or not settings:
         raise ConfigError(f"settings must be a non-empty subset of {{1, 2}} (3 reuses 2); got {list(settings)}")
@@ -370,7 +393,7 @@ def build_mcq_benchmark(
         raise ConfigError(f"head_exponent must be in [0, 1]; got {head_exponent!r}")
     if dataset.vocab.n_hois == 0:
         raise ConfigError(f"the {dataset.vocab.name} label space has no HOI classes to ask about")
-    rng = check_random_state(int(random_state))
+    rng = check_random_state(seed)
     tables = _Tables.of(dataset.vocab, temporal_positives=temporal_positives)
     train = _train_counts(dataset.vocab, train_counts)
     rarity = train if train is not None else np.asarray(dataset.hoi_counts(), dtype=np.float64)
@@ -461,7 +484,7 @@ def build_mcq_benchmark(
         "builder_version": BUILDER_VERSION,
         "dataset": dataset.name,
         "label_space": dataset.vocab.name,
-        "seed": int(random_state),
+        "seed": seed,
         "settings": sorted(set(settings)),
         "params": {"n_choices": n_choices, "person_iou": person_iou, "remove_easy": remove_easy,
                    "easy_min_train_count": easy_min_train_count, "redistribute": redistribute, "max_per_class": max_per_class,
@@ -507,9 +530,8 @@ def build_mcq_training_set(
     """The training questions of App. C.3: per image with a pair, a setting-1 question, a
     setting-2 question about one (random) person and a setting-3 detection question whose
     ``meta["person_boxes"]`` lists every annotated person (the detection target)."""
-    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)):
-        raise ConfigError(f"random_state must be an int; got {random_state!r}")
-    rng = check_random_state(int(random_state))
+    seed = check_seed(random_state)
+    rng = check_random_state(seed)
     tables = _Tables.of(dataset.vocab)
     questions: list[MCQuestion] = []
     dropped = 0
@@ -529,8 +551,6 @@ def build_mcq_training_set(
             questions.append(q2)
             m3 = dict(q2.meta)
             m3["person_boxes"] = [list(p.box) for p in scene.people]
-            from dataclasses import replace
-
             questions.append(replace(q2, id=f"{dataset.file_names[scene.index]}#s3", setting=3, meta=m3))
         else:
             dropped += 2
@@ -540,7 +560,7 @@ def build_mcq_training_set(
         "builder_version": BUILDER_VERSION,
         "dataset": dataset.name,
         "label_space": dataset.vocab.name,
-        "seed": int(random_state),
+        "seed": seed,
         "params": {"n_choices": n_choices, "person_iou": person_iou,
                    "max_other_person": max_other_person, "max_similar": max_similar},
         "negative_filter": None,

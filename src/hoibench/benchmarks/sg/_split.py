@@ -1,0 +1,222 @@
+"""The built split (:class:`SGSplit`): its Table 1 row, its statistics and the split folder it
+writes (PPDM/QPIC files, ``test_combinations.json``, ``stats.json``, ``table1.md``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from hoibench._exceptions import ConfigError
+from hoibench._io import atomic_write_bytes, atomic_write_json, ensure_dir
+from hoibench.benchmarks.sg._presets import reference_preset
+from hoibench.benchmarks.sg._select import _combo_keys
+from hoibench.benchmarks.sg._table1 import RELEASED_TEST_COUNTS, paper_row, table1_markdown
+from hoibench.data import HOIDataset
+from hoibench.formats import write_ppdm
+from hoibench.formats.sg_split import COMBINATIONS_FILE
+from hoibench.vocab import LabelSpace
+
+__all__ = ["SGSplit"]
+
+BoxConvention = Literal["as-released", "0-based"]
+BOX_CONVENTIONS = ("as-released", "0-based")
+#: file-name stem of each label space in the PPDM/QPIC layout (trainval_hico.json, ...)
+LAYOUT_STEM = {"hico-det": "hico", "v-coco": "vcoco"}
+STATS_FILE = "stats.json"
+TABLE_FILE = "table1.md"
+
+
+def default_boxes(policy: str) -> BoxConvention:
+    """The box convention a policy writes unless told otherwise: the released files' for the
+    released policy, 0-based for the paper's."""
+    return "as-released" if policy == "released" else "0-based"
+
+
+# --------------------------------------------------------------------------- the split
+@dataclass(frozen=True)
+class SGSplit:
+    """One systematic-generalization split.
+
+    ``train``/``test`` keep the union's image order; ``test_origin_*`` say which of their images
+    came from the original *test* set (needed to write the released files' box conventions).
+    ``boxes`` is the convention :meth:`write` uses: ``"as-released"`` writes the boxes of images
+    from the original test set 1-based, as the released files have them; ``"0-based"`` writes
+    every box 0-based.
+    """
+
+    name: str
+    dataset_name: str
+    seed: int
+    ratio: float
+    policy: str
+    verify: str
+    train: HOIDataset
+    test: HOIDataset
+    combinations: np.ndarray  # (n, 2) (verb, object), all of the source, SELECT order
+    test_combinations: np.ndarray  # (m, 2) (verb, object), sorted like ``combinations``
+    attempts: int = 1
+    verify_problems: tuple[str, ...] = ()
+    mixed_images: int = 0
+    removed: tuple[str, ...] = ()
+    missing_removals: tuple[str, ...] = ()
+    inherit: str | None = None
+    boxes: BoxConvention | None = None  # None: the policy's (:func:`default_boxes`)
+    train_origin_test: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    test_origin_test: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+
+    def __post_init__(self) -> None:
+        boxes = self.boxes or default_boxes(self.policy)
+        if boxes not in BOX_CONVENTIONS:
+            raise ConfigError(f"boxes must be one of {list(BOX_CONVENTIONS)}; got {boxes!r}")
+        object.__setattr__(self, "boxes", boxes)
+
+    def __repr__(self) -> str:
+        return (f"SGSplit(name={self.name!r}, seed={self.seed}, ratio={self.ratio}, policy={self.policy!r}, "
+                f"train={self.train.n_images} images/{self.train.n_pairs} pairs, "
+                f"test={self.test.n_images} images/{self.test.n_pairs} pairs, "
+                f"test_combinations={len(self.test_combinations)} of {len(self.combinations)})")
+
+    @property
+    def vocab(self) -> LabelSpace:
+        return self.train.vocab
+
+    @property
+    def train_combinations(self) -> np.ndarray:
+        """The (verb, object) combinations kept for train: all minus the test (unseen) ones."""
+        keys = self._keys(self.combinations)
+        return self.combinations[~np.isin(keys, self._keys(self.test_combinations))]
+
+    def _keys(self, c: np.ndarray) -> np.ndarray:
+        return _combo_keys(self.vocab, c[:, 0], c[:, 1])
+
+    def table1(self) -> dict[str, dict[str, int]]:
+        """The paper's Table 1 row: images, triplets and combination classes, train and test."""
+        return {
+            "images": {"train": self.train.n_images, "test": self.test.n_images},
+            "triplets": {"train": self.train.n_pairs, "test": self.test.n_pairs},
+            "combinations": {"train": len(self.combinations) - len(self.test_combinations),
+                             "test": len(self.test_combinations)},
+            "observed_combinations": {"train": len(self.train.combinations()),
+                                      "test": len(self.test.combinations())},
+        }
+
+    def stats(self) -> dict[str, Any]:
+        """``stats.json``: the Table 1 row next to the paper's and the released files' counts."""
+        out: dict[str, Any] = {
+            "kind": "sg_stats",
+            "name": self.name,
+            "dataset": self.dataset_name,
+            "label_space": self.vocab.name,
+            "seed": self.seed,
+            "ratio": self.ratio,
+            "policy": self.policy,
+            "verify": self.verify,
+            "attempts": self.attempts,
+            "inherit": self.inherit,
+            "mixed_images": self.mixed_images,
+            "removed_test_entries": len(self.removed),
+            "removals_not_found": list(self.missing_removals),
+            "table1": self.table1(),
+        }
+        ref = self.reference_preset
+        if ref is not None:
+            out["reference_split"] = ref
+            out["paper_table1"] = paper_row(ref)
+            out["released_test"] = dict(RELEASED_TEST_COUNTS[ref])
+        out["boxes"] = self.boxes
+        return out
+
+    def table1_rows(self) -> list[tuple[str, dict[str, dict[str, int]]]]:
+        """This split's Table 1 row, then the paper's and the released test file's for the
+        released split with the same seed (if any), for :func:`table1_markdown`."""
+        rows = [(f"{self.name} (ours, {self.policy} policy, seed {self.seed})", self.table1())]
+        ref = self.reference_preset
+        if ref is not None:
+            rows.append((f"{ref} (paper Table 1)", paper_row(ref)))
+            rows.append((f"{ref} (released test file)",
+                         {k: {"test": v} for k, v in RELEASED_TEST_COUNTS[ref].items()}))
+        return rows
+
+    @property
+    def reference_preset(self) -> str | None:
+        """The released split with this split's label space, seed and ratio, if any (its paper
+        Table 1 row and released counts are the reference to compare with)."""
+        return reference_preset(self.vocab.name, self.seed, self.ratio, self.name)
+
+    def combinations_record(self) -> dict[str, Any]:
+        """``test_combinations.json`` (layout in ``docs/sg-splits.md``)."""
+        vocab = self.vocab
+        base = 0 if vocab.name == "v-coco" else 1
+        hois = vocab.hoi_index(self.test_combinations[:, 0], self.test_combinations[:, 1]).tolist()
+        coco91 = vocab.object_to_coco91(self.test_combinations[:, 1]).tolist()
+        return {
+            "kind": "sg_test_combinations",
+            "name": self.name,
+            "label_space": vocab.name,
+            "seed": self.seed,
+            "ratio": self.ratio,
+            "policy": self.policy,
+            "n_combinations": len(self.combinations),
+            "combinations": [
+                {
+                    "verb": vocab.verbs[v],
+                    "object": vocab.objects[o],
+                    "verb_index": v,
+                    "object_index": o,
+                    "verb_id": v + base,
+                    "object_coco91": coco91[k],
+                    "hoi": hois[k] if vocab.name == "hico-det" and hois[k] >= 0 else None,
+                }
+                for k, (v, o) in enumerate(self.test_combinations.tolist())
+            ],
+        }
+
+    def write(self, out: str | os.PathLike[str], *, boxes: BoxConvention | None = None) -> dict[str, Path]:
+        """Write ``trainval_<ds>.json``, ``test_<ds>.json`` (PPDM/QPIC layout),
+        ``test_combinations.json``, ``stats.json`` (:meth:`stats`) and ``table1.md`` into the
+        folder ``out``, each file atomically; returns ``{role: path}``.
+
+        ``boxes`` is deprecated: build with ``boxes=`` (or ``dataclasses.replace(split,
+        boxes=...)``) so that :meth:`stats` says what was written.
+        """
+        if boxes is not None:
+            warnings.warn("SGSplit.write(boxes=...) is deprecated; pass boxes= to build_sg_split or "
+                          "build_preset", DeprecationWarning, stacklevel=2)
+            return dataclasses.replace(self, boxes=boxes).write(out)
+        folder = ensure_dir(out)
+        stem = LAYOUT_STEM.get(self.vocab.name, self.vocab.name)
+        paths = {
+            "train": folder / f"trainval_{stem}.json",
+            "test": folder / f"test_{stem}.json",
+            "combinations": folder / COMBINATIONS_FILE,
+            "stats": folder / STATS_FILE,
+            "table": folder / TABLE_FILE,
+        }
+        for part, ds, origin in (("train", self.train, self.train_origin_test),
+                                 ("test", self.test, self.test_origin_test)):
+            if self.boxes == "as-released" and len(origin) == ds.n_images and origin.any():
+                ds = _shift_boxes(ds, origin, 1.0)
+            write_ppdm(ds, paths[part])
+        atomic_write_json(paths["combinations"], self.combinations_record())
+        atomic_write_json(paths["stats"], self.stats())
+        atomic_write_bytes(paths["table"], (table1_markdown(self.table1_rows()) + "\n").encode())
+        return paths
+
+
+def _shift_boxes(ds: HOIDataset, images: np.ndarray, delta: float) -> HOIDataset:
+    """The same dataset with the boxes of the masked images moved by ``delta`` pixels."""
+    boxes = ds.boxes.copy()
+    boxes[images[ds.box_image]] += delta
+    return HOIDataset(
+        vocab=ds.vocab, name=ds.name, file_names=ds.file_names, widths=ds.widths,
+        heights=ds.heights, image_ids=ds.image_ids, box_offsets=ds.box_offsets, boxes=boxes,
+        box_labels=ds.box_labels, pair_offsets=ds.pair_offsets, pair_subject=ds.pair_subject,
+        pair_object=ds.pair_object, pair_verb=ds.pair_verb,
+    )
+
