@@ -34,7 +34,7 @@ from hoibench.augment._pipeline import (
     read_deficits,
     write_augmented,
 )
-from hoibench.augment._prompts import PromptSet, parse_yes_no, verb_gerund
+from hoibench.augment._prompts import PromptSet, verb_gerund
 from hoibench.augment._shard import parse_shard, run_sharded, shard_targets
 
 __all__ = [
@@ -64,7 +64,6 @@ __all__ = [
     "filter_images",
     "load_config",
     "parse_shard",
-    "parse_yes_no",
     "read_deficits",
     "read_manifests",
     "run_sharded",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hoibench._exceptions import HOIBenchError
-from hoibench.augment._prompts import PromptSet, format_box, parse_yes_no
+from hoibench.augment._prompts import PromptSet, box_text
 from hoibench.models import (
     ChatBackend,
     ChatMessage,
@@ -19,6 +19,7 @@ from hoibench.models import (
     GenerationParams,
     ImagePart,
     TextPart,
+    parse_yes_no,
 )
 
 __all__ = ["ChatStages", "StageError", "derive_seed"]
@@ -101,7 +102,7 @@ class ChatStages:
         return texts
 
     def _box(self, box: Box, width: int, height: int) -> str:
-        return format_box(box, width=width, height=height, box_format=self.box_format)
+        return box_text(box, width=width, height=height, box_format=self.box_format)
 
     # --------------------------------------------------------------------------------- stages
     def basic_prompt(self, verb: str, obj: str) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
 from hoibench._exceptions import ConfigError
+from hoibench.augment._prompts import BOX_FORMATS
 
 __all__ = [
     "AugmentConfig",
@@ -100,7 +101,7 @@ class AugmentConfig:
 
     def __post_init__(self) -> None:
         _choice("pseudo_label_verbs", self.pseudo_label_verbs, ("object", "target"))
-        _choice("box_format", self.box_format, ("pixel", "relative1000"))
+        _choice("box_format", self.box_format, BOX_FORMATS)
         _choice("generator.kind", self.generator.kind, ("sdxl_lightning", "diffusers", "tiny"))
         _choice("detector.kind", self.detector.kind, ("grounding_dino", "owlv2", "fake"))
         for role in ("describe_vlm", "region_vlm", "llm"):
