@@ -14,7 +14,6 @@ from hoibench.benchmarks.mcq._detections import answers_from_detections
 from hoibench.benchmarks.mcq._judges import DEFAULT_JUDGE_PROMPT, NegativeFilter
 from hoibench.benchmarks.mcq._stats import (
     PAPER_REFERENCE,
-    class_distribution_figure,
     correct_class_counts,
     question_statistics,
 )
@@ -28,7 +27,6 @@ __all__ = [
     "build_mcq_benchmark",
     "build_mcq_training_set",
     "class_counts",
-    "class_distribution_figure",
     "correct_class_counts",
     "question_statistics",
     "similar_verbs",
