@@ -27,7 +27,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ChatStageConfig:
-    """A VLM or LLM role served through the runner's backends (:func:`hoibench.runners.make_backend`).
+    """A VLM or LLM role served through the runner's backends (:func:`hoibench.models.make_backend`).
 
     ``kind``: a registered backend (``"openai"`` for any OpenAI-compatible server: vLLM, SGLang,
     hosted APIs; ``"vllm"``; ``"transformers"``) or ``"constant"`` (answers ``reply`` to every
