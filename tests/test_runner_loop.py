@@ -121,8 +121,8 @@ HEADER = {"kind": "toy", "model": "scripted", "hoibench": "1"}
 
 def _run(store: JsonlStore, backend: Any, task: Shout | None = None, items: Sequence[Item] = ITEMS,
          **kw: Any):
-    return run_resumable(task or Shout(), items, backend=backend, store=store,
-                         header=kw.pop("header", HEADER), progress=False, chunk_size=kw.pop("chunk_size", 3), **kw)
+    return run_resumable(task or Shout(), items, backend=backend, store=store, header=kw.pop("header", HEADER),
+                         progress=kw.pop("progress", False), chunk_size=kw.pop("chunk_size", 3), **kw)
 
 
 def test_one_record_per_item_in_item_order(tmp_path: Path) -> None:
@@ -152,7 +152,7 @@ def test_crash_then_resume_asks_exactly_for_the_rest(tmp_path: Path) -> None:
     assert res.resumed == len(kept) and res.requests == len(asked)
 
     clean = JsonlStore(tmp_path / "clean.jsonl")
-    _run(clean, shouter())
+    _run(clean, shouter(), progress=True)
     assert crashed.lines() == clean.lines()  # the same file as a run never interrupted
 
 

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -162,7 +162,6 @@ def run_resumable(task: ChatTask[T, R], items: Sequence[T], *, backend: ChatBack
     todo = task.order([x for x, i in zip(items, ids) if i not in records])
     resumed = len(items) - len(todo)
     stats0 = backend.stats()
-    sent = [0]
 
     with store.appender(header) as writer, \
             _Progress(len(items), resumed, progress, task.progress_label, task.rate_unit) as bar:
@@ -172,7 +171,7 @@ def run_resumable(task: ChatTask[T, R], items: Sequence[T], *, backend: ChatBack
             bar.advance(task.status(record), ok=task.ok_status)
 
         chunks = [todo[s:s + chunk_size] for s in range(0, len(todo), chunk_size)]
-        _answer_chunks(task, chunks, backend, emit, sent)
+        sent = _answer_chunks(task, chunks, backend, emit)
 
     final = [records.get(i) for i in ids]
     # one record per item, in item order (replaces retried errors and resumed duplicates)
@@ -180,7 +179,7 @@ def run_resumable(task: ChatTask[T, R], items: Sequence[T], *, backend: ChatBack
     counts = Counter(task.status(r) for r in final if r is not None)
     stats1 = backend.stats()
     reqs = (stats1.requests - stats0.requests
-            if stats1.requests is not None and stats0.requests is not None else sent[0])
+            if stats1.requests is not None and stats0.requests is not None else sent)
     return LoopResult(records=final, resumed=resumed, counts=dict(counts), requests=reqs,
                       cache_hits=stats1.cache_hits - stats0.cache_hits,
                       seconds=time.perf_counter() - start)
@@ -205,13 +204,15 @@ def _resume(task: ChatTask[T, R], store: RecordStore[R], header: Mapping[str, An
 
 
 def _answer_chunks(task: ChatTask[T, R], chunks: Sequence[Sequence[T]], backend: ChatBackend,
-                   emit: Callable[[R], None], sent: list[int]) -> None:
+                   emit: Callable[[R], None]) -> int:
     """Send every chunk's batches to the backend, one chunk at a time, with the next chunk's
-    inputs prepared in threads meanwhile (decoding, resizing and encoding release the GIL).
+    inputs prepared in threads meanwhile (decoding, resizing and encoding release the GIL);
+    returns the number of requests sent.
 
     The one place where requests meet the backend: a streaming pipeline across several servers
     replaces this function and leaves the task, the resume and the record file as they are.
     """
+    sent = 0
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
         def submit(chunk: Sequence[T]) -> dict[str, Future[Any]]:
             return {name: pool.submit(build) for name, build in task.prepare(chunk).items()}
@@ -222,22 +223,20 @@ def _answer_chunks(task: ChatTask[T, R], chunks: Sequence[Sequence[T]], backend:
             pending = submit(chunks[k + 1]) if k + 1 < len(chunks) else None
             for batch in task.batches(chunk, prepared, emit):
                 if batch.requests:
-                    sent[0] += len(batch.requests)
+                    sent += len(batch.requests)
                     backend.generate(list(batch.requests), batch.on_response)
+    return sent
 
 
-@dataclass
 class _Progress:
     """A rich progress bar with throughput, ETA and the counts of statuses other than ok (silent
     when disabled)."""
 
-    total: int
-    done: int
-    enabled: bool
-    label: str = "answering"
-    unit: str = "items/s"
-    counts: dict[str, int] = field(default_factory=dict)
-    _p: Any = None
+    def __init__(self, total: int, done: int, enabled: bool, label: str, unit: str) -> None:
+        self.total, self.done, self.enabled = total, done, enabled
+        self.label, self.unit = label, unit
+        self.counts: dict[str, int] = {}
+        self._p: Any = None
 
     def __enter__(self) -> _Progress:
         if self.enabled:
