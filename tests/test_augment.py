@@ -27,7 +27,6 @@ from hoibench.augment import (
     filter_images,
     load_config,
     parse_shard,
-    parse_yes_no,
     read_deficits,
     read_manifests,
     run_sharded,
@@ -35,7 +34,7 @@ from hoibench.augment import (
     verb_gerund,
 )
 from hoibench.augment import _shard as shard_mod
-from hoibench.augment._prompts import format_box
+from hoibench.augment._prompts import box_text
 from hoibench.cli import cli
 from hoibench.formats import write_ppdm
 from hoibench.models import ScriptedBackend
@@ -115,12 +114,11 @@ def test_words_answers_and_boxes() -> None:
                                      "control", "tie", "sip", "exit", "feed")] == [
         "riding", "running", "opening", "lying on", "talking on", "not interacting with",
         "controlling", "tying", "sipping", "exiting", "feeding"]
-    assert parse_yes_no(" Yes, the person is.") is True
-    assert parse_yes_no("no") is False
-    assert parse_yes_no("**No**") is False
-    assert parse_yes_no("Nope") is None and parse_yes_no("") is None and parse_yes_no(None) is None
-    assert format_box([10.4, 20.6, 30, 40], width=100, height=50) == "[10, 21, 30, 40]"
-    assert format_box([10, 20, 30, 40], width=100, height=50, box_format="relative1000") == "[100, 400, 300, 800]"
+    assert box_text([10.4, 20.6, 30, 40], width=100, height=50) == "[10, 21, 30, 40]"
+    assert box_text([10, 20, 30, 40], width=100, height=50, box_format="relative1000") == "[100, 400, 300, 800]"
+    assert box_text([33.3, 0, 66.7, 49.9], width=100, height=50, box_format="relative1000") == "[333, 0, 667, 998]"
+    with pytest.raises(ConfigError, match="box_format must be one of"):
+        box_text([0, 0, 1, 1], width=1, height=1, box_format="relative")
 
 
 # ---------------------------------------------------------------------------------- deficits

@@ -73,6 +73,9 @@ def test_build_stats_score_from_detections_on_fixture(tmp_path: Path) -> None:
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     st = json.loads(r.stdout)
     assert st["questions"] == len(qs) and "scene_composition" in st and st["paper"]["images"] == 1274
+    r = run_process("stats", str(out), "--plot", str(tmp_path / "dist.pdf"))
+    assert r.returncode == 2 and "dist.pdf: --plot writes a PNG image" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "dist.pdf").exists()
 
     ans = tmp_path / "a.jsonl"
     _letters_answers(qs, ans)

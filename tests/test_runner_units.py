@@ -24,7 +24,6 @@ from hoibench.models import (
 )
 from hoibench.models._vllm import VLLMBackend
 from hoibench.runners.mcq import (
-    format_box,
     load_detections,
     load_template,
     match_person,
@@ -101,10 +100,11 @@ def test_resolve_convention():
         resolve_box_convention("qwen25", "x")
 
 
-def test_format_box_matches_python_list_repr():
+def test_frame_format_matches_python_list_repr():
     # the released code prints a Python list of floats rounded to two decimals
     vals = [523.0, 236.123, 571.5, 343.999]
-    assert format_box(vals) == str([round(v, 2) for v in vals])
+    assert model_frame("original", 640, 480).format(vals) == str([round(v, 2) for v in vals])
+    assert model_frame("relative-1000", 640, 480).format([1.5, 2.4999, 999.6, 0]) == "[2, 2, 1000, 0]"
 
 
 # ----------------------------------------------------------------------------- prompts

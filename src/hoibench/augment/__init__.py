@@ -27,15 +27,14 @@ from hoibench.augment._models import (
 from hoibench.augment._pipeline import (
     AugmentPipeline,
     AugmentResult,
-    TargetClass,
     augment_deficits,
     collect_augmented,
     filter_images,
-    read_deficits,
     write_augmented,
 )
-from hoibench.augment._prompts import PromptSet, parse_yes_no, verb_gerund
+from hoibench.augment._prompts import PromptSet, verb_gerund
 from hoibench.augment._shard import parse_shard, run_sharded, shard_targets
+from hoibench.augment._targets import TargetClass, read_deficits
 
 __all__ = [
     "AugmentConfig",
@@ -64,7 +63,6 @@ __all__ = [
     "filter_images",
     "load_config",
     "parse_shard",
-    "parse_yes_no",
     "read_deficits",
     "read_manifests",
     "run_sharded",

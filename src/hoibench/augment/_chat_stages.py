@@ -1,5 +1,5 @@
 """The VLM and LLM stages (describe, verify, paraphrase, pseudo-label) on top of the runner's
-:class:`~hoibench.runners.ChatBackend`, so the same OpenAI-compatible servers (vLLM, SGLang) and the
+:class:`~hoibench.models.ChatBackend`, so the same OpenAI-compatible servers (vLLM, SGLang) and the
 same response cache serve them. Requests of one image go to the backend as one batch."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hoibench._exceptions import HOIBenchError
-from hoibench.augment._prompts import PromptSet, format_box, parse_yes_no
+from hoibench.augment._prompts import PromptSet, box_text
 from hoibench.models import (
     ChatBackend,
     ChatMessage,
@@ -19,6 +19,7 @@ from hoibench.models import (
     GenerationParams,
     ImagePart,
     TextPart,
+    parse_yes_no,
 )
 
 __all__ = ["ChatStages", "StageError", "derive_seed"]
@@ -100,8 +101,22 @@ class ChatStages:
             texts.append(" ".join(str(resp.text).split()))
         return texts
 
-    def _box(self, box: Box, width: int, height: int) -> str:
-        return format_box(box, width=width, height=height, box_format=self.box_format)
+    def _region_requests(self, prompt: str, stage: str, image: str | Path, width: int, height: int,
+                         candidates: Sequence[tuple[Box, Box, str]], *, obj: str,
+                         key: Sequence[object]) -> list[ChatRequest]:
+        """One region-VLM request per (person box, object box, verb) on ``image``, prompt ``prompt``
+        with both boxes filled in; the seed of request ``i`` comes from ``(stage, *key, i)``."""
+        part = ImagePart(path=str(image), mime=_mime(image))
+        reqs = []
+        for i, (hbox, obox, verb) in enumerate(candidates):
+            text = self.prompts.fill(prompt, verb=verb, obj=obj,
+                                     subject_box=box_text(hbox, width=width, height=height,
+                                                          box_format=self.box_format),
+                                     object_box=box_text(obox, width=width, height=height,
+                                                         box_format=self.box_format))
+            reqs.append(ChatRequest((ChatMessage.user(part, TextPart(text)),),
+                                    params=self._params("region_vlm", stage, *key, i)))
+        return reqs
 
     # --------------------------------------------------------------------------------- stages
     def basic_prompt(self, verb: str, obj: str) -> str:
@@ -127,14 +142,8 @@ class ChatStages:
     def verify(self, image: str | Path, *, width: int, height: int, pairs: Sequence[tuple[Box, Box]],
                verb: str, obj: str, key: Sequence[object]) -> list[PairVerdict]:
         """Region description of each (person, object) pair, then the LLM's yes/no on the HOI."""
-        part = ImagePart(path=str(image), mime=_mime(image))
-        reqs = []
-        for i, (hbox, obox) in enumerate(pairs):
-            text = self.prompts.fill("region_describe", verb=verb, obj=obj,
-                                     subject_box=self._box(hbox, width, height),
-                                     object_box=self._box(obox, width, height))
-            reqs.append(ChatRequest((ChatMessage.user(part, TextPart(text)),),
-                                    params=self._params("region_vlm", "describe", *key, i)))
+        reqs = self._region_requests("region_describe", "describe", image, width, height,
+                                     [(h, o, verb) for h, o in pairs], obj=obj, key=key)
         descriptions = self._ask(self.region_vlm, reqs, "verify (region description)")
         questions = [ChatRequest((ChatMessage.user(TextPart(self.prompts.fill(
             "verify", verb=verb, obj=obj, description=d))),),
@@ -154,13 +163,7 @@ class ChatStages:
                      candidates: Sequence[tuple[Box, Box, str]], obj: str,
                      key: Sequence[object]) -> list[tuple[str, bool | None]]:
         """Region-VLM yes/no for each (person box, object box, verb) candidate."""
-        part = ImagePart(path=str(image), mime=_mime(image))
-        reqs = []
-        for i, (hbox, obox, verb) in enumerate(candidates):
-            text = self.prompts.fill("pseudo_label", verb=verb, obj=obj,
-                                     subject_box=self._box(hbox, width, height),
-                                     object_box=self._box(obox, width, height))
-            reqs.append(ChatRequest((ChatMessage.user(part, TextPart(text)),),
-                                    params=self._params("region_vlm", "label", *key, i)))
+        reqs = self._region_requests("pseudo_label", "label", image, width, height, candidates,
+                                     obj=obj, key=key)
         answers = self._ask(self.region_vlm, reqs, "pseudo-label")
         return [(a, parse_yes_no(a)) for a in answers]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
 from hoibench._exceptions import ConfigError
+from hoibench.augment._prompts import BOX_FORMATS
 
 __all__ = [
     "AugmentConfig",
@@ -26,7 +27,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ChatStageConfig:
-    """A VLM or LLM role served through the runner's backends (:func:`hoibench.runners.make_backend`).
+    """A VLM or LLM role served through the runner's backends (:func:`hoibench.models.make_backend`).
 
     ``kind``: a registered backend (``"openai"`` for any OpenAI-compatible server: vLLM, SGLang,
     hosted APIs; ``"vllm"``; ``"transformers"``) or ``"constant"`` (answers ``reply`` to every
@@ -100,7 +101,7 @@ class AugmentConfig:
 
     def __post_init__(self) -> None:
         _choice("pseudo_label_verbs", self.pseudo_label_verbs, ("object", "target"))
-        _choice("box_format", self.box_format, ("pixel", "relative1000"))
+        _choice("box_format", self.box_format, BOX_FORMATS)
         _choice("generator.kind", self.generator.kind, ("sdxl_lightning", "diffusers", "tiny"))
         _choice("detector.kind", self.detector.kind, ("grounding_dino", "owlv2", "fake"))
         for role in ("describe_vlm", "region_vlm", "llm"):

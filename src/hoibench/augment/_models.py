@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hoibench._exceptions import ConfigError, MissingExtraError
+from hoibench.augment._config import DetectorConfig, GeneratorConfig
 
 if TYPE_CHECKING:
     from PIL import Image
-
-    from hoibench.augment._config import DetectorConfig, GeneratorConfig
 
 __all__ = [
     "Detection",
@@ -137,7 +136,7 @@ def build_generator(cfg: GeneratorConfig) -> ImageGenerator:
         return DiffusersGenerator.sdxl_lightning(cfg)
     if cfg.kind == "diffusers":
         return DiffusersGenerator.from_pretrained(cfg)
-    from hoibench.testing import tiny_sdxl_pipeline
+    from hoibench.testing import tiny_sdxl_pipeline  # test helpers load only for the tiny kind
 
     return DiffusersGenerator(tiny_sdxl_pipeline(seed=0), steps=cfg.steps,
                               guidance_scale=cfg.guidance_scale, width=cfg.width, height=cfg.height,

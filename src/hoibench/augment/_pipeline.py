@@ -28,6 +28,7 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import atomic_write_bytes, atomic_write_json, read_json
+from hoibench._progress import make_progress
 from hoibench.augment._chat_stages import ChatStages, derive_seed
 from hoibench.augment._config import AugmentConfig, ChatStageConfig
 from hoibench.augment._manifest import Manifest, manifest_name, read_manifests
@@ -39,8 +40,18 @@ from hoibench.augment._models import (
     build_generator,
 )
 from hoibench.augment._prompts import PromptSet
+from hoibench.augment._shard import shard_targets
+from hoibench.augment._targets import TargetClass
 from hoibench.data import DatasetBuilder, HOIDataset
-from hoibench.models import ChatBackend, ChatRequest, GenerationParams, ScriptedBackend
+from hoibench.formats import write_hicodet, write_ppdm
+from hoibench.models import (
+    CachedBackend,
+    ChatBackend,
+    ChatRequest,
+    GenerationParams,
+    ScriptedBackend,
+    make_backend,
+)
 from hoibench.vocab import LabelSpace
 
 if TYPE_CHECKING:
@@ -49,11 +60,9 @@ if TYPE_CHECKING:
 __all__ = [
     "AugmentPipeline",
     "AugmentResult",
-    "TargetClass",
     "augment_deficits",
     "collect_augmented",
     "filter_images",
-    "read_deficits",
     "write_augmented",
 ]
 
@@ -65,74 +74,6 @@ PPDM_FILE = "annotations/trainval_augment.json"
 HICODET_FILE = "annotations/instances_augment.json"
 SUMMARY_FILE = "summary.json"
 RUN_FILE = "run.json"
-
-
-# ------------------------------------------------------------------------------------- targets
-@dataclass(frozen=True)
-class TargetClass:
-    """A class to fill: HOI index, its verb and object indices, and how many instances to add
-    (``need = 0`` in :func:`filter_images` means "keep every image that passes")."""
-
-    hoi: int
-    verb: int
-    object: int
-    need: int
-    name: str = ""
-
-    @classmethod
-    def of(cls, vocab: LabelSpace, hoi: int, need: int) -> TargetClass:
-        v, o = (int(x) for x in vocab.hoi_verb_object[hoi])
-        return cls(hoi=int(hoi), verb=v, object=o, need=int(need), name=vocab.hoi_name(hoi))
-
-
-def _int_field(rec: dict[str, Any], key: str, path: object, n: int) -> int:
-    val = rec.get(key)
-    if not isinstance(val, int) or isinstance(val, bool):
-        raise FormatError(f"expected an integer; got {val!r}", file=path, record=n, field=key)
-    return val
-
-
-def read_deficits(path: str | os.PathLike[str], vocab: LabelSpace, *,
-                  split: str = "train") -> list[TargetClass]:
-    """The classes of ``deficits.json`` (contract in ``docs/interfaces.md``) that lack instances in
-    ``split``. Test-set deficits are never filled with synthetic images (the paper's test set is
-    real images only), so only ``split="train"`` entries are returned by default."""
-    data = read_json(path)
-    if not isinstance(data, dict) or data.get("kind") != "balanced_deficits":
-        raise FormatError("not a deficits file (expected \"kind\": \"balanced_deficits\")", file=path,
-                          field="kind")
-    classes = data.get("classes")
-    if not isinstance(classes, list):
-        raise FormatError("expected a list", file=path, field="classes")
-    out: list[TargetClass] = []
-    seen: set[int] = set()
-    for n, rec in enumerate(classes):
-        if not isinstance(rec, dict):
-            raise FormatError("expected an object", file=path, record=n, field="classes")
-        hoi, verb, obj = (_int_field(rec, k, path, n) for k in ("hoi", "verb", "object"))
-        deficit = _int_field(rec, "deficit", path, n)
-        if not 0 <= hoi < vocab.n_hois:
-            raise FormatError(f"HOI class {hoi} is outside 0..{vocab.n_hois - 1} of {vocab.name}",
-                              file=path, record=n, field="hoi")
-        if tuple(vocab.hoi_verb_object[hoi]) != (verb, obj):
-            raise FormatError(f"HOI class {hoi} is ({vocab.hoi_name(hoi)}), not verb {verb} "
-                              f"and object {obj}", file=path, record=n, field="verb")
-        if "need" in rec and "have" in rec and rec["need"] - rec["have"] != deficit:
-            raise FormatError(f"deficit {deficit} differs from need - have = {rec['need'] - rec['have']}",
-                              file=path, record=n, field="deficit")
-        if deficit < 0:
-            raise FormatError(f"deficit must be >= 0; got {deficit}", file=path, record=n, field="deficit")
-        rec_split = rec.get("split", "train")
-        if rec_split not in ("train", "test", "zero_shot"):
-            raise FormatError(f"split must be 'train', 'test' or 'zero_shot'; got {rec_split!r}",
-                              file=path, record=n, field="split")
-        if rec_split != split or deficit == 0:
-            continue
-        if hoi in seen:
-            raise FormatError(f"HOI class {hoi} is listed twice", file=path, record=n, field="hoi")
-        seen.add(hoi)
-        out.append(TargetClass.of(vocab, hoi, deficit))
-    return out
 
 
 # --------------------------------------------------------------------------------- the stages
@@ -247,14 +188,10 @@ def _backend(cfg: ChatStageConfig, out: Path | None) -> ChatBackend:
         reply = cfg.reply
         backend: ChatBackend = ScriptedBackend(lambda _req: reply, model=f"constant:{reply}")
     else:
-        from hoibench.models import make_backend
-
         if not cfg.model:
             raise ConfigError(f"a {cfg.kind} chat stage needs a model name")
         backend = make_backend(cfg.kind, model=cfg.model, **cfg.options)
     if cfg.cache is not None and out is not None:
-        from hoibench.models import CachedBackend
-
         cache = Path(cfg.cache) if os.path.isabs(cfg.cache) else out / cfg.cache
         cache.parent.mkdir(parents=True, exist_ok=True)
         backend = CachedBackend(backend, cache)
@@ -352,8 +289,6 @@ def _progress(enabled: bool, total: int, what: str) -> Iterator[Any]:
     if not enabled:
         yield None
         return
-    from hoibench._progress import make_progress
-
     with make_progress() as prog:
         yield (prog, prog.add_task(what, total=total))
 
@@ -413,8 +348,6 @@ def augment_deficits(
     :func:`~hoibench.augment.shard_targets` gives shard ``i``; results of all shards land in the
     same ``out_dir`` and :func:`collect_augmented` merges them. Resumes from ``out_dir``.
     """
-    from hoibench.augment._shard import shard_targets
-
     if pipeline.generator is None:
         raise ConfigError("this pipeline has no generator (built with generate=False)")
     limit = pipeline.config.max_attempts if max_attempts is None else int(max_attempts)
@@ -616,8 +549,6 @@ def collect_augmented(out_dir: str | os.PathLike[str], vocab: LabelSpace, *,
 
 def write_augmented(result: AugmentResult, out_dir: str | os.PathLike[str], *, seed: int | None = None) -> None:
     """Write the dataset in both layouts and the summary (atomically)."""
-    from hoibench.formats import write_hicodet, write_ppdm
-
     out = Path(out_dir)
     (out / "annotations").mkdir(parents=True, exist_ok=True)
     write_ppdm(result.dataset, out / PPDM_FILE)

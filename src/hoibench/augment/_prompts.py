@@ -8,20 +8,21 @@ prompt "a photo of a person {verb}-ing a/an {object}") and its description elsew
 
 from __future__ import annotations
 
-import re
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from hoibench._exceptions import ConfigError
+from hoibench.models import format_box
 
 __all__ = [
+    "BOX_FORMATS",
     "PROMPT_FIELDS",
     "PromptSet",
-    "format_box",
+    "box_text",
     "object_phrase",
-    "parse_yes_no",
     "verb_gerund",
 ]
 
@@ -73,33 +74,20 @@ def object_phrase(obj: str) -> str:
     return ("an " if name[:1].lower() in _VOWELS else "a ") + name
 
 
-def format_box(box: tuple[float, float, float, float] | list[float], *, width: int, height: int,
-               box_format: str = "pixel") -> str:
+#: how boxes appear in region prompts: integer pixels (Ferret) or a 0–1000 grid (Qwen2-VL, InternVL)
+BOX_FORMATS = ("pixel", "relative1000")
+
+
+def box_text(box: Sequence[float], *, width: int, height: int, box_format: str = "pixel") -> str:
     """A box as the region VLM reads it: ``[x1, y1, x2, y2]`` in integer pixels (Ferret style) or
-    in 0-1000 relative coordinates (Qwen2-VL / InternVL style)."""
+    in 0-1000 relative coordinates (Qwen2-VL / InternVL style) of a ``width x height`` image."""
     if box_format == "pixel":
-        vals = [round(float(v)) for v in box]
-    elif box_format == "relative1000":
+        return format_box(box, decimals=0)
+    if box_format == "relative1000":
         sx, sy = 1000.0 / max(width, 1), 1000.0 / max(height, 1)
-        vals = [round(float(box[0]) * sx), round(float(box[1]) * sy),
-                round(float(box[2]) * sx), round(float(box[3]) * sy)]
-    else:
-        raise ConfigError(f"box_format must be one of {{'pixel', 'relative1000'}}; got {box_format!r}")
-    return "[" + ", ".join(str(v) for v in vals) + "]"
-
-
-_YES_NO = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
-
-
-def parse_yes_no(text: str | None) -> bool | None:
-    """``True`` for an answer starting with "yes", ``False`` for "no", ``None`` when unclear
-    (the pipeline treats an unclear answer as "no" and records it as such)."""
-    if not text:
-        return None
-    m = _YES_NO.match(text.strip())
-    if m is None:
-        return None
-    return m.group(1).lower() == "yes"
+        x1, y1, x2, y2 = (float(v) for v in box)
+        return format_box((x1 * sx, y1 * sy, x2 * sx, y2 * sy), decimals=0)
+    raise ConfigError(f"box_format must be one of {{'pixel', 'relative1000'}}; got {box_format!r}")
 
 
 def _fields(template: str) -> set[str]:

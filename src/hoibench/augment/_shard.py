@@ -13,12 +13,10 @@ import heapq
 import os
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from hoibench._exceptions import ConfigError
-
-if TYPE_CHECKING:
-    from hoibench.augment._pipeline import TargetClass
+from hoibench._exceptions import ConfigError, MissingExtraError
+from hoibench.augment._targets import TargetClass
 
 __all__ = ["parse_shard", "run_sharded", "shard_targets"]
 
@@ -65,8 +63,6 @@ def _accelerate_state() -> Any:
     try:
         from accelerate import PartialState
     except ImportError:
-        from hoibench._exceptions import MissingExtraError
-
         raise MissingExtraError("accelerate", "augment", "multi-GPU runs") from None
     return PartialState()
 

@@ -152,7 +152,7 @@ def _annotations_for(questions: Any, annotations: str | None) -> Any:
                    "HICO-DET test set for HICO test images).")
 @click.option("--setting", type=click.IntRange(1, 3), default=None, help="Only questions of this setting.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
-              help="Save the class distribution (train vs correct choices) as an image (.png/.pdf/.svg).")
+              help="Save the class distribution (train vs correct choices) as a PNG image.")
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 def stats(questions_path: str, annotations: str | None, setting: int | None, plot_path: str | None,
           as_json: bool) -> None:
@@ -170,12 +170,18 @@ def stats(questions_path: str, annotations: str | None, setting: int | None, plo
     result = question_statistics(selected, dataset=ds, train_counts=train)
     if plot_path is not None:
         from hoibench._exceptions import ConfigError
-        from hoibench.benchmarks.mcq import class_distribution_figure, correct_class_counts
+        from hoibench._io import atomic_write_bytes
+        from hoibench.benchmarks.mcq import correct_class_counts
+        from hoibench.reports import class_distribution_figure
 
         if train is None:
             raise ConfigError("--plot needs HICO-DET questions (train counts are known for HICO-DET only)")
+        suffix = Path(plot_path).suffix.lower()
+        if suffix not in ("", ".png"):
+            raise ConfigError(f"{plot_path}: --plot writes a PNG image; use a .png file name, not {suffix}")
         counts, _ = correct_class_counts(selected, len(train))
-        class_distribution_figure(train, counts, plot_path, title=Path(questions_path).name)
+        figure = class_distribution_figure(train, counts, title=Path(questions_path).name)
+        atomic_write_bytes(plot_path, figure.png)
     if as_json:
         echo_json({**result, "paper": PAPER_REFERENCE})
         return

@@ -1,5 +1,6 @@
 """Chat models behind one interface: OpenAI-compatible HTTP servers (vLLM, SGLang, hosted APIs),
-offline vLLM, local transformers, a scripted backend for tests, and a persistent response cache.
+offline vLLM, local transformers, a scripted backend for tests, a persistent response cache, and
+the text conventions of prompts and replies (:func:`format_box`, :func:`parse_yes_no`).
 
 One package that every caller of a VLM or LLM shares: the multiple-choice runner
 (:mod:`hoibench.runners.mcq`), the augmentation pipeline's chat stages (:mod:`hoibench.augment`)
@@ -19,6 +20,7 @@ from hoibench.models._backend import (
 )
 from hoibench.models._cache import CachedBackend, ResponseCache, request_key
 from hoibench.models._registry import BACKENDS, make_backend
+from hoibench.models._text import format_box, parse_yes_no
 
 __all__ = [
     "BACKENDS",
@@ -33,6 +35,8 @@ __all__ = [
     "ResponseCache",
     "ScriptedBackend",
     "TextPart",
+    "format_box",
     "make_backend",
+    "parse_yes_no",
     "request_key",
 ]

@@ -21,6 +21,7 @@ from hoibench.reports._figures import (
     grouped_bars,
     head_to_tail_recall_plot,
 )
+from hoibench.reports._mcq_figures import class_distribution_figure
 from hoibench.reports._report import Report, ReportFiles, Section
 from hoibench.reports._results import (
     MCQ_METRICS,
@@ -63,6 +64,7 @@ __all__ = [
     "class_ap_boxplot_figure",
     "class_ap_head_to_tail",
     "class_ap_spread_table",
+    "class_distribution_figure",
     "format_cell",
     "grouped_bars",
     "head_to_tail_figure",

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
+from hoibench._random import check_random_state
 from hoibench.data import HOIDataset, HOIPredictions, MCAnswer, MCQuestion
 
 __all__ = ["ObjectPriorDetector", "PriorAnswerer", "RandomAnswerer", "verb_object_counts"]
@@ -208,8 +209,6 @@ class RandomAnswerer:
 
     def answer(self, questions: Iterable[MCQuestion]) -> list[MCAnswer]:
         """One answer per question, in the given order."""
-        from hoibench._random import check_random_state
-
         shared = None if isinstance(self.random_state, (int, np.integer)) and not isinstance(
             self.random_state, bool) else check_random_state(self.random_state)
         out = []

@@ -11,10 +11,9 @@ from hoibench.benchmarks.mcq._builder import (
     time_sensitive_classes,
 )
 from hoibench.benchmarks.mcq._detections import answers_from_detections
-from hoibench.benchmarks.mcq._judges import DEFAULT_JUDGE_PROMPT, NegativeFilter, parse_yes_no
+from hoibench.benchmarks.mcq._judges import DEFAULT_JUDGE_PROMPT, NegativeFilter
 from hoibench.benchmarks.mcq._stats import (
     PAPER_REFERENCE,
-    class_distribution_figure,
     correct_class_counts,
     question_statistics,
 )
@@ -28,9 +27,7 @@ __all__ = [
     "build_mcq_benchmark",
     "build_mcq_training_set",
     "class_counts",
-    "class_distribution_figure",
     "correct_class_counts",
-    "parse_yes_no",
     "question_statistics",
     "similar_verbs",
     "time_sensitive_classes",

@@ -3,7 +3,7 @@
 The paper asks GPT-4.1 which candidate negatives are consistent with the image and keeps the
 inconsistent ones; Qwen2.5-VL-32B then refines the pool, and the negatives *it* rejects are
 cross-checked by GPT-4o, which can keep them. :class:`NegativeFilter` is that cascade over any
-:class:`~hoibench.runners.ChatBackend` objects (the VLM runner's backends, or a
+:class:`~hoibench.models.ChatBackend` objects (the VLM runner's backends, or a
 ``ScriptedBackend`` in tests): ``first`` decides, ``refine`` may reject, ``cross_check`` may keep
 what ``refine`` rejected.
 """
@@ -11,31 +11,27 @@ what ``refine`` rejected.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hoibench._exceptions import ConfigError
-from hoibench.models import ChatBackend, ChatMessage, ChatRequest, GenerationParams, ImagePart
+from hoibench.models import (
+    ChatBackend,
+    ChatMessage,
+    ChatRequest,
+    GenerationParams,
+    ImagePart,
+    parse_yes_no,
+)
 
-__all__ = ["DEFAULT_JUDGE_PROMPT", "NegativeFilter", "parse_yes_no"]
+__all__ = ["DEFAULT_JUDGE_PROMPT", "NegativeFilter"]
 
 DEFAULT_JUDGE_PROMPT = (
     "Look at the image{target}. Could the following describe an interaction that is actually "
     "happening in it: \"{choice}\"? Answer with one word: yes or no."
 )
-
-
-def parse_yes_no(text: str | None) -> bool | None:
-    """``True`` for yes, ``False`` for no, ``None`` when the reply says neither first."""
-    if not text:
-        return None
-    m = re.search(r"\b(yes|no)\b", text.strip().lower())
-    if m is None:
-        return None
-    return m.group(1) == "yes"
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """Statistics of a question set (``hoibench mcq stats``): size, classes, correct-answer histogram,
-Table 1's scene composition and the class distribution against the train split."""
+Table 1's scene composition and the class distribution against the train split (its figure is
+:func:`hoibench.reports.class_distribution_figure`)."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -15,7 +15,7 @@ from hoibench.benchmarks._distribution import head_tail_ratio, kl_divergence, sc
 from hoibench.benchmarks.mcq._builder import class_counts
 from hoibench.data import HOIDataset, MCQuestion
 
-__all__ = ["PAPER_REFERENCE", "class_distribution_figure", "correct_class_counts", "question_statistics"]
+__all__ = ["PAPER_REFERENCE", "correct_class_counts", "question_statistics"]
 
 #: the paper's numbers for its benchmark (001_*.txt Table 1, sec. 2.1-2.2)
 PAPER_REFERENCE = {
@@ -94,38 +94,3 @@ def correct_class_counts(questions: Sequence[MCQuestion], n_hois: int, *,
     space = label_space or "hico-det"
     kept = [q for q in questions if q.label_space == space]
     return class_counts(kept, n_hois), class_counts(kept, n_hois, correct_only=False)
-
-
-def class_distribution_figure(train_counts: np.ndarray, counts: np.ndarray, path: str | os.PathLike[str], *,
-                              title: str = "") -> None:
-    """Save a plot of class shares, classes sorted by train frequency: train vs benchmark."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from hoibench._exceptions import ConfigError
-    from hoibench._io import atomic_write
-
-    suffix = os.path.splitext(str(path))[1].lstrip(".").lower() or "png"
-    supported = plt.figure().canvas.get_supported_filetypes()
-    plt.close("all")
-    if suffix not in supported:
-        raise ConfigError(f"{path}: cannot save a figure as .{suffix}; use one of "
-                          f"{', '.join('.' + s for s in sorted(supported))}")
-    train = np.asarray(train_counts, dtype=np.float64)
-    c = np.asarray(counts, dtype=np.float64)
-    order = np.argsort(-train, kind="stable")
-    x = np.arange(len(order))
-    fig, ax = plt.subplots(figsize=(9, 3.6), dpi=120)
-    ax.bar(x, c[order] / max(c.sum(), 1), width=1.0, color="tab:red", alpha=0.6, label="benchmark (correct choices)")
-    ax.plot(x, train[order] / train.sum(), color="tab:blue", lw=1.2, label="train")
-    ax.set_yscale("log")
-    ax.set_xlabel("HOI classes, most frequent in train first")
-    ax.set_ylabel("share of instances")
-    ax.set_title(title or "class distribution")
-    ax.legend(loc="upper right", frameon=False)
-    fig.tight_layout()
-    with atomic_write(path, "wb") as fh:
-        fig.savefig(fh, format=suffix)
-    plt.close(fig)

@@ -1,12 +1,11 @@
 """The multiple-choice HOI task for VLMs (paper ``001``): settings 1-3, prompt templates as
 versioned data, answer parsing, per-family box conventions, the setting-3 person matching, and
-:class:`MCQRunner`, which asks a :class:`~hoibench.models.ChatBackend` every question and writes
-a resumable answers file."""
+:class:`MCQRunner`, the task on the resumable loop (:func:`hoibench.runners.run_resumable`), which
+asks a :class:`~hoibench.models.ChatBackend` every question and writes a resumable answers file."""
 
 from hoibench.runners.mcq._boxes import (
     BOX_CONVENTIONS,
     ModelFrame,
-    format_box,
     model_frame,
     resolve_box_convention,
     smart_resize,
@@ -38,7 +37,6 @@ __all__ = [
     "PromptTemplate",
     "RenderedQuestion",
     "RunSummary",
-    "format_box",
     "load_detections",
     "load_template",
     "match_person",

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
+from hoibench.models import format_box
 
 __all__ = [
     "BOX_CONVENTIONS",
     "ModelFrame",
-    "format_box",
     "model_frame",
     "resolve_box_convention",
     "smart_resize",
@@ -124,16 +124,9 @@ class ModelFrame:
         return (x1 / sx, y1 / sy, x2 / sx, y2 / sy)
 
     def format(self, model_box: Sequence[float]) -> str:
-        """A model-frame box as prompt text, e.g. ``[310.0, 19.0, 362.0, 123.0]``."""
-        return format_box(model_box, relative=self.relative)
-
-
-def format_box(box: Sequence[float], *, relative: bool = False) -> str:
-    """Box text as the released code prints it: a Python list of floats rounded to two decimals
-    (``[310.0, 19.0, 362.0, 123.0]``); relative 0–1000 boxes as integers."""
-    if relative:
-        return "[" + ", ".join(str(round(float(v))) for v in box) + "]"
-    return "[" + ", ".join(repr(round(float(v), 2)) for v in box) + "]"
+        """A model-frame box as prompt text as the released code prints it: two decimals
+        (``[310.0, 19.0, 362.0, 123.0]``), relative 0–1000 boxes as integers."""
+        return format_box(model_box, decimals=0 if self.relative else 2)
 
 
 def resolve_box_convention(convention: str, model: str) -> str:

@@ -1,11 +1,10 @@
-"""The multiple-choice run loop: questions + images + a chat backend → an answers JSONL file.
+"""The multiple-choice task: questions + images + a chat backend → an answers JSONL file.
 
-Each chunk of questions goes through up to three stages, each one batch of backend requests:
-the perceived image size (``internvl`` convention, settings 2–3), person detection (setting 3
-without external detections), and the questions. Answers are appended to the JSONL file as their
-responses arrive; a re-run with the same arguments keeps every finished answer and asks only for
-the rest (responses already in the cache cost no request). At the end the file is rewritten
-atomically with one line per question, in question order.
+:class:`MCQRunner` is a :class:`~hoibench.runners.ChatTask` on the resumable loop
+(:func:`~hoibench.runners.run_resumable`), which owns the answers file, resume, chunking and
+progress. Each chunk of questions is answered in up to three batches of backend requests: the
+perceived image size (``internvl`` convention, settings 2–3), person detection (setting 3 without
+external detections), and the questions.
 """
 
 from __future__ import annotations
@@ -14,20 +13,19 @@ import hashlib
 import io
 import logging
 import mimetypes
-import os
-import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
+from hoibench._version import __version__
 from hoibench.data import MCAnswer, MCQuestion
 from hoibench.formats.questions import AnswerWriter, read_answers, write_answers
-from hoibench.models._backend import (
+from hoibench.models import (
     ChatBackend,
     ChatMessage,
     ChatRequest,
@@ -35,6 +33,7 @@ from hoibench.models._backend import (
     GenerationParams,
     ImagePart,
 )
+from hoibench.runners._loop import Batch, ChatTask, run_resumable
 from hoibench.runners.mcq._boxes import (
     QWEN_MAX_PIXELS,
     QWEN_MIN_PIXELS,
@@ -96,8 +95,9 @@ def _frame(img: _Image) -> ModelFrame:
     return img.frame
 
 
-class MCQRunner:
-    """Run a chat backend on multiple-choice HOI questions.
+class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
+    """Run a chat backend on multiple-choice HOI questions: the multiple-choice task on the
+    resumable loop (:func:`~hoibench.runners.run_resumable`).
 
     Parameters
     ----------
@@ -171,11 +171,12 @@ class MCQRunner:
         self.progress = progress
         self.extra_header = dict(extra_header or {})
 
-    # ------------------------------------------------------------------ header and resume
+    noun = "question"
+    rate_unit = "q/s"
+
+    # ------------------------------------------------------------------ header
     def header(self) -> dict[str, Any]:
         """The provenance recorded on the first line; a resumed run must match it exactly."""
-        from hoibench._version import __version__
-
         return {
             "kind": ANSWERS_KIND, "model": self.model, "backend": self.backend.fingerprint(),
             "setting": self.setting, "box_convention": self.box_convention,
@@ -188,23 +189,6 @@ class MCQRunner:
             "detections": self.detections_id if self.detections is not None else None,
             **self.extra_header, "hoibench": __version__,
         }
-
-    def _resume(self, out: Path, header: dict[str, Any]) -> dict[str, MCAnswer]:
-        """Answers an earlier run with the same settings left in ``out`` (errors excluded)."""
-        if not out.exists() or out.stat().st_size == 0:
-            return {}
-        old = read_answers(out)
-        if not old.header:
-            raise ConfigError(f"{out}: exists and has no answers header; choose another --out")
-        skip = {"hoibench"}
-        diff = sorted(k for k in set(old.header) | set(header)
-                      if k not in skip and old.header.get(k) != header.get(k))
-        if diff:
-            k = diff[0]
-            raise ConfigError(f"{out}: was written by a run with other settings ({k}: "
-                              f"{old.header.get(k)!r} there, {header.get(k)!r} now); use another "
-                              "--out or --overwrite")
-        return {a.question_id: a for a in old if a.status != "error"}
 
     # ------------------------------------------------------------------ images
     def _image_path(self, q: MCQuestion) -> Path:
@@ -242,89 +226,60 @@ class MCQRunner:
     def run(self, questions: Sequence[MCQuestion], out: str | Path, *,
             overwrite: bool = False) -> RunSummary:
         """Answer every question into ``out`` (JSONL), resuming what an earlier run left there."""
-        start = time.perf_counter()
-        out = Path(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
         if self.setting is not None:
             questions = [q if q.setting == self.setting else q.with_setting(self.setting) for q in questions]
-        ids = [q.id for q in questions]
-        if len(set(ids)) != len(ids):
-            dup = next(i for i in ids if ids.count(i) > 1)
-            raise ValidationError(f"question id {dup!r} occurs more than once")
-        missing = [q.file_name for q in questions if not self._image_path(q).is_file()]
+        res = run_resumable(self, questions, backend=self.backend, store=_AnswersFile(Path(out)),
+                            header=self.header(), overwrite=overwrite, chunk_size=self.chunk_size,
+                            progress=self.progress)
+        counts = res.counts
+        return RunSummary(total=len(questions), resumed=res.resumed, ok=counts.get("ok", 0),
+                          parse_error=counts.get("parse_error", 0),
+                          no_person_match=counts.get("no_person_match", 0),
+                          error=counts.get("error", 0) + res.missing, requests=res.requests,
+                          cache_hits=res.cache_hits, seconds=res.seconds, out=str(out))
+
+    # ------------------------------------------------------------------ the task protocol
+    def item_id(self, item: MCQuestion) -> str:
+        return item.id
+
+    def record_id(self, record: MCAnswer) -> str:
+        return record.question_id
+
+    def status(self, record: MCAnswer) -> str:
+        return record.status
+
+    def check(self, items: Sequence[MCQuestion]) -> None:
+        missing = [q.file_name for q in items if not self._image_path(q).is_file()]
         if missing:
             raise ConfigError(f"{len(missing)} image(s) not found under {self.images}, e.g. "
                               f"{self.images / missing[0]}")
-        if any(q.setting == 3 for q in questions) and self.detections is not None:
-            absent = [q.file_name for q in questions if q.setting == 3 and q.file_name not in self.detections]
+        if any(q.setting == 3 for q in items) and self.detections is not None:
+            absent = [q.file_name for q in items if q.setting == 3 and q.file_name not in self.detections]
             if absent:
                 log.warning("%d image(s) have no external detections (no person match), e.g. %s",
                             len(absent), absent[0])
-        if overwrite and out.exists():
-            out.unlink()
-        header = self.header()
-        done = self._resume(out, header)
-        todo = [q for q in questions if q.id not in done]
-        # questions of one image in one chunk, so that each image is prepared once
+
+    def order(self, items: list[MCQuestion]) -> list[MCQuestion]:
+        """Questions of one image next to each other, so that each image is prepared once."""
         rank: dict[str, int] = {}
-        for q in todo:
+        for q in items:
             rank.setdefault(q.file_name, len(rank))
-        todo.sort(key=lambda q: rank[q.file_name])
-        resumed = len(questions) - len(todo)
-        stats0 = self.backend.stats()
-        sent = [0]
+        return sorted(items, key=lambda q: rank[q.file_name])
 
-        errors: dict[str, MCAnswer] = {}
-        with AnswerWriter(out, header=header) as writer, \
-                _Progress(len(questions), resumed, self.progress) as bar:
-            def write(answer: MCAnswer, q: MCQuestion) -> None:
-                writer.write(answer)
-                (errors if answer.status == "error" else done)[q.id] = answer
-                bar.advance(answer.status)
-
-            chunks = [todo[s:s + self.chunk_size] for s in range(0, len(todo), self.chunk_size)]
-            # decoding, resizing and encoding release the GIL: images are prepared in threads, and
-            # the next chunk's while the current chunk's requests are in flight
-            with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-                pending = self._prepare_chunk(pool, chunks[0]) if chunks else None
-                for k, chunk in enumerate(chunks):
-                    images = {name: fut.result() for name, fut in pending.items()}  # type: ignore[union-attr]
-                    pending = self._prepare_chunk(pool, chunks[k + 1]) if k + 1 < len(chunks) else None
-                    self._run_chunk(chunk, images, write, sent)
-
-        final = [done.get(q.id) or errors.get(q.id) for q in questions]
-        # one line per question, in question order (replaces retried errors and resumed duplicates)
-        write_answers(out, [a for a in final if a is not None], header=header)
-        counts = {k: 0 for k in ("ok", "parse_error", "no_person_match", "error")}
-        for a in final:
-            st = "error" if a is None else a.status
-            counts[st] = counts.get(st, 0) + 1
-        stats1 = self.backend.stats()
-        hits = stats1.cache_hits - stats0.cache_hits
-        reqs = (stats1.requests - stats0.requests
-                if stats1.requests is not None and stats0.requests is not None else sent[0])
-        return RunSummary(total=len(questions), resumed=resumed, ok=counts["ok"],
-                          parse_error=counts["parse_error"], no_person_match=counts["no_person_match"],
-                          error=counts["error"], requests=reqs, cache_hits=hits,
-                          seconds=time.perf_counter() - start, out=str(out))
-
-    def _generate(self, requests: list[ChatRequest],
-                  on_response: Callable[[int, ChatResponse], None], sent: list[int]) -> None:
-        if requests:
-            sent[0] += len(requests)
-            self.backend.generate(requests, on_response)
+    def prepare(self, chunk: Sequence[MCQuestion]) -> dict[str, Callable[[], _Image]]:
+        first: dict[str, MCQuestion] = {}
+        for q in chunk:
+            first.setdefault(q.file_name, q)
+        return {name: partial(self._prepare_image, q) for name, q in first.items()}
 
     def _request(self, image: _Image, text: str, **meta: Any) -> ChatRequest:
         return ChatRequest((ChatMessage.user(image.part, text),), self.params, meta=meta)
 
-    def _prepare_chunk(self, pool: ThreadPoolExecutor, chunk: list[MCQuestion]) -> dict[str, Future[_Image]]:
-        first: dict[str, MCQuestion] = {}
-        for q in chunk:
-            first.setdefault(q.file_name, q)
-        return {name: pool.submit(self._prepare_image, q) for name, q in first.items()}
-
-    def _run_chunk(self, chunk: list[MCQuestion], images: dict[str, _Image],
-                   write: Callable[[MCAnswer, MCQuestion], None], sent: list[int]) -> None:
+    def batches(self, chunk: Sequence[MCQuestion], prepared: Mapping[str, Any],
+                emit: Callable[[MCAnswer], None]) -> Iterator[Batch]:
+        """Up to three batches: perceived image sizes (internvl), person detections (setting 3
+        without external detections), the questions."""
+        images: dict[str, _Image] = dict(prepared)
         boxed = {q.file_name for q in chunk if q.setting in (2, 3)}
         names = list(images)
 
@@ -345,7 +300,7 @@ class MCQRunner:
                 else:
                     img.frame = model_frame("internvl", img.width, img.height, perceived=size)
 
-            self._generate(reqs, on_size, sent)
+            yield Batch(reqs, on_size)
             for n in names:  # setting 1 needs no box frame
                 if n not in boxed:
                     images[n].frame = model_frame("original", images[n].width, images[n].height)
@@ -370,20 +325,20 @@ class MCQRunner:
                 img.stage_meta.update(detection_raw=resp.text, detection_status=parsed.status,
                                       detection_dropped=parsed.dropped)
 
-            self._generate(reqs, on_det, sent)
+            yield Batch(reqs, on_det)
         elif self.detections is not None:
             for n in detect:
                 images[n].detections = np.asarray(self.detections.get(n, np.zeros((0, 4))),
                                                   dtype=np.float64).reshape(-1, 4)
 
         # stage 3: the questions
-        reqs: list[ChatRequest] = []
+        reqs = []
         asked: list[tuple[MCQuestion, Any, dict[str, Any]]] = []
         for q in chunk:
             img = images[q.file_name]
             meta: dict[str, Any] = dict(img.stage_meta)
             if img.failed is not None:
-                write(MCAnswer(q.id, frozenset(), None, img.failed, meta=meta), q)
+                emit(MCAnswer(q.id, frozenset(), None, img.failed, meta=meta))
                 continue
             frame = _frame(img)
             box_text = object_box_text = None
@@ -400,7 +355,7 @@ class MCQRunner:
                 meta.update(n_detected=0 if img.detections is None else len(img.detections),
                             match_iou=round(iou, 4))
                 if k < 0:
-                    write(MCAnswer(q.id, frozenset(), None, "no_person_match", meta=meta), q)
+                    emit(MCAnswer(q.id, frozenset(), None, "no_person_match", meta=meta))
                     continue
                 if self.detections is None:
                     model_box = img.model_boxes[k]  # as the model wrote it
@@ -421,7 +376,7 @@ class MCQRunner:
             q, rendered, meta = asked[i]
             meta = {**meta, "order": list(rendered.order)}
             if not resp.ok:
-                write(MCAnswer(q.id, frozenset(), None, "error", meta={**meta, "error": resp.error}), q)
+                emit(MCAnswer(q.id, frozenset(), None, "error", meta={**meta, "error": resp.error}))
                 return
             parsed = parse_letters(resp.text, rendered.letters, answer_format=self.answer_format)
             texts = [rendered.letters[x] for x in sorted(parsed.letters)]
@@ -431,40 +386,24 @@ class MCQRunner:
             if any(t is None for t in texts):
                 meta["padding_selected"] = True  # the "None" filler of a short question
             selected = frozenset(t for t in texts if t is not None)
-            write(MCAnswer(q.id, selected, resp.text, parsed.status, meta=meta), q)
+            emit(MCAnswer(q.id, selected, resp.text, parsed.status, meta=meta))
 
-        self._generate(reqs, on_answer, sent)
+        yield Batch(reqs, on_answer)
 
 
-class _Progress:
-    """A rich progress bar with throughput and ETA (silent when disabled)."""
+@dataclass(frozen=True)
+class _AnswersFile:
+    """The answers JSONL file (header line, one answer a line) as the loop's record store."""
 
-    def __init__(self, total: int, done: int, enabled: bool) -> None:
-        self.total, self.done, self.enabled = total, done, enabled
-        self.counts: dict[str, int] = {}
-        self._p: Any = None
+    path: Path
+    noun: str = "answers"
 
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            from hoibench._progress import make_progress
+    def read(self) -> tuple[Mapping[str, Any] | None, Sequence[MCAnswer]]:
+        old = read_answers(self.path)
+        return old.header, list(old)
 
-            self._p = make_progress(description="[bold]answering", eta=True,
-                                    extra=["{task.fields[rate]}"], trailing=["{task.fields[issues]}"])
-            self._p.start()
-            self._task = self._p.add_task("run", total=self.total, completed=self.done,
-                                          rate="", issues="")
-            self._t0 = time.perf_counter()
-            self._n = 0
-        return self
+    def appender(self, header: Mapping[str, Any]) -> AnswerWriter:
+        return AnswerWriter(self.path, header=header)
 
-    def advance(self, status: str) -> None:
-        self.counts[status] = self.counts.get(status, 0) + 1
-        if self._p is not None:
-            self._n += 1
-            rate = self._n / max(time.perf_counter() - self._t0, 1e-9)
-            issues = " ".join(f"{k}={v}" for k, v in sorted(self.counts.items()) if k != "ok")
-            self._p.update(self._task, advance=1, rate=f"{rate:.1f} q/s", issues=issues)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._p is not None:
-            self._p.stop()
+    def rewrite(self, records: Sequence[MCAnswer], header: Mapping[str, Any]) -> None:
+        write_answers(self.path, records, header=header)
