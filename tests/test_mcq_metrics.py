@@ -267,3 +267,45 @@ def test_crosshoi_class_keys_restrict_macro_f1() -> None:
     assert only_look.micro_f1 == every_text.micro_f1  # only Macro-F1 uses the class table
     with pytest.raises(ConfigError, match="class_keys"):
         mcq_metrics(ans, [q], protocol="paper", class_keys=[("look_at", "frisbee")])
+
+
+_HASH_SCRIPT = """
+import numpy as np
+from hoibench.data import Choice, MCAnswer, MCQuestion
+from hoibench.evaluation import mcq_metrics
+from hoibench.vocab import hico_det
+
+v = hico_det()
+rng = np.random.default_rng(0)
+qs, ans = [], []
+for i in range(300):
+    hois = rng.choice(v.n_hois, 4, replace=False)
+    choices = tuple(Choice(f"{v.verbs[v.hoi_verb_object[h][0]]} a/an {v.objects[v.hoi_verb_object[h][1]]}",
+                           hoi=int(h), verb=int(v.hoi_verb_object[h][0]), object=int(v.hoi_verb_object[h][1]))
+                    for h in hois)
+    correct = tuple(int(c) for c in np.flatnonzero(rng.random(4) < 0.5)) or (0,)
+    q = MCQuestion(id=f"q{i}", file_name=f"img{i % 97}.jpg", setting=1, choices=choices,
+                   correct=frozenset(correct))
+    picked = [choices[j].text for j in range(4) if rng.random() < 0.5]
+    qs.append(q)
+    ans.append(MCAnswer(question_id=q.id, selected=frozenset(picked)))
+for proto in ("paper", "crosshoi"):
+    r = mcq_metrics(ans, qs, protocol=proto)
+    print(proto, *(repr(x) for x in r.as_dict().values() if isinstance(x, float)))
+"""
+
+
+def test_scores_do_not_depend_on_string_hashing() -> None:
+    """Macro-F1 sums per-class F1 in the order classes are first met; that order must not come
+    from iterating a set of strings (PYTHONHASHSEED changed the last digit before)."""
+    import os
+    import subprocess
+    import sys
+
+    outs = set()
+    for seed in ("1", "2", "3", "4"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        res = subprocess.run([sys.executable, "-c", _HASH_SCRIPT], env=env, capture_output=True,
+                             text=True, timeout=120, check=True)
+        outs.add(res.stdout)
+    assert len(outs) == 1, outs

@@ -207,7 +207,7 @@ def _count_paper(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: fro
     rows.image.append(q.file_name)
     pred_keys = {_paper_key(q, i) for i in chosen}
     gt_keys = {_paper_key(q, i) for i in correct}
-    for key in pred_keys | gt_keys:
+    for key in sorted(pred_keys | gt_keys):  # a fixed order: sums must not depend on string hashing
         rows.add_class(qi, classes(key), float(key in pred_keys and key in gt_keys),
                        float(key in pred_keys), float(key in gt_keys))
 
