@@ -217,6 +217,7 @@ def stats(questions_path: str, annotations: str | None, setting: int | None, plo
 
 
 def _score_table(title: str, results: list[tuple[str, Any]]) -> Table:
+    """Metrics (rows) of each choice order (columns), printed in percent."""
     from hoibench.evaluation import MCQ_METRIC_NAMES
 
     table = Table(title=title)
@@ -281,18 +282,22 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any]) -> Any:
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
               help="Write the metrics as one JSON object to this file.")
 @click.option("--per-class", is_flag=True, help="Add per-class tp/pred/gt/F1 to the JSON output.")
+@click.option("--model", default="", help="Model name recorded in --json output.")
+@click.option("--benchmark", default="",
+              help="Benchmark name recorded in --json output [default: the questions file name].")
 def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, setting: int | None, n_bootstrap: int,
-          seed: int, zero_division: float, json_out: str | None, per_class: bool) -> None:
+          seed: int, zero_division: float, json_out: str | None, per_class: bool, model: str,
+          benchmark: str) -> None:
     """Score answers (JSONL: selected choice texts or letters) against questions."""
-    from hoibench._io import atomic_write_json
     from hoibench.cli._common import reject_unused_options
     from hoibench.evaluation import mcq_scores
     from hoibench.formats import read_questions
+    from hoibench.results import mcq_record, write_record
 
     if n_bootstrap == 0:
         reject_unused_options(click.get_current_context(), "without --bootstrap", "seed")
     if json_out is None:
-        reject_unused_options(click.get_current_context(), "without --json", "per_class")
+        reject_unused_options(click.get_current_context(), "without --json", "per_class", "model", "benchmark")
     if protocol != "paper":
         reject_unused_options(click.get_current_context(), f"with --protocol {protocol}", "zero_division")
 
@@ -332,16 +337,9 @@ def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, se
     if answers.n_truncated:
         err_console.print(f"note: {answers.n_truncated} truncated answer line ignored")
     if json_out is not None:
-        out = main.as_dict(per_class=per_class)
-        if len(results) > 1:
-            out["permutations"] = {name: r.metrics() for name, r in results}
-            import numpy as np
-
-            out["position_sensitivity"] = {m: float(np.std([r.metrics()[m] for _, r in results]))
-                                           for m in main.metrics()}
-        out["questions_file"] = str(questions_path)
-        out["answers_file"] = str(answers_path)
-        atomic_write_json(json_out, out, indent=True)
+        write_record(mcq_record(results, model=model, benchmark=benchmark or Path(questions_path).name,
+                                per_class=per_class, questions_file=str(questions_path),
+                                answers_file=str(answers_path)), json_out)
 
 
 @click.command("from-detections")
