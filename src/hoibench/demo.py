@@ -308,8 +308,8 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[R
 
                 def recall(qs: list[Any] = qs, answers: list[Any] = answers, model: str = model,
                            bench: str = bench) -> ResultRecord[Any]:
-                    return ResultRecord(mcq_class_recall(qs, answers, train_counts, class_names=class_names),
-                                        model, bench)
+                    return ResultRecord(mcq_class_recall(answers, qs, train_counts=train_counts,
+                                                         class_names=class_names), model, bench)
 
                 for kind, fn in (("mcq", score), ("recall", recall)):
                     results.append(_cached(out / "results" / kind / f"{stem}.json", reuse, fn))

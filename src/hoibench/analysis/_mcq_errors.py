@@ -147,7 +147,7 @@ def head_to_tail_recall(questions: Sequence[MCQuestion], answers: Iterable[MCAns
     if n_bins < 1:
         raise ConfigError(f"n_bins must be >= 1; got {n_bins}")
     counts = np.asarray(train_counts)
-    per = mcq_class_recall(questions, answers, counts)
+    per = mcq_class_recall(answers, questions, train_counts=counts)
     assert per.classes is not None and per.n_gt is not None and per.n_tp is not None  # computed, not read
     gt = dict(zip(per.classes.tolist(), per.n_gt.tolist()))
     tp = dict(zip(per.classes.tolist(), per.n_tp.tolist()))

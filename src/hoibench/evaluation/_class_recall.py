@@ -71,10 +71,12 @@ class ClassRecall:
                    n_tp=f.integers("n_tp", n=n, lo=0, default=None))
 
 
-def mcq_class_recall(questions: Iterable[MCQuestion], answers: Mapping[str, MCAnswer] | Iterable[MCAnswer],
-                     train_counts: Sequence[float] | np.ndarray, *,
+def mcq_class_recall(answers: Mapping[str, MCAnswer] | Iterable[MCAnswer], questions: Iterable[MCQuestion], *,
+                     train_counts: Sequence[float] | np.ndarray,
                      class_names: Sequence[str] | None = None) -> ClassRecall:
     """Recall per HOI class over the correct choices of ``questions`` (classes in id order).
+
+    Answers (predictions) first, questions (ground truth) second, like every metric.
 
     A correct choice counts once per question; it is recalled when the answer selects its text
     (a missing answer selects nothing). Choices outside the label space (HOI id -1) are skipped.

@@ -37,6 +37,7 @@ counts, and ``(question × class)`` sparse count matrices, combined with resampl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -62,6 +63,8 @@ _COUNTS = ("n_questions", "n_images", "n_classes", "n_answered", "n_missing", "n
 @dataclass(frozen=True)
 class MCQResult:
     """Scores (fractions in [0, 1]) and what went into them.
+
+    A metric is NaN only in a result read from a file of published numbers that leaves it out.
 
     ``ci`` maps each metric name to its bootstrap ``(low, high)`` interval when requested.
     ``per_class`` maps a class name to ``{"tp", "pred", "gt", "f1"}``. The counts are ``None``
@@ -103,7 +106,7 @@ class MCQResult:
         """The ``mcq_metrics`` object of ``docs/interfaces.md`` (fractions); ``per_class`` is
         written when the result holds it (``dataclasses.replace(r, per_class={})`` leaves it out)."""
         out = result_header(self.kind, model, benchmark)
-        out.update(self.metrics())
+        out.update({k: json_float(v) for k, v in self.metrics().items()})
         out.update(protocol=self.protocol, zero_division=self.zero_division,
                    **{k: getattr(self, k) for k in _COUNTS}, missing_ids=list(self.missing_ids))
         if self.ci is not None:
@@ -116,12 +119,15 @@ class MCQResult:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], *, file: object = None, record: object = None) -> MCQResult:
-        """Read an ``mcq_metrics`` object: the six metrics are required (fractions), the counts
-        and intervals optional; each problem is a :class:`~hoibench.FormatError` naming the field."""
+        """Read an ``mcq_metrics`` object: the metrics (fractions; one at least, the others NaN
+        when a file of published numbers leaves them out), optional counts and intervals. Each
+        problem is a :class:`~hoibench.FormatError` naming the field."""
         f = Fields(d, file=file, record=record)
         f.check_kind(cls.kind)
         frac = {"lo": 0.0, "hi": 1.0, "unit": "a fraction"}
-        metrics = {k: f.number(k, **frac) for k in MCQ_METRIC_NAMES}
+        metrics = {k: f.number(k, null=True, default=math.nan, **frac) for k in MCQ_METRIC_NAMES}
+        if all(math.isnan(v) for v in metrics.values()):
+            raise f.error(None, f"no metric among {list(MCQ_METRIC_NAMES)}")
         ci_f = f.optional_sub("ci")
         ci = None
         if ci_f is not None:

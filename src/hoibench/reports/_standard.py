@@ -17,6 +17,7 @@ results (several models, several benchmarks) it adds the sections the results al
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -189,15 +190,22 @@ def vcoco_figures(records: Sequence[ResultRecord[VCOCOResult]]) -> list[Figure]:
 
 
 # ---------------------------------------------------------------------- multiple choice
+def _mcq_metrics_present(records: Sequence[ResultRecord[MCQResult]]) -> list[str]:
+    """The metrics some result reports (all six unless files of published numbers leave some out)."""
+    return [k for k in MCQ_METRIC_NAMES if any(not math.isnan(getattr(r.result, k)) for r in records)]
+
+
 def mcq_table(records: Sequence[ResultRecord[MCQResult]]) -> Table:
     """Long format: one row per (model, benchmark, metric) with the value and its CI (percent)."""
     rows = []
     for rec in records:
         r = rec.result
         ci = r.ci or {}
-        for k in MCQ_METRIC_NAMES:
+        for k, v in r.metrics().items():
+            if math.isnan(v):
+                continue  # not reported (a file of published numbers)
             lo, hi = ci.get(k, (None, None))
-            rows.append((rec.model, rec.benchmark, r.protocol, k, _pct(getattr(r, k)), _pct(lo), _pct(hi)))
+            rows.append((rec.model, rec.benchmark, r.protocol, k, _pct(v), _pct(lo), _pct(hi)))
     level = next((r.result.confidence for r in records if r.result.confidence), None)
     ci_text = f"{100 * level:.0f}% bootstrap confidence interval" if level else "bootstrap confidence interval"
     return Table("mcq-metrics", "Multiple-choice metrics (%)",
@@ -209,16 +217,21 @@ def mcq_table(records: Sequence[ResultRecord[MCQResult]]) -> Table:
 def mcq_summary_table(records: Sequence[ResultRecord[MCQResult]], *, decimals: int = 1) -> Table:
     """One row per (model, benchmark): each metric as ``value [low, high]`` in percent (display
     table; :func:`mcq_table` has the raw numbers)."""
-    def cell(r: MCQResult, k: str) -> str:
-        text = f"{100 * getattr(r, k):.{decimals}f}"
+    metrics = _mcq_metrics_present(records)
+
+    def cell(r: MCQResult, k: str) -> str | None:
+        v = getattr(r, k)
+        if math.isnan(v):
+            return None
+        text = f"{100 * v:.{decimals}f}"
         if r.ci and k in r.ci:
             lo, hi = r.ci[k]
             text += f" [{100 * lo:.{decimals}f}, {100 * hi:.{decimals}f}]"
         return text
 
-    rows = tuple((rec.model, rec.benchmark, *(cell(rec.result, k) for k in MCQ_METRIC_NAMES)) for rec in records)
+    rows = tuple((rec.model, rec.benchmark, *(cell(rec.result, k) for k in metrics)) for rec in records)
     return Table("mcq-summary", "Multiple-choice metrics (%) with confidence intervals",
-                 ("model", "benchmark", *MCQ_METRIC_NAMES), rows,
+                 ("model", "benchmark", *metrics), rows,
                  caption="value [CI low, CI high]; the raw numbers are in the next table.")
 
 
@@ -227,16 +240,17 @@ def mcq_figures(records: Sequence[ResultRecord[MCQResult]]) -> list[Figure]:
     figs = []
     for bench in _unique([r.benchmark for r in records]):
         rs = [r for r in records if r.benchmark == bench]
+        metrics = _mcq_metrics_present(rs)
         series: dict[str, list[float | None]] = {}
         errors: dict[str, list[tuple[float, float] | None]] = {}
         for rec in rs:
             r = rec.result
             label = rec.model if [x.model for x in rs].count(rec.model) == 1 else f"{rec.model} ({r.protocol})"
             ci = r.ci or {}
-            series[label] = [100 * getattr(r, k) for k in MCQ_METRIC_NAMES]
-            errors[label] = [(100 * ci[k][0], 100 * ci[k][1]) if k in ci else None for k in MCQ_METRIC_NAMES]
+            series[label] = [100 * getattr(r, k) for k in metrics]
+            errors[label] = [(100 * ci[k][0], 100 * ci[k][1]) if k in ci else None for k in metrics]
         figs.append(grouped_bars(f"mcq-{_slug(bench)}", f"Multiple-choice metrics on {bench}",
-                                 groups=list(MCQ_METRIC_NAMES), series=series, errors=errors, ylabel="%",
+                                 groups=metrics, series=series, errors=errors, ylabel="%",
                                  caption="Error bars: bootstrap confidence intervals."))
     return figs
 

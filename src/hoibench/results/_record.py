@@ -36,6 +36,16 @@ ENVELOPE = frozenset({"kind", "version", "model", "benchmark"})
 R = TypeVar("R")
 
 
+def _file_stem(file: object) -> str:
+    """A result file's name without its extensions (``a.json.gz`` -> ``a``): a missing model's name."""
+    if not file:
+        return "model"
+    name = Path(str(file)).name
+    for ext in (".gz", ".jsonl", ".json"):
+        name = name.removesuffix(ext)
+    return name or "model"
+
+
 def result_from_json(d: Any, *, file: object = None, record: object = None) -> Result:
     """The typed result of a parsed JSON object, by its ``kind``."""
     if not isinstance(d, dict):
@@ -105,7 +115,7 @@ class ResultRecord(Generic[R]):
                                   field=key)
             names[key] = v or ""
         keys = type(result).json_keys
-        return cls(result=result, model=names["model"] or (Path(str(file)).stem if file else "model"),
+        return cls(result=result, model=names["model"] or _file_stem(file),
                    benchmark=names["benchmark"] or (result.name if isinstance(result, BenchmarkStats)
                                                     else "benchmark"),
                    extra={k: v for k, v in d.items() if k not in keys and k not in ENVELOPE},
