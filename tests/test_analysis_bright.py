@@ -128,7 +128,7 @@ def test_class_ap_values_drop_classes_without_ground_truth():
     with pytest.raises(ValidationError):
         class_ap_values(r, classes=[7])
     bare = ResultRecord.from_json({"kind": "hico_map", "full": 12.0}, file="paper.json").result
-    with pytest.raises(ValidationError, match="paper.json: per_class_ap is needed"):
+    with pytest.raises(ValidationError, match=r"paper\.json: per_class_ap is needed"):
         class_ap_values(bare, name="paper.json")
 
 

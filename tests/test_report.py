@@ -274,7 +274,7 @@ def test_report_needs_results():
 def test_report_refuses_results_it_has_no_section_for():
     matches = ResultRecord.from_json({"kind": "hoi_matches", "n_gt": [1], "hoi": [0], "score": [0.5],
                                       "tp": [True]}, file="m.json")
-    with pytest.raises(ValidationError, match="m.json: hoi_matches results have no report section"):
+    with pytest.raises(ValidationError, match=r"m\.json: hoi_matches results have no report section"):
         build_report([matches])
 
 

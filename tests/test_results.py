@@ -300,7 +300,7 @@ def test_files_hold_an_object_a_list_or_json_lines(tmp_path):
         read_result(a)
     c = tmp_path / "scalar.json"
     c.write_text("3")
-    with pytest.raises(FormatError, match="scalar.json: expected a JSON object, got int"):
+    with pytest.raises(FormatError, match=r"scalar\.json: expected a JSON object, got int"):
         read_results([c])
 
 

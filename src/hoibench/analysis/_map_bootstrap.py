@@ -345,7 +345,7 @@ class ModelComparison:
         return self.models.index(model)
 
     def map_ci(self, *, method: str = "basic") -> list[dict[str, Any]]:
-        """Per model: each metric's estimate, interval (``<metric>_low/_high``) and bias."""
+        """Per model: each metric's estimate, interval (``<metric>_low/_high``) and bias (fractions)."""
         lo, hi = bootstrap_interval(self.samples, self.estimate, confidence=self.confidence, method=method)
         bias = _bias(self.samples, self.estimate)
         out = []
@@ -359,7 +359,7 @@ class ModelComparison:
 
     def paired_difference(self, a: str, b: str, metric: str = "full", *,
                           method: str = "basic") -> dict[str, Any]:
-        """mAP(a) − mAP(b): observed, CI over the shared resamples, P(a > b), bias."""
+        """mAP(a) − mAP(b) (fractions): observed, CI over the shared resamples, P(a > b), bias."""
         k, i, j = self._k(metric), self._m(a), self._m(b)
         d = self.samples[:, i, k] - self.samples[:, j, k]
         observed = float(self.estimate[i, k] - self.estimate[j, k])
