@@ -5,6 +5,7 @@ written before the refactor still read, one-line errors naming the field, the un
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import math
 from pathlib import Path
@@ -206,7 +207,7 @@ def test_old_files_keep_their_numbers_when_written_again(tmp_path):
             continue
         old = read_result(p)
         new = json.loads(json.dumps(old.to_json()))
-        raw = json.loads(__import__("gzip").decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_text())
+        raw = json.loads(gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_text())
         for key in set(raw) - {"model", "ci"}:
             assert new[key] == raw[key], (p.name, key)  # percent stays percent, digit for digit
 
@@ -380,3 +381,11 @@ def test_hoi_matches_of_another_tool_are_ranked_per_class_by_score():
     assert m.class_offsets.tolist() == [0, 2, 3] and m.scores.tolist() == [0.9, 0.2, 0.3]
     assert m.tp.tolist() == [True, False, True] and m.det_index.tolist() == [-1, -1, -1]
     assert m.protocol.name == "official"
+
+
+def test_reprs_name_the_numbers_not_the_arrays(hico, mcq):
+    res = _results(hico, mcq)
+    text = repr(res["hico_map"])
+    assert text.startswith(f"HICOMapResult(full={res['hico_map'].full:.4f}, ") and "600 classes, with ci" in text
+    assert repr(res["class_recall"]) == (f"ClassRecall(n_classes={len(res['class_recall'].recall)}, "
+                                         f"mean_recall={np.nanmean(res['class_recall'].recall):.4f})")

@@ -16,7 +16,7 @@ from hoibench.evaluation._fields import Fields, json_float, result_header
 __all__ = ["ClassRecall", "mcq_class_recall"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ClassRecall:
     """Recall (fraction) of each HOI class among the correct choices, with its train count.
 
@@ -44,6 +44,12 @@ class ClassRecall:
                 raise ConfigError(f"{name} has {len(v)} entries for {n} classes")
         if self.class_names and len(self.class_names) != n:
             raise ConfigError(f"class_names has {len(self.class_names)} entries for {n} classes")
+
+    def __repr__(self) -> str:
+        """Sizes and the mean, not the arrays."""
+        ok = self.recall[~np.isnan(self.recall)]
+        mean = f"{float(ok.mean()):.4f}" if len(ok) else "nan"
+        return f"ClassRecall(n_classes={len(self.recall)}, mean_recall={mean})"
 
     def to_json(self, *, model: str | None = None, benchmark: str | None = None) -> dict[str, Any]:
         """The ``class_recall`` object of ``docs/interfaces.md`` (fractions)."""

@@ -542,7 +542,7 @@ class HICOMapCI:
                    method=f.string("method", default=None), resampled=f.string("resampled", default="images"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class HICOMapResult:
     """HICO-DET mAP. Every AP is a fraction in [0, 1] (``full``, ``rare``, ``non_rare``,
     ``subsets`` and per-class AP alike); the ``hico_map`` JSON writes the mAPs in percent.
@@ -581,6 +581,14 @@ class HICOMapResult:
         if self.headline != "full" and self.headline not in self.subsets:
             raise ConfigError(f"headline must be 'full' or a key of subsets {sorted(self.subsets)}; "
                               f"got {self.headline!r}")
+
+    def __repr__(self) -> str:
+        """The mAPs, not the per-class arrays."""
+        subsets = ", ".join(f"{k!r}: {v:.4f}" for k, v in self.subsets.items())
+        n = "none" if self.per_class_ap is None else f"{len(self.per_class_ap)} classes"
+        return (f"HICOMapResult(full={self.full:.4f}, rare={self.rare:.4f}, non_rare={self.non_rare:.4f}, "
+                f"subsets={{{subsets}}}, headline={self.headline!r}, protocol={self.protocol.name!r}, "
+                f"per_class_ap={n}{', with ci' if self.ci is not None else ''})")
 
     def mean_ap(self, metric: str = "full") -> float:
         """``full``, ``rare``, ``non_rare`` or a subset's mAP (fraction)."""
