@@ -280,7 +280,7 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any]) -> Any:
 @click.option("--zero-division", type=float, default=1.0, show_default=True,
               help="paper protocol: value of a ratio with an empty denominator.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
-              help="Write the metrics as one JSON object to this file.")
+              help="Write the metrics as one JSON object to this file; '-' prints it instead of the table.")
 @click.option("--per-class", is_flag=True, help="Add per-class tp/pred/gt/F1 to the JSON output.")
 @click.option("--model", default="", help="Model name recorded in --json output.")
 @click.option("--benchmark", default="",
@@ -327,7 +327,8 @@ def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, se
                        n_bootstrap=n_bootstrap, random_state=seed)
         results.append((f"order {k}" if len(perms) > 1 else "score (%)", r))
     main = results[0][1]
-    console.print(_score_table(f"hoibench mcq score ({protocol}): {len(qs_list)} questions", results))
+    if json_out != "-":
+        console.print(_score_table(f"hoibench mcq score ({protocol}): {len(qs_list)} questions", results))
     if main.n_missing:
         err_console.print(f"warning: {main.n_missing} questions have no answer (scored as empty predictions)")
     if main.n_out_of_choice:
@@ -337,9 +338,12 @@ def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, se
     if answers.n_truncated:
         err_console.print(f"note: {answers.n_truncated} truncated answer line ignored")
     if json_out is not None:
-        write_record(mcq_record(results, model=model, benchmark=benchmark or Path(questions_path).name,
-                                per_class=per_class, questions_file=str(questions_path),
-                                answers_file=str(answers_path)), json_out)
+        record = mcq_record(results, model=model, benchmark=benchmark or Path(questions_path).name,
+                            per_class=per_class, questions_file=str(questions_path), answers_file=str(answers_path))
+        if json_out == "-":
+            echo_json(record.to_json())
+        else:
+            write_record(record, json_out)
 
 
 @click.command("from-detections")
