@@ -15,7 +15,9 @@ import time
 import numpy as np
 
 from hoibench.datasets import load_dataset
-from hoibench.reports import MapResult, build_report
+from hoibench.evaluation import HICOMapResult
+from hoibench.reports import build_report
+from hoibench.results import ResultRecord
 from hoibench.runners import ObjectPriorDetector
 
 
@@ -55,8 +57,8 @@ def main() -> None:
           f"per-image loop {t_loop:.3f} s; speed-up {t_loop / t_fast:.1f}x")
 
     rng = np.random.default_rng(0)
-    results = [MapResult(model=m, benchmark=b, protocol="official", full=float(rng.uniform(0, 40)),
-                         per_class_ap=rng.random(600), n_gt=np.full(600, 5))
+    results = [ResultRecord(HICOMapResult(full=float(rng.uniform(0, 0.4)), per_class_ap=rng.random(600),
+                                          n_gt=np.full(600, 5)), m, b)
                for m in ("a", "b", "c") for b in ("HICO-DET", "HICO-DET-SG1", "B-RIGHT")]
     t0 = time.perf_counter()
     rep = build_report(results)

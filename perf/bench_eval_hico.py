@@ -87,7 +87,8 @@ def main() -> None:
         hico_mean_ap(back, gt, protocol=proto)  # warm caches (label lookups)
         with Timer() as t_vec:
             res = hico_mean_ap(back, gt, protocol=proto)
-        line = (f"  {proto:8s} Full {res.full:6.2f} Rare {res.rare:6.2f} Non-rare {res.non_rare:6.2f}  "
+        line = (f"  {proto:8s} Full {100 * res.full:6.2f} Rare {100 * res.rare:6.2f} "
+                f"Non-rare {100 * res.non_rare:6.2f}  "
                 f"hico_mean_ap {t_vec}")
         if not args.skip_loop:
             with Timer() as t_loop:

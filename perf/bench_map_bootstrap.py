@@ -76,8 +76,9 @@ def main() -> None:
             lo, hi = res.ci(name)
             mean = float(np.nanmean(res.samples[:, k]))
             below = float(np.mean(res.samples[:, k] < res.estimate[k]))
-            print(f"  {name:9s} {res.estimate[k]:6.2f}  95% CI [{lo:6.2f}, {hi:6.2f}]  "
-                  f"width {hi - lo:5.2f}  replicate mean {mean:6.2f}  replicates below the mAP {below:.1%}")
+            print(f"  {name:9s} {100 * res.estimate[k]:6.2f}  95% CI [{100 * lo:6.2f}, {100 * hi:6.2f}]  "
+                  f"width {100 * (hi - lo):5.2f}  replicate mean {100 * mean:6.2f}  "
+                  f"replicates below the mAP {below:.1%}")
         # naive: physically resample, re-evaluate
         worst = 0.0
         with Timer() as t_naive:
@@ -85,7 +86,7 @@ def main() -> None:
                 g2, p2 = physical_resample(gt, preds, w.astype(np.int64))
                 r = hico_mean_ap(p2, g2, protocol=protocol)
                 got = engine.mean_ap(w[None])[0]
-                worst = max(worst, float(np.max(np.abs(got - [r.full, r.rare, r.non_rare]))))
+                worst = max(worst, 100 * float(np.max(np.abs(got - [r.full, r.rare, r.non_rare]))))
         per_naive = t_naive.wall / args.naive
         print(f"naive {args.naive} replicates (build + evaluate) {t_naive}  ({per_naive:.2f} s per replicate)")
         print(f"  extrapolated to {args.replicates}: {per_naive * args.replicates:8.0f} s; weighted bootstrap "
@@ -119,7 +120,7 @@ def half_bias(engine: WeightedHICOMap, n_images: int, seed: int) -> None:
     ap_full = engine.class_ap(np.ones((1, n_images)))[0]
     print(f"  random halves of the test set (50, without replacement), over the {int(keep.sum())} classes "
           f"present in all: mean mAP {ap[:, keep].mean() * 100:.2f} vs {ap_full[keep].mean() * 100:.2f} on "
-          f"all images (full-set Full mAP {full:.2f})")
+          f"all images (full-set Full mAP {full * 100:.2f})")
 
 
 def paired(gt, preds, args) -> None:
@@ -131,10 +132,11 @@ def paired(gt, preds, args) -> None:
     d = cmp.paired_difference("seed0", "seed1")
     one = hico_map_bootstrap(preds, gt, n_resamples=args.replicates, random_state=args.seed)
     print(f"match both + bootstrap {args.replicates} replicates {t}")
-    print(f"  Full mAP {d['map_a']:.2f} vs {d['map_b']:.2f}: difference {d['difference']:+.2f}, 95% CI "
-          f"[{d['ci_low']:+.2f}, {d['ci_high']:+.2f}] (width {d['ci_high'] - d['ci_low']:.2f}; a single model's "
-          f"interval is {one.high[0] - one.low[0]:.2f} wide), P(seed0 > seed1) = {d['p_a_better']:.2f}, "
-          f"bias of the difference {d['bias']:+.3f}")
+    pct = {k: 100 * d[k] for k in ("map_a", "map_b", "difference", "ci_low", "ci_high", "bias")}
+    print(f"  Full mAP {pct['map_a']:.2f} vs {pct['map_b']:.2f}: difference {pct['difference']:+.2f}, 95% CI "
+          f"[{pct['ci_low']:+.2f}, {pct['ci_high']:+.2f}] (width {pct['ci_high'] - pct['ci_low']:.2f}; a single "
+          f"model's interval is {100 * (one.high[0] - one.low[0]):.2f} wide), P(seed0 > seed1) = "
+          f"{d['p_a_better']:.2f}, bias of the difference {pct['bias']:+.3f}")
 
 
 if __name__ == "__main__":

@@ -23,15 +23,15 @@ from hoibench.analysis import (
     variance_reduction,
 )
 from hoibench.analysis._sensitivity import ap_function
-from hoibench.formats import read_matches
 from hoibench.reports import (
-    MapResult,
     class_ap_boxplot_figure,
     class_ap_spread_table,
     ranking_shift_markdown,
 )
+from hoibench.results import ResultRecord, read_result
 
-# B-RIGHT Table 3 (default setting): HICO-DET mAP, B-RIGHT mAP, and the printed B-RIGHT rank cell
+# B-RIGHT Table 3 (default setting): HICO-DET mAP, B-RIGHT mAP (percent, as printed), and the
+# printed B-RIGHT rank cell
 TABLE3 = {
     "DP-HOI": (36.56, 40.85, "4 (↓ 3)"),
     "RLIPv2": (35.46, 41.61, "3 (↓ 1)"),
@@ -53,12 +53,14 @@ def test_competition_ranks_share_ties():
 
 
 def test_ranking_shift_reproduces_table3():
-    rows = ranking_shift({m: v[0] for m, v in TABLE3.items()}, {m: v[1] for m, v in TABLE3.items()})
+    # the API takes fractions; the Markdown prints percent, as the paper does
+    rows = ranking_shift({m: v[0] / 100 for m, v in TABLE3.items()}, {m: v[1] / 100 for m, v in TABLE3.items()})
     assert [r.model for r in rows] == list(TABLE3)  # reference order = HICO-DET ranks 1..9
     assert [r.rank_reference for r in rows] == list(range(1, 10))
+    assert rows[0].map_reference == pytest.approx(0.3656)
     md = ranking_shift_markdown(rows, reference="HICO-DET", other="B-RIGHT")
-    for m, (_, _, cell) in TABLE3.items():
-        assert f"| {m} |" in md and f"| {cell} |" in md
+    for m, (h, b, cell) in TABLE3.items():
+        assert f"| {m} | {h:.2f} |" in md and f"| {b:.2f} | {cell} |" in md
     by = {r.model: r for r in rows}
     assert by["UPT"].shift == 4 and by["DP-HOI"].shift == -3 and by["DP-HOI"].arrow == "↓ 3"
 
@@ -86,6 +88,7 @@ def test_rank_stability_clear_winner_and_determinism():
     s2 = rank_stability(aps, n_resamples=300, random_state=5)
     assert s1 == s2
     by = {s.model: s for s in s1}
+    assert by["strong"].map == pytest.approx(float(np.mean(aps["strong"])))  # a fraction, like the APs
     assert by["strong"].rank == 1 and by["strong"].p_first == 1.0 and by["strong"].p_same_rank == 1.0
     assert by["weak"].rank == 4 and by["weak"].rank_low == by["weak"].rank_high == 4
     # "mid" and "twin" are indistinguishable: their ranks swap between replicates
@@ -101,28 +104,32 @@ def test_rank_stability_rejects_mismatched_classes():
 
 
 # ------------------------------------------------------------------------------ class AP spread
-def result(model: str, bench: str, ap: list[float | None], n_gt: list[int] | None = None) -> MapResult:
+def result(model: str, bench: str, ap: list[float | None], n_gt: list[int] | None = None) -> ResultRecord:
     d = {"kind": "hico_map", "model": model, "benchmark": bench, "protocol": "official",
          "known_object": False, "full": 100 * float(np.nanmean([np.nan if a is None else a for a in ap])),
          "rare": 0.0, "non_rare": 0.0, "subsets": {}, "per_class_ap": ap,
          "n_gt": n_gt if n_gt is not None else [1] * len(ap),
          "class_names": [f"c{i}" for i in range(len(ap))], "classes": None}
-    return MapResult.from_dict(d, file=f"{model}-{bench}.json")
+    return ResultRecord.from_json(d, file=f"{model}-{bench}.json")
 
 
 def test_class_ap_spread_numbers():
-    s = class_ap_spread([0.0, 50.0, 100.0, 50.0, float("nan")], model="m", benchmark="b")
-    assert s.n_classes == 4 and s.mean == 50.0 and s.median == 50.0
-    assert s.variance == 1250.0 and s.q1 == 37.5 and s.q3 == 62.5 and s.iqr == 25.0
-    assert s.zero_ap_share == 25.0 and s.min == 0.0 and s.max == 100.0
+    # fractions in, fractions out (variance in squared fractions, zero_ap_share a fraction)
+    s = class_ap_spread([0.0, 0.5, 1.0, 0.5, float("nan")], model="m", benchmark="b")
+    assert s.n_classes == 4 and s.mean == 0.5 and s.median == 0.5
+    assert s.variance == 0.125 and s.q1 == 0.375 and s.q3 == 0.625 and s.iqr == 0.25
+    assert s.zero_ap_share == 0.25 and s.min == 0.0 and s.max == 1.0
 
 
 def test_class_ap_values_drop_classes_without_ground_truth():
-    r = result("m", "b", [0.5, None, 0.25, 1.0], n_gt=[3, 0, 2, 0])
-    assert class_ap_values(r).tolist() == [50.0, 25.0]
-    assert class_ap_values(r, classes=[2, 3]).tolist() == [25.0]
+    r = result("m", "b", [0.5, None, 0.25, 1.0], n_gt=[3, 0, 2, 0]).result
+    assert class_ap_values(r).tolist() == [0.5, 0.25]
+    assert class_ap_values(r, classes=[2, 3]).tolist() == [0.25]
     with pytest.raises(ValidationError):
         class_ap_values(r, classes=[7])
+    bare = ResultRecord.from_json({"kind": "hico_map", "full": 12.0}, file="paper.json").result
+    with pytest.raises(ValidationError, match=r"paper\.json: per_class_ap is needed"):
+        class_ap_values(bare, name="paper.json")
 
 
 def test_variance_reduction_table_and_boxplot():
@@ -130,11 +137,14 @@ def test_variance_reduction_table_and_boxplot():
           result("B", "hico-det", [0.2, 0.8, 0.5, 0.5]), result("B", "b-right", [0.5, 0.5, 0.5, 0.5])]
     t = class_ap_spread_table(rs, reference="hico-det", other="b-right")
     ratio = dict(zip(t.column("model"), t.column("variance_ratio_vs_hico-det"), strict=True))
-    spreads = [class_ap_spread(class_ap_values(r), model=r.model, benchmark=r.benchmark) for r in rs]
+    spreads = [class_ap_spread(class_ap_values(r.result), model=r.model, benchmark=r.benchmark) for r in rs]
     vr = variance_reduction(spreads, reference="hico-det", other="b-right")
     assert vr["A"] == pytest.approx(np.var([40, 60, 50, 50]) / np.var([0, 100, 50, 10]))
     assert vr["B"] == 0.0
     assert ratio["A"] == pytest.approx(vr["A"])
+    # the table prints percent: variance in percent points squared
+    var = dict(zip(zip(t.column("model"), t.column("benchmark")), t.column("variance"), strict=True))
+    assert var[("A", "hico-det")] == pytest.approx(np.var([0, 100, 50, 10]))
     assert "| A | b-right |" in t.to_markdown()
     fig = class_ap_boxplot_figure(rs)
     assert fig.png.startswith(b"\x89PNG")
@@ -157,10 +167,10 @@ def test_flip_top_true_positive_by_hand():
 
 
 def test_ideal_sensitivity_shrinks_with_instances():
-    drop = ideal_sensitivity([1, 10, 100])
-    assert drop[0] == 100.0
-    assert drop[1] == pytest.approx(100 * (1 - 10 * 0.9 / 11))  # 9 of 10 found: 10 thresholds at 0.9
-    assert ideal_sensitivity([10], ap_method="all_point")[0] == pytest.approx(19.0)
+    drop = ideal_sensitivity([1, 10, 100])  # fractions of the AP
+    assert drop[0] == 1.0
+    assert drop[1] == pytest.approx(1 - 10 * 0.9 / 11)  # 9 of 10 found: 10 thresholds at 0.9
+    assert ideal_sensitivity([10], ap_method="all_point")[0] == pytest.approx(0.19)
     assert (np.diff(ideal_sensitivity([1, 2, 5, 10, 100], ap_method="all_point")) < 0).all()
     with pytest.raises(ConfigError):
         ideal_sensitivity([0])
@@ -217,7 +227,7 @@ def test_fewer_test_instances_mean_larger_drops_on_real_counts():
     assert rho < -0.9
     small = np.median(rel[ok & (res.n_gt < 10)])
     large = np.median(rel[ok & (res.n_gt >= 100)])
-    assert small > 10 * large  # measured: 50.0 % vs 3.3 %
+    assert small > 10 * large  # measured: 0.50 vs 0.033 of the AP
 
 
 # ------------------------------------------------------------------------------ files and CLI
@@ -289,8 +299,9 @@ def test_read_matches_errors_name_the_field(tmp_path, patch, field):
     m.update(patch)
     p = tmp_path / "m.json"
     p.write_text(json.dumps(m))
-    with pytest.raises(FormatError, match=field):
-        read_matches(p)
+    with pytest.raises(FormatError) as exc:
+        read_result(p)
+    assert str(exc.value).startswith(f"{p}: {field}: ") and "\n" not in str(exc.value)
 
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
@@ -358,6 +369,20 @@ def test_sensitivity_from_evaluator_matches_on_real_images(tmp_path):
     rows = (out / "tp-fp-sensitivity.csv").read_text().splitlines()[1:]
     got = {int(x.split(",")[0]): float(x.split(",")[3]) for x in rows}
     assert got == pytest.approx({int(c): 100 * a for c, a in zip(res.classes, res.ap, strict=True)})
+    # eval hico --matches writes the same matches; analyze sensitivity --matches gives the same table
+    m_path = tmp_path / "matches.json"
+    r = CliRunner().invoke(cli, ["eval", "hico", "--gt", str(tmp_path / "gt.json"), "--pred",
+                                 str(tmp_path / "preds.json"), "--matches", str(m_path), "--model", "noisy"])
+    assert r.exit_code == 0, r.output
+    rec = read_result(m_path)
+    assert rec.kind == "hoi_matches" and rec.model == "noisy" and rec.benchmark == "gt.json"
+    np.testing.assert_array_equal(rec.result.tp, matches.tp)
+    np.testing.assert_array_equal(rec.result.class_offsets, matches.class_offsets)
+    np.testing.assert_array_equal(rec.result.det_index, matches.det_index)
+    out2 = tmp_path / "out2"
+    r = CliRunner().invoke(cli, ["analyze", "sensitivity", "--matches", str(m_path), "--out", str(out2)])
+    assert r.exit_code == 0, r.output
+    assert (out2 / "tp-fp-sensitivity.csv").read_text() == (out / "tp-fp-sensitivity.csv").read_text()
 
 
 def test_balanced_test_set_alone_does_not_shrink_class_ap_variance():
@@ -379,7 +404,7 @@ def test_balanced_test_set_alone_does_not_shrink_class_ap_variance():
     results = []
     for bench, ds in (("hico-det", test), ("b-right", bal.dataset)):
         r = hico_mean_ap(noisy_predictions(ds, seed=1), ds)
-        results.append(MapResult.from_dict(r.to_json(model="agnostic", benchmark=bench)))
+        results.append(ResultRecord.from_json(r.to_json(model="agnostic", benchmark=bench)))
     table = class_ap_spread_table(results, classes=bal.classes.tolist(), reference="hico-det",
                                   other="b-right")
     var = dict(zip(table.column("benchmark"), table.column("variance"), strict=True))

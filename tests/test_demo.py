@@ -16,7 +16,7 @@ from hoibench.datasets import load_dataset
 from hoibench.demo import DEMO_ANSWERERS, DEMO_DETECTORS, DemoConfig, run_demo
 from hoibench.evaluation import mcq_metrics
 from hoibench.formats import read_answers, read_dataset, read_questions
-from hoibench.reports import load_results
+from hoibench.results import read_results
 from tests.test_report import CHROMIUM, check_html_in_chromium
 
 QUICK = {"max_test_images": 250, "n_bootstrap": 50, "save_predictions": True}
@@ -41,11 +41,12 @@ def test_demo_prints_report_path_and_writes_everything(quick_demo):
     assert printed.strip() == str(out / "report.html")
     marker = json.loads((out / "demo.json").read_text())
     assert marker["finished"] and marker["config"]["max_test_images"] == 250
-    results = load_results(sorted((out / "results").rglob("*.json")))
-    kinds = sorted(type(r).__name__ for r in results)
+    results = read_results(sorted((out / "results").rglob("*.json")))
+    kinds = sorted(r.kind for r in results)
     n_det, n_ans = len(DEMO_DETECTORS), len(DEMO_ANSWERERS)
-    assert kinds.count("MapResult") == 3 * n_det
-    assert kinds.count("MCQMetricsResult") == kinds.count("ClassRecall") == 2 * n_ans
+    assert kinds.count("hico_map") == 3 * n_det
+    assert kinds.count("mcq_metrics") == kinds.count("class_recall") == 2 * n_ans
+    assert {r.source for r in results} == {str(p) for p in (out / "results").rglob("*.json")}
     report = json.loads((out / "report.json").read_text())
     tables = {t["name"] for s in report["sections"] for t in s["tables"]}
     assert {"stats-hico-det-sg", "stats-b-right", "stats-mcq", "map", "class-ap-spread",
@@ -94,13 +95,15 @@ def test_demo_map_equals_the_evaluator_run_by_hand(quick_demo, tmp_path, capsys)
 
 def test_demo_map_shows_what_the_benchmarks_measure(quick_demo):
     out, _ = quick_demo
-    res = {(r.model, r.benchmark): r for r in load_results(sorted((out / "results" / "map").rglob("*.json")))}
+    res = {(r.model, r.benchmark): r.result
+           for r in read_results(sorted((out / "results" / "map").rglob("*.json")))}
     for model in DEMO_DETECTORS:
         # a pixel-blind prior scores on the original split and exactly zero on unseen combinations
-        assert res[(model, "HICO-DET")].full > 1.0
-        assert res[(model, "HICO-DET-SG1")].headline == 0.0
-        assert res[(model, "HICO-DET-SG1")].headline_name == "unseen"
-        assert res[(model, "B-RIGHT")].headline_name == "selected"
+        assert res[(model, "HICO-DET")].full > 0.01
+        assert res[(model, "HICO-DET-SG1")].headline_map == 0.0
+        assert res[(model, "HICO-DET-SG1")].headline == "unseen"
+        assert res[(model, "B-RIGHT")].headline == "selected"
+        assert res[(model, "HICO-DET")].headline == "full"
     # more verbs per pair can only add true positives for the kept classes
     assert res[("object-prior", "HICO-DET")].full >= res[("object-prior-top1", "HICO-DET")].full
 
@@ -113,15 +116,16 @@ def test_demo_mcq_equals_the_scorer_run_by_hand(quick_demo):
         hand = got["evaluate_by_hand"]
         qs = [q for q in questions if q.setting == hand["setting"]]
         answers = read_answers(hand["answers"], questions)
-        ref = mcq_metrics(answers, qs, n_bootstrap=50, random_state=0).as_dict()
+        ref = mcq_metrics(answers, qs, n_bootstrap=50, random_state=0).to_json()
         for k in ("macro_f1", "instance_f1", "micro_f1", "exact_match", "avg_precision", "avg_recall"):
             assert got[k] == pytest.approx(ref[k], abs=1e-12), (path, k)
             assert got["ci"][k] == pytest.approx(ref["ci"][k], abs=1e-12)
     # the prior answerer beats the random floor on exact match in both settings
-    res = {(r.model, r.benchmark): r for r in load_results(sorted((out / "results" / "mcq").glob("*.json")))}
+    res = {(r.model, r.benchmark): r.result
+           for r in read_results(sorted((out / "results" / "mcq").glob("*.json")))}
     for s in (1, 2):
         bench = f"MCQ-HOI setting {s}"
-        assert res[("random", bench)].metrics["avg_precision"] < res[("prior-top1", bench)].metrics["avg_precision"]
+        assert res[("random", bench)].avg_precision < res[("prior-top1", bench)].avg_precision
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs Debian's "

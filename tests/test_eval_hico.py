@@ -241,10 +241,11 @@ def test_means_all_classes_versus_classes_with_ground_truth():
     p = preds([("a.jpg", H, OB, HORSE, RIDE, 0.9)])
     off = hico_mean_ap(p, gt, protocol="official")
     q = hico_mean_ap(p, gt, protocol="qpic")
-    assert off.full == pytest.approx(100 / 600)
-    assert q.full == pytest.approx(100.0)
+    assert off.full == pytest.approx(1 / 600)  # fractions in Python
+    assert q.full == pytest.approx(1.0)
     assert np.isnan(q.rare) and np.isnan(off.per_class_ap[FEED_HORSE])
     js = off.to_json(model="m", benchmark="b")
+    assert js["full"] == pytest.approx(100 / 600) and js["rare"] == 0.0  # percent in the JSON
     # 11 * (1 / 11) summed in threshold order, as every reference does, is 1 + 2.2e-16
     assert js["per_class_ap"][FEED_HORSE] is None and js["per_class_ap"][RIDE_HORSE] == pytest.approx(1.0)
     assert js["kind"] == "hico_map" and js["n_gt"][RIDE_HORSE] == 1

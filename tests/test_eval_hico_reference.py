@@ -70,10 +70,10 @@ def test_per_class_ap_equals_the_reference_implementations(test_set):
         np.testing.assert_array_equal(np.isnan(got), np.isnan(expected), err_msg=proto)
         ok = ~np.isnan(expected)
         np.testing.assert_allclose(got[ok], expected[ok], rtol=0, atol=1e-9, err_msg=proto)
-        full, rare, non_rare = ref["means"][proto]
-        assert res.full == pytest.approx(full, abs=1e-9)
-        assert res.rare == pytest.approx(rare, abs=1e-9)
-        assert res.non_rare == pytest.approx(non_rare, abs=1e-9)
+        full, rare, non_rare = ref["means"][proto]  # percent, as the reference scripts print
+        assert 100 * res.full == pytest.approx(full, abs=1e-9)
+        assert 100 * res.rare == pytest.approx(rare, abs=1e-9)
+        assert 100 * res.non_rare == pytest.approx(non_rare, abs=1e-9)
 
 
 @pytest.mark.shared_data

@@ -145,7 +145,7 @@ def test_24_pair_mean_leaves_out_point_instr() -> None:
     res = vcoco_role_ap(det, gt)
     assert res.role_map(1) == 1.0  # hold_obj only
     assert res.role_map(1, pairs=25) == pytest.approx(0.5)  # with point_instr (AP 0)
-    d = res.to_dict()
+    d = res.to_json()
     assert d["scenario_1"] == {"role_map_24": 100.0, "role_map_25": 50.0}
     assert d["role_class_names"][ROLE["point_instr"]] == "point_instr"
 

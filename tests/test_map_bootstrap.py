@@ -209,9 +209,11 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate(synthetic):
     ref = hico_mean_ap(preds, gt)
     np.testing.assert_allclose(a.estimate[:3], [ref.full, ref.rare, ref.non_rare], rtol=0, atol=1e-12)
     lo, hi = a.ci("full")
-    assert lo < ref.full < hi and hi - lo > 0.1 * ref.full
-    j = a.to_json()
-    assert j["full"] == [lo, hi] and j["level"] == 0.95 and j["n_boot"] == 200 and j["seed"] == 3
+    assert 0 < lo < ref.full < hi < 1 and hi - lo > 0.1 * ref.full  # fractions, like the estimate
+    ci = a.to_ci()
+    assert ci.intervals["full"] == (lo, hi) and ci.confidence == 0.95 and ci.n_resamples == 200 and ci.seed == 3
+    j = ci.to_json()  # the JSON of a hico_map result keeps percent
+    assert j["full"] == [100 * lo, 100 * hi] and j["level"] == 0.95 and j["n_boot"] == 200
     # a wider level gives a wider interval
     w99 = hico_map_bootstrap(preds, gt, n_resamples=200, random_state=3, confidence=0.99,
                              method="percentile")
@@ -220,12 +222,12 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate(synthetic):
         a.ci("nope")
     # bias = replicate mean - estimate; "basic" reflects the percentile interval about the estimate
     np.testing.assert_allclose(a.bias, a.samples.mean(axis=0) - a.estimate)
-    assert j["bias"]["full"] == pytest.approx(a.bias[0]) and j["method"] == "percentile"
+    assert j["bias"]["full"] == pytest.approx(100 * a.bias[0]) and j["method"] == "percentile"
     basic = hico_map_bootstrap(preds, gt, n_resamples=200, random_state=3)  # the default
 
     np.testing.assert_allclose(basic.low, 2 * a.estimate - a.high)
     np.testing.assert_allclose(basic.high, 2 * a.estimate - a.low)
-    assert basic.to_json()["method"] == "basic"
+    assert basic.to_ci().method == "basic"
     with pytest.raises(ConfigError, match="CI method"):
         hico_map_bootstrap(preds, gt, n_resamples=5, method="bca")
 

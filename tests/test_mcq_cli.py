@@ -86,6 +86,12 @@ def test_build_stats_score_from_detections_on_fixture(tmp_path: Path) -> None:
     assert set(scores) >= KEYS and all(0.0 <= scores[k] <= 1.0 for k in KEYS)
     assert scores["n_missing"] == 1 and "no answer" in r.stderr
     assert set(scores["ci"]) == KEYS
+    assert scores["kind"] == "mcq_metrics" and scores["benchmark"] == out.name  # a result hoibench report reads
+    # '-' prints the same object on stdout (no table there), not to a file called '-'
+    r = run("score", "--questions", str(out), "--answers", str(ans), "--json", "-", "--bootstrap", "50",
+            "--model", "random")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {**scores, "model": "random"} and not (Path.cwd() / "-").exists()
 
     # perfect answers score 1 everywhere
     perfect = tmp_path / "perfect.jsonl"

@@ -19,22 +19,20 @@ from PIL import Image
 
 from hoibench import FormatError, ValidationError
 from hoibench.cli import main
+from hoibench.data import vcoco_action_names, vcoco_role_classes
+from hoibench.evaluation import MCQ_METRIC_NAMES, ClassRecall, HICOMapResult, MCQResult
 from hoibench.reports import (
-    MCQ_METRICS,
-    ClassRecall,
-    MapResult,
-    MCQMetricsResult,
     Table,
     binned_head_to_tail,
     build_report,
     class_ap_head_to_tail,
     class_ap_spread_table,
-    load_results,
     map_table,
     ranking_shift_rows,
     ranking_shift_table,
-    result_from_dict,
+    vcoco_table,
 )
+from hoibench.results import ResultRecord, read_results
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
 
@@ -70,6 +68,7 @@ def test_table_from_records_keeps_first_seen_columns():
 
 # ---------------------------------------------------------------------------------- results
 def _map_dict(model, bench, full, n=6, seed=0, **extra):
+    """A ``hico_map`` object as a file holds it (mAPs in percent, per-class AP as fractions)."""
     rng = np.random.default_rng(seed)
     ap = rng.random(n).round(4).tolist()
     ap[0] = None
@@ -84,27 +83,45 @@ def _map_dict(model, bench, full, n=6, seed=0, **extra):
 def _mcq_dict(model, bench, value, ci=0.05):
     d = {"kind": "mcq_metrics", "model": model, "benchmark": bench, "protocol": "paper",
          "n_questions": 100, "confidence": 0.95}
-    d.update({k: value for k in MCQ_METRICS})
-    d["ci"] = {k: [value - ci, value + ci] for k in MCQ_METRICS}
+    d.update({k: value for k in MCQ_METRIC_NAMES})
+    d["ci"] = {k: [value - ci, value + ci] for k in MCQ_METRIC_NAMES}
     return d
 
 
-def test_map_result_reads_contract_and_drops_classes_without_gt():
-    r = result_from_dict(_map_dict("m", "b", 20.0))
-    assert isinstance(r, MapResult) and r.full == 20.0 and r.subsets == {"unseen": 20.0 / 3}
-    assert len(r.class_ap_percent) == 5  # class 0 has no ground truth
-    # without "kind" the shape is still recognised
+def _vcoco_dict(model, bench, scale):
+    """A ``vcoco_role_ap`` object: every class's AP is ``scale`` (one role class has no positives)."""
+    roles = list(vcoco_role_classes())
+    role_ap = [scale] * len(roles)
+    role_ap[roles.index("point_instr")] = None
+    return {"kind": "vcoco_role_ap", "model": model, "benchmark": bench, "iou_threshold": 0.5,
+            "complete_ground_truth": True, "n_images": 10, "action_names": list(vcoco_action_names()),
+            "agent_ap": [scale] * 26, "n_pos": [3] * 26, "role_class_names": roles,
+            "role_ap": {"scenario_1": role_ap, "scenario_2": [min(1.0, 2 * scale) if x else x for x in role_ap]}}
+
+
+def _record(d):
+    return ResultRecord.from_json(d)
+
+
+def test_map_record_reads_the_contract_in_fractions():
+    r = _record(_map_dict("m", "b", 20.0))
+    assert isinstance(r.result, HICOMapResult) and r.result.full == 0.2
+    assert r.result.subsets == {"unseen": pytest.approx(20.0 / 3 / 100)}
+    assert len(r.result.class_ap()) == 5  # class 0 has no ground truth
+    assert map_table([r]).column("full") == [20.0]  # the table prints percent, every digit kept
+    # without "kind" nothing is guessed
     d = _map_dict("m", "b", 1.0)
     del d["kind"]
-    assert isinstance(result_from_dict(d), MapResult)
+    with pytest.raises(FormatError, match="kind: missing"):
+        _record(d)
 
 
 @pytest.mark.parametrize(("mutate", "message"), [
-    (lambda d: d.pop("full"), "full: missing number"),
+    (lambda d: d.pop("full"), "full: missing"),
     (lambda d: d.update(full="12"), "full: expected a number"),
-    (lambda d: d.update(per_class_ap=[0.5, 1.5, None, 0, 0, 0]), "per_class_ap: per-class AP must be fractions"),
+    (lambda d: d.update(per_class_ap=[0.5, 1.5, None, 0, 0, 0]), "per_class_ap: entry 1: expected a fraction"),
     (lambda d: d.update(n_gt=[1, 2]), "n_gt: expected 6 entries, got 2"),
-    (lambda d: d.update(kind="nope"), "kind: kind must be one of"),
+    (lambda d: d.update(kind="nope"), "kind: expected one of"),
 ])
 def test_map_result_errors_name_file_and_field(tmp_path, mutate, message):
     d = _map_dict("m", "b", 20.0)
@@ -112,43 +129,32 @@ def test_map_result_errors_name_file_and_field(tmp_path, mutate, message):
     p = tmp_path / "bad.json"
     p.write_text(json.dumps(d))
     with pytest.raises(FormatError) as exc:
-        load_results([p])
+        read_results([p])
     assert str(exc.value).startswith(str(p)) and message in str(exc.value)
 
 
 def test_mcq_result_checks_fractions_and_intervals(tmp_path):
-    r = result_from_dict(_mcq_dict("p", "q", 0.4))
-    assert isinstance(r, MCQMetricsResult) and r.ci["macro_f1"] == pytest.approx((0.35, 0.45))
+    r = _record(_mcq_dict("p", "q", 0.4))
+    assert isinstance(r.result, MCQResult) and r.result.ci["macro_f1"] == pytest.approx((0.35, 0.45))
     bad = _mcq_dict("p", "q", 0.4)
     bad["macro_f1"] = 40.0
     with pytest.raises(FormatError, match="macro_f1: expected a fraction"):
-        result_from_dict(bad, file="x.json")
+        ResultRecord.from_json(bad, file="x.json")
     bad = _mcq_dict("p", "q", 0.4)
     bad["ci"]["micro_f1"] = [0.5, 0.3]
     with pytest.raises(FormatError, match=r"ci.micro_f1: low 0.5 above high 0.3"):
-        result_from_dict(bad, file="x.json")
-
-
-def test_results_load_from_list_and_jsonl(tmp_path):
-    a = tmp_path / "many.json"
-    a.write_text(json.dumps([_map_dict("m1", "b", 1.0), _mcq_dict("p", "q", 0.2)]))
-    b = tmp_path / "lines.jsonl"
-    b.write_text(json.dumps(_mcq_dict("r", "q", 0.3)) + "\n\n" + "{broken\n")
-    with pytest.raises(FormatError, match=r"lines.jsonl: record 2: not valid JSON"):
-        load_results([a, b])
-    b.write_text(json.dumps(_mcq_dict("r", "q", 0.3)) + "\n")
-    kinds = [type(r).__name__ for r in load_results([a, b])]
-    assert kinds == ["MapResult", "MCQMetricsResult", "MCQMetricsResult"]
+        ResultRecord.from_json(bad, file="x.json")
 
 
 # ---------------------------------------------------------------------------------- analyses
 def test_ranking_shift_table_on_hand_made_results():
-    rs = [MapResult(model=m, benchmark=b, protocol="official", full=f)
-          for m, b, f in [("A", "orig", 30), ("B", "orig", 20), ("C", "orig", 10),
-                          ("A", "bal", 5), ("B", "bal", 15), ("C", "bal", 25)]]
+    rs = [ResultRecord(HICOMapResult(full=f), m, b)
+          for m, b, f in [("A", "orig", 0.30), ("B", "orig", 0.20), ("C", "orig", 0.10),
+                          ("A", "bal", 0.05), ("B", "bal", 0.15), ("C", "bal", 0.25)]]
     t = ranking_shift_table(ranking_shift_rows(rs, reference="orig", other="bal"), reference="orig",
                             other="bal")
     assert t.column("model") == ["A", "B", "C"]
+    assert t.column("map_orig") == [pytest.approx(30.0), pytest.approx(20.0), pytest.approx(10.0)]  # percent
     assert t.column("rank_orig") == [1, 2, 3]
     assert t.column("rank_bal") == [3, 2, 1]
     assert t.column("shift") == [-2, 0, 2]
@@ -159,16 +165,16 @@ def test_ranking_shift_table_on_hand_made_results():
 
 def test_headline_names_the_benchmark_number():
     d = _map_dict("m", "sg", 12.0, headline="unseen")
-    r = result_from_dict(d)
-    assert r.headline == pytest.approx(4.0) and r.headline_name == "unseen"
+    r = _record(d)
+    assert r.result.headline_map == pytest.approx(0.04) and r.result.headline == "unseen"
     assert map_table([r]).column("mAP") == [pytest.approx(4.0)]
     with pytest.raises(FormatError, match="headline: must be 'full' or a key of subsets"):
-        result_from_dict({**d, "headline": "seen"}, file="r.json")
+        ResultRecord.from_json({**d, "headline": "seen"}, file="r.json")
 
 
 def test_class_ap_spread_matches_numpy():
     ap = np.array([0.0, 0.1, 0.2, 0.9, np.nan])
-    r = MapResult(model="m", benchmark="b", protocol="official", full=30.0, per_class_ap=ap)
+    r = ResultRecord(HICOMapResult(full=0.3, per_class_ap=ap), "m", "b")
     t = class_ap_spread_table([r])
     pct = np.array([0, 10, 20, 90.0])
     assert t.column("classes") == [4]
@@ -192,7 +198,7 @@ def test_class_ap_head_to_tail_bins_ap_by_train_count():
     ap = np.array([0.9, np.nan, 0.5, 0.1, 0.0, 0.3])
     n_gt = np.array([5, 0, 5, 5, 5, 5])
     counts = np.array([100, 90, 50, 5, 1, 10])
-    r = MapResult(model="m", benchmark="b", protocol="official", full=1.0, per_class_ap=ap, n_gt=n_gt)
+    r = ResultRecord(HICOMapResult(full=0.01, per_class_ap=ap, n_gt=n_gt), "m", "b")
     table, figs = class_ap_head_to_tail([r], counts, n_bins=2)
     # classes with ground truth by count: 100 (0.9), 50 (0.5), 10 (0.3) | 5 (0.1), 1 (0.0)
     assert table.rows[0][:3] == ("m", "b", 5)
@@ -206,14 +212,16 @@ def test_class_ap_head_to_tail_bins_ap_by_train_count():
 def _results():
     out = []
     for i, m in enumerate(("prior", "prior-top3", "other")):
-        out.append(result_from_dict(_map_dict(m, "HICO-DET", 20.0 - i, n=40, seed=i)))
-        out.append(result_from_dict(_map_dict(m, "B-RIGHT", 5.0 + 3 * i, n=40, seed=10 + i)))
-        out.append(result_from_dict(_map_dict(m, "HICO-DET-SG", 1.0 + i, n=40, seed=20 + i)))
-    out.append(result_from_dict(_mcq_dict("prior-top1", "MCQ", 0.4)))
-    out.append(result_from_dict(_mcq_dict("random", "MCQ", 0.3)))
+        out.append(_record(_map_dict(m, "HICO-DET", 20.0 - i, n=40, seed=i)))
+        out.append(_record(_map_dict(m, "B-RIGHT", 5.0 + 3 * i, n=40, seed=10 + i)))
+        out.append(_record(_map_dict(m, "HICO-DET-SG", 1.0 + i, n=40, seed=20 + i)))
+    out.append(_record(_mcq_dict("prior-top1", "MCQ", 0.4)))
+    out.append(_record(_mcq_dict("random", "MCQ", 0.3)))
     rng = np.random.default_rng(0)
-    out.append(ClassRecall(model="prior-top1", benchmark="MCQ", train_counts=rng.integers(0, 500, 60),
-                           recall=rng.random(60)))
+    out.append(ResultRecord(ClassRecall(train_counts=rng.integers(0, 500, 60).astype(float), recall=rng.random(60)),
+                            "prior-top1", "MCQ"))
+    out.append(_record(_vcoco_dict("detector-a", "V-COCO", 0.5)))
+    out.append(_record(_vcoco_dict("detector-b", "V-COCO", 0.25)))
     return out
 
 
@@ -229,12 +237,13 @@ def test_report_writes_every_output_self_contained(tmp_path):
     page = files.html.read_text()
     names = {t.name for t in rep.tables}
     assert {"stats-x", "map", "class-ap-spread", "ranking-shift-hico-det-vs-b-right",
-            "ranking-shift-hico-det-vs-hico-det-sg", "mcq-metrics", "head-to-tail-recall"} <= names
+            "ranking-shift-hico-det-vs-hico-det-sg", "mcq-metrics", "head-to-tail-recall", "vcoco"} <= names
     assert len(files.tables) == len(rep.tables) and all(p.exists() for p in files.tables)
     assert {p.name for p in files.figures} == {"map-bars.png", "class-ap-boxplot.png", "mcq-mcq.png",
-                                                "head-to-tail-mcq.png"}
+                                                "head-to-tail-mcq.png", "vcoco-summary.png",
+                                                "vcoco-ap-detector-a-v-coco.png", "vcoco-ap-detector-b-v-coco.png"}
     images = _decode_images(page)
-    assert len(images) == len(rep.figures) == 4
+    assert len(images) == len(rep.figures) == 7
     assert all(im.size[0] > 100 and im.size[1] > 100 for im in images)
     # nothing is fetched from elsewhere
     assert not re.search(r'(src|href)="(?!data:|#)', page)
@@ -245,6 +254,9 @@ def test_report_writes_every_output_self_contained(tmp_path):
     rep_json = json.loads(files.json.read_text())
     map_rows = next(t for s in rep_json["sections"] for t in s["tables"] if t["name"] == "map")["rows"]
     assert map_rows[0][:4] == ["prior", "HICO-DET", "official", 20.0]
+    vcoco_rows = next(t for s in rep_json["sections"] for t in s["tables"] if t["name"] == "vcoco")["rows"]
+    assert [r[:6] for r in vcoco_rows] == [["detector-a", "V-COCO", 10, 50.0, 50.0, 100.0],
+                                           ["detector-b", "V-COCO", 10, 25.0, 25.0, 50.0]]
 
 
 def test_report_is_byte_reproducible(tmp_path):
@@ -257,6 +269,22 @@ def test_report_is_byte_reproducible(tmp_path):
 def test_report_needs_results():
     with pytest.raises(ValidationError, match="at least one result"):
         build_report([])
+
+
+def test_report_refuses_results_it_has_no_section_for():
+    matches = ResultRecord.from_json({"kind": "hoi_matches", "n_gt": [1], "hoi": [0], "score": [0.5],
+                                      "tp": [True]}, file="m.json")
+    with pytest.raises(ValidationError, match=r"m\.json: hoi_matches results have no report section"):
+        build_report([matches])
+
+
+def test_vcoco_table_shows_agent_and_role_ap_in_percent():
+    t = vcoco_table([_record(_vcoco_dict("a", "V-COCO", 0.5))])
+    assert t.columns[3:6] == ("agent_ap", "role_ap_scenario_1", "role_ap_scenario_2")
+    assert t.rows[0][3:6] == (50.0, 50.0, 100.0)
+    one = _vcoco_dict("b", "V-COCO", 0.2)
+    del one["role_ap"]["scenario_2"]  # eval vcoco --scenario 1
+    assert vcoco_table([_record(one)]).rows[0][4:6] == (pytest.approx(20.0), None)
 
 
 # ---------------------------------------------------------------------------------- Chromium
@@ -345,7 +373,35 @@ def test_report_cli_bad_file_is_one_line_error(tmp_path, capsys):
         main(["report", str(p), "--out", str(tmp_path / "o")])
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"error: {p}: full: missing number"
+    assert err == f"error: {p}: full: missing"
+
+
+def test_report_cli_reports_eval_vcoco_results(tmp_path, capsys):
+    """``hoibench eval vcoco --json`` files (two models) become the report's V-COCO section."""
+    from hoibench.formats import write_vcoco_detections, write_vcoco_ground_truth
+    from tests.test_eval_vcoco import CUP, P0, P1, dets_of, gt_of
+
+    gt = gt_of((1, [{"box": P0, "actions": {"hold": {"obj": CUP}}}]),
+               (2, [{"box": P0, "actions": {"hold": {"obj": CUP}}}]))
+    write_vcoco_ground_truth(gt, tmp_path / "gt.json")
+    paths = []
+    for name, second in (("good", P0), ("bad", P1)):
+        det = dets_of({"image": 1, "box": P0, "agent": {"hold": 0.9}, "roles": {"hold_obj": (CUP, 0.9)}},
+                      {"image": 2, "box": second, "agent": {"hold": 0.8}, "roles": {"hold_obj": (CUP, 0.8)}})
+        write_vcoco_detections(det, tmp_path / f"{name}-det.json")
+        out = tmp_path / f"{name}.json"
+        main(["eval", "vcoco", "--gt", str(tmp_path / "gt.json"), "--pred", str(tmp_path / f"{name}-det.json"),
+              "--json", str(out), "--model", name, "--benchmark", "toy", "--quiet"])
+        paths.append(str(out))
+    capsys.readouterr()
+    main(["report", *paths, "--out", str(tmp_path / "rep")])
+    assert capsys.readouterr().out.strip().splitlines()[-1] == str(tmp_path / "rep" / "report.html")
+    rows = list(csv.reader((tmp_path / "rep" / "tables" / "vcoco.csv").open()))
+    assert rows[0][:6] == ["model", "benchmark", "images", "agent_ap", "role_ap_scenario_1", "role_ap_scenario_2"]
+    by = {r[0]: r for r in rows[1:]}
+    assert by["good"][1:4] == ["toy", "2", "100.0"] and float(by["bad"][3]) == pytest.approx(50.0)
+    assert (tmp_path / "rep" / "figures" / "vcoco-ap-good-toy.png").exists()
+    assert "V-COCO role AP" in (tmp_path / "rep" / "report.md").read_text()
 
 
 def test_report_reads_split_stats_files(tmp_path, capsys):
@@ -370,7 +426,7 @@ def test_report_reads_split_stats_files(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({**sg, "table1": {**sg["table1"], "images": {"train": 1}}}))
     with pytest.raises(FormatError, match=r"table1.images: expected an integer test count"):
-        load_results([bad])
+        read_results([bad])
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs Debian's "
@@ -391,11 +447,11 @@ def test_map_ci_shown_next_to_the_headline():
     d = _map_dict("m", "sg", 12.0, headline="unseen")
     d["ci"] = {"full": [10.0, 14.0], "unseen": [3.0, 5.5], "rare": None, "level": 0.95, "n_boot": 100,
                "bias": {"full": -0.1}}
-    r = result_from_dict(d)
-    assert r.headline_ci == (3.0, 5.5) and r.ci_level == 0.95
-    t = map_table([r, result_from_dict(_map_dict("n", "sg", 9.0, headline="unseen"))])
-    assert t.column("ci_low") == [3.0, None] and t.column("ci_high") == [5.5, None]
-    assert "ci_low" not in map_table([result_from_dict(_map_dict("n", "sg", 9.0))]).columns
+    r = _record(d)
+    assert r.result.headline_ci == (0.03, 0.055) and r.result.ci.confidence == 0.95  # fractions
+    t = map_table([r, _record(_map_dict("n", "sg", 9.0, headline="unseen"))])
+    assert t.column("ci_low") == [3.0, None] and t.column("ci_high") == [5.5, None]  # percent again
+    assert "ci_low" not in map_table([_record(_map_dict("n", "sg", 9.0))]).columns
     d["ci"]["unseen"] = [6.0, 5.0]
-    with pytest.raises(FormatError, match=r"ci.unseen: expected \[low, high\]"):
-        result_from_dict(d, file="r.json")
+    with pytest.raises(FormatError, match=r"ci.unseen: low 6.0 above high 5.0"):
+        ResultRecord.from_json(d, file="r.json")

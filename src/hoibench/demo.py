@@ -27,10 +27,8 @@ import numpy as np
 from hoibench._exceptions import ConfigError
 from hoibench._io import atomic_write_json, ensure_dir, read_json
 from hoibench.data import HOIDataset
-from hoibench.reports._report import ReportFiles
-from hoibench.reports._results import ClassRecall, MapResult, result_from_dict
-from hoibench.reports._standard import build_report
-from hoibench.reports._tables import Table
+from hoibench.reports import ReportFiles, Table, build_report
+from hoibench.results import ResultRecord, read_result, write_record
 
 __all__ = ["DEMO_ANSWERERS", "DEMO_DETECTORS", "DemoConfig", "DemoOutput", "run_demo"]
 
@@ -98,7 +96,7 @@ class DemoOutput:
 
     out_dir: Path
     report: ReportFiles
-    results: list[Any]
+    results: list[ResultRecord[Any]]
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -143,13 +141,11 @@ def _head(ds: HOIDataset, n: int | None) -> HOIDataset:
     return ds if n is None or n >= ds.n_images else ds.subset(np.arange(n), name=ds.name)
 
 
-def _cached(path: Path, reuse: bool, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """The JSON object at ``path`` when reusing a finished run, else computed and written."""
+def _cached(path: Path, reuse: bool, compute: Callable[[], ResultRecord[Any]]) -> ResultRecord[Any]:
+    """The result file at ``path`` when reusing a finished run, else computed and written."""
     if reuse and path.exists():
-        return read_json(path)
-    obj = compute()
-    atomic_write_json(path, obj, indent=True)
-    return obj
+        return read_result(path)
+    return write_record(compute(), path)
 
 
 # ---------------------------------------------------------------------------------- benchmarks
@@ -159,8 +155,7 @@ class _DetectionBenchmark:
     train: HOIDataset
     test: HOIDataset
     gt: str  # the ground truth as a dataset name or file, for ``hoibench eval hico --gt``
-    classes_spec: str | None  # ``--classes`` of ``hoibench eval hico``; its subset is the headline
-    headline: str = "full"
+    classes_spec: str | None  # ``--classes`` of ``hoibench eval hico`` (sets the headline, as there)
 
 
 def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[list[_DetectionBenchmark], list[Table]]:
@@ -187,10 +182,9 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[
     atomic_write_json(bal_ids, sorted(int(h) for h in bal.classes))
     benches = [
         _DetectionBenchmark(BENCH_HICO, train, test, "hico-det:test", None),
-        _DetectionBenchmark(BENCH_SG, sg.train, sg.test, str(sg_paths["test"]), f"unseen:{sg_dir}",
-                            "unseen"),
+        _DetectionBenchmark(BENCH_SG, sg.train, sg.test, str(sg_paths["test"]), f"unseen:{sg_dir}"),
         _DetectionBenchmark(BENCH_BRIGHT, bal.train.dataset, bal.test.dataset,
-                            str(bal_paths["test"]), str(bal_ids), "selected"),
+                            str(bal_paths["test"]), str(bal_ids)),
     ]
     if cfg.max_test_images is not None:
         # a quick run evaluates the first images only: write exactly that ground truth
@@ -233,9 +227,10 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[
 
 # ---------------------------------------------------------------------------------- detection
 def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path, reuse: bool,
-                 steps: _Steps) -> list[MapResult]:
+                 steps: _Steps) -> list[ResultRecord[Any]]:
     from hoibench.datasets import hico_class_subsets
     from hoibench.evaluation import hico_mean_ap
+    from hoibench.results import hico_map_record
     from hoibench.runners import ObjectPriorDetector
 
     results = []
@@ -243,7 +238,8 @@ def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path,
         for model, top_k in DEMO_DETECTORS.items():
             path = out / "results" / "map" / _slug(b.name) / f"{model}.json"
 
-            def compute(b: _DetectionBenchmark = b, model: str = model, top_k: int | None = top_k) -> dict[str, Any]:
+            def compute(b: _DetectionBenchmark = b, model: str = model,
+                        top_k: int | None = top_k) -> ResultRecord[Any]:
                 preds = ObjectPriorDetector(top_k=top_k, name=model).fit(b.train).predict(b.test)
                 pred_path = out / "predictions" / _slug(b.name) / f"{model}.json"
                 if cfg.save_predictions:
@@ -253,28 +249,26 @@ def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path,
                 subsets, classes = hico_class_subsets(b.classes_spec) if b.classes_spec else ({}, None)
                 res = hico_mean_ap(preds, b.test, protocol=cfg.protocol, class_subsets=subsets,
                                    classes=classes)
-                d = res.to_json(model=model, benchmark=b.name)
-                d["headline"] = b.headline
                 cmd = f"hoibench eval hico --gt {b.gt} --pred {pred_path} --protocol {cfg.protocol}"
-                d["evaluate_by_hand"] = {
+                return hico_map_record(res, model=model, benchmark=b.name, classes_spec=b.classes_spec,
+                                       evaluate_by_hand={
                     "gt": b.gt, "predictions": str(pred_path), "classes": b.classes_spec,
                     "command": cmd + (f" --classes {b.classes_spec}" if b.classes_spec else "")
                     + " --json OUT" + ("" if cfg.save_predictions else "  (run the demo with --save-predictions)"),
-                }
-                return d
+                })
 
             with steps.step(f"{model} on {b.name}"):
-                results.append(result_from_dict(_cached(path, reuse, compute), file=path))
-    return results  # type: ignore[return-value]
+                results.append(_cached(path, reuse, compute))
+    return results
 
 
 # ---------------------------------------------------------------------------------- multiple choice
-def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[Any], list[Table]]:
-    from hoibench.analysis import head_to_tail_recall
+def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[ResultRecord[Any]], list[Table]]:
     from hoibench.benchmarks.mcq import build_mcq_benchmark
     from hoibench.datasets import load_dataset
-    from hoibench.evaluation import mcq_metrics
+    from hoibench.evaluation import mcq_class_recall, mcq_metrics
     from hoibench.formats import read_answers, write_answers
+    from hoibench.results import mcq_record
     from hoibench.runners import PriorAnswerer, RandomAnswerer
 
     train, test = load_dataset("hico-det:train"), load_dataset("hico-det:test")
@@ -285,7 +279,8 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[A
         questions = list(build.questions)
         qpath = build.write(out / "benchmarks" / "mcq" / "questions.jsonl")["questions"]
     by_setting = {s: [q for q in questions if q.setting == s] for s in (1, 2)}
-    results: list[Any] = []
+    class_names = [train.vocab.hoi_name(h) for h in range(train.vocab.n_hois)]
+    results: list[ResultRecord[Any]] = []
     for model, k in DEMO_ANSWERERS.items():
         with steps.step(f"{model} on {BENCH_MCQ}"):
             apath = out / "answers" / f"{model}.jsonl"
@@ -301,25 +296,18 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[A
                 stem = f"{model}-setting{setting}"
 
                 def score(qs: list[Any] = qs, answers: list[Any] = answers, model: str = model,
-                          bench: str = bench, apath: Path = apath, setting: int = setting) -> dict[str, Any]:
+                          bench: str = bench, apath: Path = apath, setting: int = setting) -> ResultRecord[Any]:
                     res = mcq_metrics(answers, qs, n_bootstrap=cfg.n_bootstrap, random_state=cfg.seed)
-                    return {"kind": "mcq_metrics", "model": model, "benchmark": bench, **res.as_dict(),
-                            "evaluate_by_hand": {"questions": str(qpath), "setting": setting,
-                                                 "answers": str(apath)}}
+                    return mcq_record([(model, res)], model=model, benchmark=bench, evaluate_by_hand={
+                        "questions": str(qpath), "setting": setting, "answers": str(apath)})
 
                 def recall(qs: list[Any] = qs, answers: list[Any] = answers, model: str = model,
-                           bench: str = bench) -> dict[str, Any]:
-                    h2t = head_to_tail_recall(qs, answers, train_counts, n_bins=cfg.n_bins)
-                    hois = sorted(h2t.per_class)
-                    return ClassRecall(
-                        model=model, benchmark=bench,
-                        train_counts=np.array([h2t.per_class[h][0] for h in hois], dtype=float),
-                        recall=np.array([h2t.per_class[h][2] / h2t.per_class[h][1] for h in hois]),
-                        class_names=tuple(train.vocab.hoi_name(h) for h in hois)).to_dict()
+                           bench: str = bench) -> ResultRecord[Any]:
+                    return ResultRecord(mcq_class_recall(answers, qs, train_counts=train_counts,
+                                                         class_names=class_names), model, bench)
 
                 for kind, fn in (("mcq", score), ("recall", recall)):
-                    path = out / "results" / kind / f"{stem}.json"
-                    results.append(result_from_dict(_cached(path, reuse, fn), file=path))
+                    results.append(_cached(out / "results" / kind / f"{stem}.json", reuse, fn))
     return results, [_mcq_stats_table(questions, test, train_counts, build.stats())]
 
 
@@ -370,7 +358,7 @@ def _finished_run(out: Path, previous: dict[str, Any]) -> tuple[list[Any], list[
     paths = [out / n for n in names]
     if not all(p.exists() for p in paths):
         return None
-    results = [result_from_dict(read_json(p), file=p) for p in paths]
+    results = [read_result(p) for p in paths]
     tables = [Table.from_dict(d) for d in read_json(out / STATS_FILE)["tables"]]
     return results, tables
 

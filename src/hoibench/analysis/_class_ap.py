@@ -2,8 +2,8 @@
 
 A balanced test set should shrink the class-AP variance: with 10 test instances in every class,
 no class's AP hinges on one or two detections. These functions compute the spread (variance,
-IQR, ...) from mAP result files and draw the box plots; tables and figures are rendered with
-:mod:`hoibench.reports`.
+IQR, ...) of mAP results, in fractions like every AP of the Python API; the tables and box
+plots (in percent) are rendered by :mod:`hoibench.reports`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ValidationError
+from hoibench.evaluation import HICOMapResult
+from hoibench.results import ResultRecord
 
 __all__ = [
     "ClassAPSpread",
@@ -27,7 +29,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ClassAPSpread:
-    """Summary of one model's class APs on one benchmark (AP in percent)."""
+    """Summary of one model's class APs on one benchmark (fractions; ``variance`` in squared
+    fractions, ``zero_ap_share`` the fraction of classes with AP 0)."""
 
     model: str
     benchmark: str
@@ -41,22 +44,24 @@ class ClassAPSpread:
     iqr: float
     min: float
     max: float
-    zero_ap_share: float  # percent of classes with AP 0
+    zero_ap_share: float
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def class_ap_values(result: Any, *, classes: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
-    """Class APs in percent of a :class:`~hoibench.reports.MapResult`.
+def class_ap_values(result: HICOMapResult, *, classes: Sequence[int] | np.ndarray | None = None,
+                    name: str = "") -> np.ndarray:
+    """Class APs (fractions) of an mAP result.
 
     Classes without ground truth (null AP or ``n_gt == 0``) are left out; ``classes`` restricts
-    to a subset of class indices (e.g. the 351 B-RIGHT classes on HICO-DET).
+    to a subset of class indices (e.g. the 351 B-RIGHT classes on HICO-DET). ``name`` says which
+    result in an error (its file).
     """
     ap = result.per_class_ap
     if ap is None:
-        raise ValidationError(f"{result.source or result.model}: per_class_ap is needed for class-AP "
-                              f"analyses but the result has none")
+        raise ValidationError(f"{name or 'result'}: per_class_ap is needed for class-AP analyses but the "
+                              f"result has none")
     keep = ~np.isnan(ap)
     if result.n_gt is not None:
         keep &= result.n_gt > 0
@@ -67,13 +72,13 @@ def class_ap_values(result: Any, *, classes: Sequence[int] | np.ndarray | None =
         sub = np.zeros(len(ap), dtype=bool)
         sub[cls] = True
         keep &= sub
-    return 100.0 * ap[keep]
+    return ap[keep]
 
 
-def class_ap_spread(ap_percent: Sequence[float] | np.ndarray, *, model: str = "",
+def class_ap_spread(ap: Sequence[float] | np.ndarray, *, model: str = "",
                     benchmark: str = "") -> ClassAPSpread:
-    """Mean, median, population variance, IQR and range of class APs (percent; NaN dropped)."""
-    a = np.asarray(ap_percent, dtype=np.float64)
+    """Mean, median, population variance, IQR and range of class APs (fractions; NaN dropped)."""
+    a = np.asarray(ap, dtype=np.float64)
     a = a[~np.isnan(a)]
     if not len(a):
         raise ValidationError(f"{model or 'result'} on {benchmark or 'benchmark'}: no class with an AP")
@@ -81,13 +86,14 @@ def class_ap_spread(ap_percent: Sequence[float] | np.ndarray, *, model: str = ""
     return ClassAPSpread(model=model, benchmark=benchmark, n_classes=len(a), mean=float(a.mean()),
                          median=float(med), variance=float(a.var()), std=float(a.std()), q1=float(q1),
                          q3=float(q3), iqr=float(q3 - q1), min=float(a.min()), max=float(a.max()),
-                         zero_ap_share=float(100.0 * np.mean(a == 0)))
+                         zero_ap_share=float(np.mean(a == 0)))
 
 
-def class_ap_spreads(results: Sequence[Any], *, classes: Sequence[int] | None = None) -> list[ClassAPSpread]:
-    """One :class:`ClassAPSpread` per result (its model and benchmark), over ``classes`` or all."""
-    return [class_ap_spread(class_ap_values(r, classes=classes), model=r.model, benchmark=r.benchmark)
-            for r in results]
+def class_ap_spreads(records: Sequence[ResultRecord[HICOMapResult]], *,
+                     classes: Sequence[int] | None = None) -> list[ClassAPSpread]:
+    """One :class:`ClassAPSpread` per mAP record (its model and benchmark), over ``classes`` or all."""
+    return [class_ap_spread(class_ap_values(r.result, classes=classes, name=r.source or r.model),
+                            model=r.model, benchmark=r.benchmark) for r in records]
 
 
 def variance_reduction(spreads: Sequence[ClassAPSpread], *, reference: str, other: str) -> dict[str, float]:

@@ -34,7 +34,13 @@ import numpy as np
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.analysis._ranking import RankStability, competition_ranks
 from hoibench.data import HOIDataset, HOIPredictions
-from hoibench.evaluation import HICOMatches, HICOProtocol, match_hico_detections, recall_thresholds
+from hoibench.evaluation import (
+    HICOMapCI,
+    HICOMatches,
+    HICOProtocol,
+    match_hico_detections,
+    recall_thresholds,
+)
 from hoibench.evaluation._bootstrap import (
     bootstrap_ci,
     bootstrap_interval,
@@ -188,7 +194,7 @@ class WeightedHICOMap:
 
     # --------------------------------------------------------------------- mAP
     def mean_ap(self, weights: np.ndarray) -> np.ndarray:
-        """``(B, n_metrics)`` mAP in percent, columns in :attr:`metric_names` order."""
+        """``(B, n_metrics)`` mAP (fractions), columns in :attr:`metric_names` order."""
         ap = self.class_ap(weights)
         cols = []
         for cls in self.metric_classes.values():
@@ -196,9 +202,9 @@ class WeightedHICOMap:
             if self.protocol.mean_over == "with_gt":
                 k = (~np.isnan(vals)).sum(axis=1)
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    cols.append(np.where(k > 0, np.nansum(vals, axis=1) / k, np.nan) * 100.0)
+                    cols.append(np.where(k > 0, np.nansum(vals, axis=1) / k, np.nan))
             else:
-                cols.append(np.nan_to_num(vals, nan=0.0).mean(axis=1) * 100.0 if len(cls)
+                cols.append(np.nan_to_num(vals, nan=0.0).mean(axis=1) if len(cls)
                             else np.full(len(ap), np.nan))
         return np.stack(cols, axis=1)
 
@@ -210,7 +216,7 @@ class WeightedHICOMap:
 # ------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class MapBootstrapResult:
-    """Bootstrap intervals of one model's mAP (percent), one entry per metric.
+    """Bootstrap intervals of one model's mAP (fractions), one entry per metric.
 
     ``bias``: mean of the replicates minus the estimate (see :func:`bootstrap_interval`).
     """
@@ -237,20 +243,14 @@ class MapBootstrapResult:
             raise ConfigError(f"no metric {metric!r}; have {', '.join(self.metrics)}") from None
         return float(self.low[k]), float(self.high[k])
 
-    def to_json(self) -> dict[str, Any]:
-        """The ``"ci"`` object of the mAP results contract (``docs/interfaces.md``)."""
-        out: dict[str, Any] = {}
-        for k, m in enumerate(self.metrics):
-            lo, hi = self.low[k], self.high[k]
-            out[m] = None if np.isnan(lo) or np.isnan(hi) else [float(lo), float(hi)]
-        out.update({"level": self.confidence, "n_boot": self.n_resamples, "seed": self.seed,
-                    "method": self.method, "resampled": "images",
-                    "bias": {m: _num(b) for m, b in zip(self.metrics, self.bias)}})
-        return out
-
-
-def _num(v: float) -> float | None:
-    return None if np.isnan(v) else float(v)
+    def to_ci(self) -> HICOMapCI:
+        """The intervals as a :class:`~hoibench.evaluation.HICOMapCI`, what a ``hico_map``
+        result holds (and its file writes as ``"ci"``, in percent)."""
+        intervals = {m: None if np.isnan(lo) or np.isnan(hi) else (float(lo), float(hi))
+                     for m, lo, hi in zip(self.metrics, self.low, self.high)}
+        return HICOMapCI(intervals=intervals, bias={m: float(b) for m, b in zip(self.metrics, self.bias)},
+                         confidence=self.confidence, n_resamples=self.n_resamples, seed=self.seed,
+                         method=self.method)
 
 
 def _progress(enabled: bool) -> Any:
@@ -322,7 +322,7 @@ def hico_map_bootstrap(preds: HOIPredictions | HICOMatches, target: HOIDataset, 
 class ModelComparison:
     """Several models scored on the same bootstrap resamples of the test images.
 
-    ``samples[b, m, k]``: mAP (percent) of model ``m`` for metric ``k`` in replicate ``b``;
+    ``samples[b, m, k]``: mAP (fraction) of model ``m`` for metric ``k`` in replicate ``b``;
     ``estimate[m, k]`` on the original test set.
     """
 
@@ -345,7 +345,7 @@ class ModelComparison:
         return self.models.index(model)
 
     def map_ci(self, *, method: str = "basic") -> list[dict[str, Any]]:
-        """Per model: each metric's estimate, interval (``<metric>_low/_high``) and bias."""
+        """Per model: each metric's estimate, interval (``<metric>_low/_high``) and bias (fractions)."""
         lo, hi = bootstrap_interval(self.samples, self.estimate, confidence=self.confidence, method=method)
         bias = _bias(self.samples, self.estimate)
         out = []
@@ -359,7 +359,7 @@ class ModelComparison:
 
     def paired_difference(self, a: str, b: str, metric: str = "full", *,
                           method: str = "basic") -> dict[str, Any]:
-        """mAP(a) − mAP(b): observed, CI over the shared resamples, P(a > b), bias."""
+        """mAP(a) − mAP(b) (fractions): observed, CI over the shared resamples, P(a > b), bias."""
         k, i, j = self._k(metric), self._m(a), self._m(b)
         d = self.samples[:, i, k] - self.samples[:, j, k]
         observed = float(self.estimate[i, k] - self.estimate[j, k])

@@ -16,7 +16,7 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError
 from hoibench.data import HOIDataset, MCAnswer, MCQuestion
-from hoibench.evaluation import box_iou
+from hoibench.evaluation import box_iou, mcq_class_recall
 
 __all__ = [
     "HeadToTailBin",
@@ -147,21 +147,10 @@ def head_to_tail_recall(questions: Sequence[MCQuestion], answers: Iterable[MCAns
     if n_bins < 1:
         raise ConfigError(f"n_bins must be >= 1; got {n_bins}")
     counts = np.asarray(train_counts)
-    by_id = _answers_by_id(answers)
-    gt: dict[int, int] = {}
-    tp: dict[int, int] = {}
-    for q in questions:
-        a = by_id.get(q.id)
-        selected = a.selected if a is not None else frozenset()
-        for i in q.correct:
-            c = q.choices[i]
-            if c.hoi < 0:
-                continue
-            if c.hoi >= len(counts):
-                raise ConfigError(f"question {q.id!r}: class {c.hoi} outside the train counts "
-                                  f"({len(counts)} classes)")
-            gt[c.hoi] = gt.get(c.hoi, 0) + 1
-            tp[c.hoi] = tp.get(c.hoi, 0) + (c.text in selected)
+    per = mcq_class_recall(answers, questions, train_counts=counts)
+    assert per.classes is not None and per.n_gt is not None and per.n_tp is not None  # computed, not read
+    gt = dict(zip(per.classes.tolist(), per.n_gt.tolist()))
+    tp = dict(zip(per.classes.tolist(), per.n_tp.tolist()))
     classes = sorted(gt, key=lambda h: (-int(counts[h]), h))
     bins = []
     for k, group in enumerate(np.array_split(np.asarray(classes, dtype=np.int64), min(n_bins, max(len(classes), 1)))):

@@ -38,7 +38,8 @@ def competition_ranks(values: Sequence[float] | np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RankShift:
-    """One model's mAP and rank on two benchmarks; ``shift > 0`` means it ranks higher on ``other``."""
+    """One model's mAP (fraction) and rank on two benchmarks; ``shift > 0`` means it ranks higher
+    on ``other``."""
 
     model: str
     map_reference: float
@@ -60,7 +61,8 @@ class RankShift:
 
 
 def ranking_shift(reference: Mapping[str, float], other: Mapping[str, float]) -> list[RankShift]:
-    """Rank the models present in both mappings on each; rows in reference-rank order."""
+    """Rank the models present in both mappings (model -> mAP, a fraction) on each; rows in
+    reference-rank order."""
     models = [m for m in reference if m in other]
     missing = sorted(set(reference) ^ set(other))
     if len(models) < 2:
@@ -85,7 +87,7 @@ def kendall_tau(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray
 
 @dataclass(frozen=True)
 class RankStability:
-    """How a model's rank varies when the benchmark's classes are resampled."""
+    """How a model's rank varies when the benchmark's classes are resampled (``map``: fraction)."""
 
     model: str
     benchmark: str
@@ -114,7 +116,7 @@ def rank_stability(
     Parameters
     ----------
     per_class_ap:
-        model → class APs on the same classes (same order; NaN where a class has no ground
+        model → class APs (fractions) on the same classes (same order; NaN where a class has no ground
         truth, which must agree across models).
     n_resamples, confidence:
         Bootstrap replicates and the coverage of the reported rank interval.
@@ -147,7 +149,7 @@ def rank_stability(
     for j, m in enumerate(models):
         r = ranks[:, j]
         lo, hi = np.quantile(r, [alpha, 1 - alpha], method="inverted_cdf")
-        out.append(RankStability(model=m, benchmark=benchmark, map=float(100 * mat[j].mean()),
+        out.append(RankStability(model=m, benchmark=benchmark, map=float(mat[j].mean()),
                                  rank=int(observed[j]), mean_rank=float(r.mean()), rank_low=int(lo),
                                  rank_high=int(hi), p_same_rank=float(np.mean(r == observed[j])),
                                  p_first=float(np.mean(r == 1))))

@@ -86,7 +86,7 @@ def _flip_ranked(tp: np.ndarray, n_gt: int, ap: APFunction) -> tuple[float, floa
 
 @dataclass(frozen=True)
 class SensitivityResult:
-    """Per class: test instances, AP, AP after the flip, absolute and relative drop (AP as fractions)."""
+    """Per class: test instances, AP, AP after the flip, absolute and relative drop (fractions)."""
 
     classes: np.ndarray
     n_gt: np.ndarray
@@ -100,9 +100,9 @@ class SensitivityResult:
 
     @property
     def relative_drop(self) -> np.ndarray:
-        """Percent of the AP lost (NaN where AP is 0 or no TP exists)."""
+        """Fraction of the AP lost (NaN where AP is 0 or no TP exists)."""
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(self.ap > 0, 100.0 * self.drop / self.ap, np.nan)
+            return np.where(self.ap > 0, self.drop / self.ap, np.nan)
 
     def records(self) -> list[dict[str, Any]]:
         names = self.class_names or tuple(str(c) for c in self.classes.tolist())
@@ -208,7 +208,7 @@ def sensitivity_from_matches(matches: Any, *, class_names: Sequence[str] = (),
 
 def ideal_sensitivity(n_values: Sequence[int] | np.ndarray, *, ap_method: str = "voc11",
                       thresholds: str = "matlab") -> np.ndarray:
-    """Relative AP drop (percent) for a class with ``n`` test instances all detected first (AP 1).
+    """Relative AP drop (fraction) for a class with ``n`` test instances all detected first (AP 1).
 
     Flipping the top TP leaves an FP followed by ``n - 1`` TPs: the reference curve of the figure,
     which already shows the drop shrinking roughly as ``1/n``.
@@ -219,7 +219,7 @@ def ideal_sensitivity(n_values: Sequence[int] | np.ndarray, *, ap_method: str = 
         if n < 1:
             raise ConfigError(f"instance counts must be positive; got {n}")
         base, flipped = flip_top_true_positive(-np.arange(n, dtype=float), np.ones(n, dtype=bool), n, ap=ap)
-        out.append(100.0 * (base - flipped) / base)
+        out.append((base - flipped) / base)
     return np.asarray(out)
 
 

@@ -1,7 +1,8 @@
 """``hoibench analyze``: re-evaluation analyses over mAP result files (B-RIGHT section 5, Figure 3).
 
-Commands read the JSON files of ``hoibench eval hico --json`` (contract "mAP results" in
+Commands read the JSON files of ``hoibench eval hico --json`` (kind ``hico_map`` in
 ``docs/interfaces.md``), print a Markdown table and write Markdown, CSV and PNG to ``--out``.
+The analyses return fractions; everything printed or written here is in percent.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ def analyze() -> None:
 
 
 def _map_results(paths: tuple[str, ...]) -> list[Any]:
+    """The mAP records (kind ``hico_map``) of the files; records of other kinds are skipped."""
     from hoibench._exceptions import ConfigError
-    from hoibench.reports import MapResult, load_results
+    from hoibench.evaluation import HICOMapResult
+    from hoibench.results import read_results
 
-    results = [r for r in load_results(list(paths)) if isinstance(r, MapResult)]
+    results = [r for r in read_results(list(paths)) if isinstance(r.result, HICOMapResult)]
     if not results:
         raise ConfigError(f"no mAP results (kind 'hico_map') in {', '.join(paths)}")
     return results
@@ -38,7 +41,7 @@ def _read_classes(path: str | None, results: list[Any]) -> list[int] | None:
         return None
     from hoibench.formats import read_class_list
 
-    sizes = {len(r.per_class_ap) for r in results if r.per_class_ap is not None}
+    sizes = {len(r.result.per_class_ap) for r in results if r.result.per_class_ap is not None}
     return read_class_list(path, n_classes=min(sizes) if sizes else None).tolist()
 
 
@@ -118,10 +121,10 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str, n
     for r in rs:
         if r.benchmark not in scores:
             continue
-        value = {"full": r.full, "rare": r.rare, "non_rare": r.non_rare}.get(metric, r.subsets.get(metric))
-        if value is None:
+        if metric not in ("full", "rare", "non_rare", *r.result.subsets):
             raise ConfigError(f"{r.source}: no {metric!r} score (have full, rare, non_rare, "
-                              f"{', '.join(r.subsets) or 'no subsets'})")
+                              f"{', '.join(r.result.subsets) or 'no subsets'})")
+        value = r.result.mean_ap(metric)
         if r.model in scores[r.benchmark]:
             raise ConfigError(f"{r.source}: a second result for {r.model} on {r.benchmark}")
         scores[r.benchmark][r.model] = value
@@ -133,21 +136,22 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str, n
     tables = [table]
     if n_resamples:
         for bench in (reference, other):
-            aps = {r.model: r.per_class_ap for r in rs if r.benchmark == bench and r.per_class_ap is not None}
+            aps = {r.model: r.result.per_class_ap for r in rs
+                   if r.benchmark == bench and r.result.per_class_ap is not None}
             if len(aps) < 2:
                 raise ConfigError(f"rank stability on {bench} needs per-class AP of at least two models")
             stab = rank_stability(aps, benchmark=bench, n_resamples=n_resamples, random_state=seed)
             t = Table.from_records(f"rank-stability-{_slug(bench)}", f"Rank stability on {bench} "
                                    f"({n_resamples} class-bootstrap replicates, seed {seed})",
-                                   [s.to_dict() for s in stab],
+                                   [{**s.to_dict(), "map": 100 * s.map} for s in stab],
                                    caption="rank_low/rank_high: 95% bootstrap interval of the rank; "
                                            "p_same_rank: share of replicates with the observed rank.")
             console.print(t.to_markdown(), markup=False)
             tables.append(t)
     figures = []
     if out_dir:
-        spread = {(r.model, r.benchmark): class_ap_spread(class_ap_values(r)).variance
-                  for r in rs if r.benchmark in scores and r.per_class_ap is not None}
+        spread = {(r.model, r.benchmark): class_ap_spread(class_ap_values(r.result)).variance
+                  for r in rs if r.benchmark in scores and r.result.per_class_ap is not None}
         figures.append(ranking_shift_figure(rows, reference=reference, other=other, spread=spread))
     _write(out_dir, tables, figures)
 
@@ -178,7 +182,7 @@ def sensitivity(predictions: str | None, dataset: str | None, protocol: str, mat
     import numpy as np
 
     from hoibench._exceptions import ConfigError
-    from hoibench.analysis import sensitivity_from_matches, tp_fp_sensitivity
+    from hoibench.analysis import sensitivity_from_matches
     from hoibench.cli._common import reject_unused_options
     from hoibench.reports import sensitivity_figure, sensitivity_table
 
@@ -190,12 +194,16 @@ def sensitivity(predictions: str | None, dataset: str | None, protocol: str, mat
     if matches_file is not None:
         reject_unused_options(click.get_current_context(), "with --matches (already matched)", "dataset",
                               "protocol")
-        from hoibench.formats import read_matches
+        from hoibench.evaluation import HICOMatches
+        from hoibench.results import read_result
 
-        m = read_matches(matches_file)
-        thresholds = thresholds or "matlab"
-        res = tp_fp_sensitivity(m["hoi"], m["score"], m["tp"], m["n_gt"], ap_method=ap_method,
-                                thresholds=thresholds, class_names=m["class_names"])
+        rec = read_result(matches_file)
+        if not isinstance(rec.result, HICOMatches):
+            raise ConfigError(f"{matches_file}: --matches needs kind 'hoi_matches' (hoibench eval hico "
+                              f"--matches); this file holds {rec.kind!r}")
+        thresholds = thresholds or rec.result.protocol.recall_thresholds
+        res = sensitivity_from_matches(rec.result, class_names=rec.result.class_names, ap_method=ap_method,
+                                       thresholds=thresholds)
     else:
         if dataset is None:
             raise ConfigError("--predictions needs --dataset (the ground truth)")
@@ -219,7 +227,7 @@ def sensitivity(predictions: str | None, dataset: str | None, protocol: str, mat
         if sel.any():
             label = f"{lo}-{hi - 1}" if hi else f">={lo}"
             console.print(f"classes with {label} test instances: {int(sel.sum())}, median relative AP "
-                          f"drop {np.median(rel[sel]):.1f}%")
+                          f"drop {100 * np.median(rel[sel]):.1f}%")
     figures = [sensitivity_figure(res, ap_method=ap_method, thresholds=thresholds)] if out_dir else []
     _write(out_dir, [table], figures)
 
@@ -282,7 +290,8 @@ def compare(gt_spec: str, pred_paths: tuple[str, ...], names: tuple[str, ...], p
     cmp = compare_hico_models(preds, gt, protocol=protocol, known_object=known_object, class_subsets=subsets,
                               n_resamples=n_boot, confidence=ci_level / 100.0, random_state=seed,
                               lenient=lenient, progress=True)
-    recs = cmp.map_ci(method=ci_method)
+    recs = [{k: v if k == "model" else 100 * v for k, v in rec.items()}  # fractions -> percent
+            for rec in cmp.map_ci(method=ci_method)]
     tables = [Table.from_records("map-ci", f"mAP with {ci_level:g}% bootstrap intervals ({protocol} protocol)",
                                  recs, caption=f"{n_boot} resamples of the {gt.n_images:,} test images "
                                                f"(seed {seed}), {ci_method} intervals; <metric>_bias: mean "

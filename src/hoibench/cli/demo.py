@@ -42,29 +42,29 @@ def demo(out_dir: Path, seed: int, n_bootstrap: int, max_test_images: int | None
 
 
 def _summary(results: list) -> None:
-    """Headline mAP per model and benchmark, and multiple-choice exact match, on stderr."""
+    """Headline mAP per model and benchmark, and multiple-choice exact match, on stderr (%)."""
     from rich.table import Table
 
-    from hoibench.reports import MapResult, MCQMetricsResult
+    from hoibench.evaluation import HICOMapResult, MCQResult
 
-    maps = [r for r in results if isinstance(r, MapResult)]
+    maps = [r for r in results if isinstance(r.result, HICOMapResult)]
     benches = list(dict.fromkeys(r.benchmark for r in maps))
     table = Table(title="mAP (%)")
     table.add_column("model")
     for b in benches:
         table.add_column(b, justify="right")
     for m in dict.fromkeys(r.model for r in maps):
-        vals = {r.benchmark: r.headline for r in maps if r.model == m}
-        table.add_row(m, *(f"{vals[b]:.2f}" if b in vals else "–" for b in benches))
+        vals = {r.benchmark: r.result.headline_map for r in maps if r.model == m}
+        table.add_row(m, *(f"{100 * vals[b]:.2f}" if b in vals else "–" for b in benches))
     err_console.print(table)
-    mcq = [r for r in results if isinstance(r, MCQMetricsResult)]
+    mcq = [r for r in results if isinstance(r.result, MCQResult)]
     table = Table(title="multiple choice: exact match / macro-F1 (%)")
     table.add_column("model")
     mbenches = list(dict.fromkeys(r.benchmark for r in mcq))
     for b in mbenches:
         table.add_column(b, justify="right")
     for m in dict.fromkeys(r.model for r in mcq):
-        vals = {r.benchmark: r.metrics for r in mcq if r.model == m}
+        vals = {r.benchmark: r.result.metrics() for r in mcq if r.model == m}
         table.add_row(m, *(f"{100 * vals[b]['exact_match']:.1f} / {100 * vals[b]['macro_f1']:.1f}"
                            if b in vals else "–" for b in mbenches))
     err_console.print(table)

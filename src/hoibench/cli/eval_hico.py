@@ -40,33 +40,39 @@ __all__ = ["hico"]
               help="Write per-class AP as CSV.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
               help="Write the mAP results object (docs/interfaces.md); '-' prints it to stdout.")
+@click.option("--matches", "matches_out", type=click.Path(dir_okay=False), default=None,
+              help="Also write every counted detection's class, score and TP flag (kind 'hoi_matches', "
+                   "for `hoibench analyze sensitivity --matches`).")
 @click.option("--matlab-out", type=click.Path(dir_okay=False), default=None,
               help="Also write ho-rcnn's detections.mat (all_boxes) to cross-check in MATLAB.")
-@click.option("--model", default="", help="Model name recorded in --json output.")
-@click.option("--benchmark", default="", help="Benchmark name recorded in --json output.")
+@click.option("--model", default="", help="Model name recorded in --json/--matches output.")
+@click.option("--benchmark", default="",
+              help="Benchmark name recorded in --json/--matches output [default: the --gt name].")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=0, show_default=True,
               metavar="N", help="Bootstrap confidence intervals from N resamples of the test images (0: off).")
 @confidence_interval_options
 def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
          pair_nms: float | None, known_object: bool,
          image_labels: str | None, classes_spec: str | None, lenient: bool, per_class_csv: str | None,
-         json_out: str | None, matlab_out: str | None, model: str, benchmark: str, n_boot: int,
+         json_out: str | None, matches_out: str | None, matlab_out: str | None, model: str, benchmark: str,
+         n_boot: int,
          seed: int, ci_level: float, ci_method: str) -> None:
     """Score HICO-DET detections: mAP (Full, Rare, Non-rare) and per-class AP."""
     from rich.table import Table
 
     from hoibench._exceptions import ConfigError
-    from hoibench._io import atomic_write_csv, atomic_write_json
+    from hoibench._io import atomic_write_csv
     from hoibench.cli._common import reject_unused_options
     from hoibench.datasets import hico_class_subsets, resolve_dataset
-    from hoibench.evaluation import HICOProtocol, hico_mean_ap
+    from hoibench.evaluation import HICOProtocol, hico_mean_ap, match_hico_detections
     from hoibench.formats import load_predictions, read_image_labels, write_matlab_detections
+    from hoibench.results import hico_map_record, write_record, write_result
 
     if image_labels is not None and not known_object:
         raise ConfigError("--image-labels only applies with --known-object")
     ctx = click.get_current_context()
-    if json_out is None:
-        reject_unused_options(ctx, "without --json (they are recorded in the results object)", "model",
+    if json_out is None and matches_out is None:
+        reject_unused_options(ctx, "without --json or --matches (they are recorded in those files)", "model",
                               "benchmark")
     if not n_boot:
         reject_unused_options(ctx, "without --bootstrap", "seed", "ci_level", "ci_method")
@@ -86,28 +92,25 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
     res = hico_mean_ap(loaded.predictions, gt, protocol=proto, known_object=known_object,
                        image_labels=labels, class_subsets=subsets, classes=classes, lenient=lenient)
     t_eval = time.perf_counter() - t1
-    boot = None
-    if n_boot:
-        from hoibench.analysis import hico_map_bootstrap
-        from hoibench.evaluation import match_hico_detections
-
-        t2 = time.perf_counter()
+    boot = matches = None
+    if n_boot or matches_out:
         matches = match_hico_detections(loaded.predictions, gt, protocol=proto, known_object=known_object,
                                         image_labels=labels, lenient=lenient)
+    if n_boot:
+        from hoibench.analysis import hico_map_bootstrap
+
+        t2 = time.perf_counter()
         boot = hico_map_bootstrap(matches, gt, class_subsets=subsets, n_resamples=n_boot,
                                   confidence=ci_level / 100.0, random_state=seed, method=ci_method,
                                   progress=True)
         t_boot = time.perf_counter() - t2
-    dropped = dict(loaded.dropped)
-    for k, v in res.n_dropped.items():
-        dropped[k] = dropped.get(k, 0) + v
-    out = res.to_json(model=model, benchmark=benchmark or Path(str(gt_spec)).name)
-    out["dropped"] = dropped
-    if classes_spec and ("selected" in subsets or classes_spec.lower().startswith("unseen:")):
-        out["headline"] = "selected" if "selected" in subsets else "unseen"
-    out["prediction_format"] = loaded.format
-    if boot is not None:
-        out["ci"] = boot.to_json()
+    benchmark = benchmark or Path(str(gt_spec)).name
+    record = hico_map_record(res, model=model, benchmark=benchmark, classes_spec=classes_spec,
+                             dropped=loaded.dropped, ci=None if boot is None else boot.to_ci(),
+                             prediction_format=loaded.format)
+    dropped = record.result.n_dropped
+    if matches_out:
+        write_result(matches, matches_out, model=model, benchmark=benchmark)
 
     if matlab_out:
         write_matlab_detections(loaded.predictions, gt, matlab_out)
@@ -119,13 +122,14 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
                            None if ap != ap else f"{ap:.10f}", int(c in rare), int(c in sel)]
                           for c, (name, ap) in enumerate(zip(res.class_names, res.per_class_ap))))
     if json_out == "-":
-        echo_json(out)
+        echo_json(record.to_json())
         return
     if json_out:
-        atomic_write_json(json_out, out, indent=True)
+        write_record(record, json_out)
 
     def pct(v: float) -> str:
-        return "n/a" if v != v else f"{v:.2f}"
+        """A fraction printed as percent."""
+        return "n/a" if v != v else f"{100 * v:.2f}"
 
     table = Table(title=f"HICO-DET mAP ({res.protocol.name} protocol, "
                         f"{'Known-Object' if known_object else 'Default'})")
@@ -140,9 +144,9 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
         cells = []
         for name in ("full", "rare", "non_rare", *res.subsets):
             lo, hi = boot.ci(name)
-            cells.append("n/a" if lo != lo or hi != hi else f"{lo:.2f}–{hi:.2f}")
+            cells.append("n/a" if lo != lo or hi != hi else f"{100 * lo:.2f}–{100 * hi:.2f}")
         table.add_row(f"{ci_level:g}% CI", *cells)
-        table.add_row("bias", *(pct(b) if b != b else f"{b:+.2f}" for b in boot.bias[[
+        table.add_row("bias", *(pct(b) if b != b else f"{100 * b:+.2f}" for b in boot.bias[[
             boot.metrics.index(n) for n in ("full", "rare", "non_rare", *res.subsets)]]))
     console.print(table)
     if boot is not None:

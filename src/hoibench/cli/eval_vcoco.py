@@ -6,16 +6,12 @@ Thin: read the ground truth and the detections with :mod:`hoibench.formats`, sco
 
 from __future__ import annotations
 
-import io
 import time
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import click
 
 from hoibench.cli._common import console, echo_json, err_console
-
-if TYPE_CHECKING:
-    from hoibench.evaluation import VCOCOResult
 
 __all__ = ["vcoco"]
 
@@ -39,14 +35,17 @@ __all__ = ["vcoco"]
               help="Write the results object (see docs/interfaces.md); '-' prints it instead of tables.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Write a bar chart of the per-class APs (PNG).")
+@click.option("--model", default="", help="Model name recorded in --json output.")
+@click.option("--benchmark", default="", help="Benchmark name recorded in --json output [default: the --gt name].")
 @click.option("--quiet", is_flag=True, help="Summary only, no per-class table.")
 def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str | None, scenario: str,
           iou_threshold: float, lenient: bool, per_class_csv: str | None, json_out: str | None,
-          plot_path: str | None, quiet: bool) -> None:
+          plot_path: str | None, model: str, benchmark: str, quiet: bool) -> None:
     """Score V-COCO detections: agent AP, role AP over 24 and 25 (action, role) pairs."""
     from rich.table import Table
 
-    from hoibench._io import atomic_write_csv, atomic_write_json
+    from hoibench._io import atomic_write_bytes, atomic_write_csv
+    from hoibench.cli._common import reject_unused_options
     from hoibench.datasets import resolve_vcoco_ground_truth
     from hoibench.evaluation import vcoco_role_ap
     from hoibench.formats import (
@@ -54,7 +53,11 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
         vcoco_ground_truth_from_official,
         write_vcoco_ground_truth,
     )
+    from hoibench.results import ResultRecord, write_record
 
+    if json_out is None:
+        reject_unused_options(click.get_current_context(), "without --json (they are recorded in the results "
+                              "object)", "model", "benchmark")
     scenarios = (1, 2) if scenario == "both" else (int(scenario),)
     t0 = time.perf_counter()
     with err_console.status("reading the ground truth and the detections"):
@@ -75,20 +78,22 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
     for reason, n in sorted(loaded.dropped.items()):
         err_console.print(f"dropped {n} detections: {reason}")
 
-    result = res.to_dict()
-    result.update({"ground_truth": gt.source, "predictions": pred_path, "layout": loaded.layout,
-                   "n_detections": len(loaded.detections), "dropped": loaded.dropped})
+    record = ResultRecord(res, model, benchmark or Path(str(gt_spec)).name, {
+        "ground_truth": gt.source, "predictions": pred_path, "layout": loaded.layout,
+        "n_detections": len(loaded.detections), "dropped": loaded.dropped})
     rows = res.per_class_rows()
     if per_class_csv:
         fields = ["kind", "class", "n_pos", "n_det", "ap", *[f"ap_scenario_{s}" for s in res.scenarios]]
         atomic_write_csv(per_class_csv, fields, ([r.get(k) for k in fields] for r in rows))
     if plot_path:
-        _plot(res, plot_path)
+        from hoibench.reports import vcoco_ap_figure
+
+        atomic_write_bytes(plot_path, vcoco_ap_figure(res, title=f"V-COCO AP per class: {Path(pred_path).name}").png)
     if json_out == "-":
-        echo_json(result)
+        echo_json(record.to_json())
         return
     if json_out:
-        atomic_write_json(json_out, result, indent=True)
+        write_record(record, json_out)
 
     def pct(v: float | None) -> str:
         return "—" if v is None else f"{100 * v:.2f}"
@@ -116,39 +121,3 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
     console.print(summary)
     console.print(f"read {t1 - t0:.2f} s, evaluated {t2 - t1:.2f} s")
 
-
-def _plot(res: VCOCOResult, path: str) -> None:
-    """Horizontal bars: agent AP per action, role AP per (action, role) class and scenario."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from hoibench._io import atomic_write_bytes
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 8), gridspec_kw={"width_ratios": [1, 1.2]})
-    names = list(res.action_names)
-    y = np.arange(len(names))
-    axes[0].barh(y, 100 * np.nan_to_num(res.agent_ap), color="tab:gray")
-    axes[0].set_yticks(y, names, fontsize=8)
-    axes[0].set_title(f"agent AP (mean {100 * res.agent_map:.1f})")
-    roles = list(res.role_class_names)
-    y = np.arange(len(roles))
-    scen = res.scenarios
-    height = 0.8 / len(scen)
-    for k, s in enumerate(scen):
-        axes[1].barh(y + k * height, 100 * np.nan_to_num(res.role_ap[s]), height=height,
-                     label=f"scenario {s} (24-pair mean {100 * res.role_map(s):.1f})")
-    axes[1].set_yticks(y + 0.4 - height / 2, roles, fontsize=8)
-    axes[1].set_title("role AP")
-    axes[1].legend(fontsize=8, loc="lower right")
-    for ax in axes:
-        ax.invert_yaxis()
-        ax.set_xlim(0, 100)
-        ax.set_xlabel("AP (%)")
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())

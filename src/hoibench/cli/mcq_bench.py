@@ -223,6 +223,7 @@ def stats(questions_path: str, annotations: str | None, setting: int | None, plo
 
 
 def _score_table(title: str, results: list[tuple[str, Any]]) -> Table:
+    """Metrics (rows) of each choice order (columns), printed in percent."""
     from hoibench.evaluation import MCQ_METRIC_NAMES
 
     table = Table(title=title)
@@ -285,20 +286,24 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any]) -> Any:
 @click.option("--zero-division", type=float, default=1.0, show_default=True,
               help="paper protocol: value of a ratio with an empty denominator.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
-              help="Write the metrics as one JSON object to this file.")
+              help="Write the metrics as one JSON object to this file; '-' prints it instead of the table.")
 @click.option("--per-class", is_flag=True, help="Add per-class tp/pred/gt/F1 to the JSON output.")
+@click.option("--model", default="", help="Model name recorded in --json output.")
+@click.option("--benchmark", default="",
+              help="Benchmark name recorded in --json output [default: the questions file name].")
 def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, setting: int | None, n_bootstrap: int,
-          seed: int, zero_division: float, json_out: str | None, per_class: bool) -> None:
+          seed: int, zero_division: float, json_out: str | None, per_class: bool, model: str,
+          benchmark: str) -> None:
     """Score answers (JSONL: selected choice texts or letters) against questions."""
-    from hoibench._io import atomic_write_json
     from hoibench.cli._common import reject_unused_options
     from hoibench.evaluation import mcq_metrics
     from hoibench.formats import read_questions
+    from hoibench.results import mcq_record, write_record
 
     if n_bootstrap == 0:
         reject_unused_options(click.get_current_context(), "without --bootstrap", "seed")
     if json_out is None:
-        reject_unused_options(click.get_current_context(), "without --json", "per_class")
+        reject_unused_options(click.get_current_context(), "without --json", "per_class", "model", "benchmark")
     if protocol != "paper":
         reject_unused_options(click.get_current_context(), f"with --protocol {protocol}", "zero_division")
 
@@ -328,7 +333,8 @@ def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, se
                         n_bootstrap=n_bootstrap, random_state=seed)
         results.append((f"order {k}" if len(perms) > 1 else "score (%)", r))
     main = results[0][1]
-    console.print(_score_table(f"hoibench mcq score ({protocol}): {len(qs_list)} questions", results))
+    if json_out != "-":
+        console.print(_score_table(f"hoibench mcq score ({protocol}): {len(qs_list)} questions", results))
     if main.n_missing:
         err_console.print(f"warning: {main.n_missing} questions have no answer (scored as empty predictions)")
     if main.n_out_of_choice:
@@ -338,16 +344,12 @@ def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, se
     if answers.n_truncated:
         err_console.print(f"note: {answers.n_truncated} truncated answer line ignored")
     if json_out is not None:
-        out = main.as_dict(per_class=per_class)
-        if len(results) > 1:
-            out["permutations"] = {name: r.metrics() for name, r in results}
-            import numpy as np
-
-            out["position_sensitivity"] = {m: float(np.std([r.metrics()[m] for _, r in results]))
-                                           for m in main.metrics()}
-        out["questions_file"] = str(questions_path)
-        out["answers_file"] = str(answers_path)
-        atomic_write_json(json_out, out, indent=True)
+        record = mcq_record(results, model=model, benchmark=benchmark or Path(questions_path).name,
+                            per_class=per_class, questions_file=str(questions_path), answers_file=str(answers_path))
+        if json_out == "-":
+            echo_json(record.to_json())
+        else:
+            write_record(record, json_out)
 
 
 @click.command("from-detections")

@@ -1,5 +1,6 @@
 """``hoibench report RESULTS... --out DIR``: Markdown, CSV and a self-contained HTML page from
-evaluation results (mAP results JSON, multiple-choice metrics JSON, class-recall JSON)."""
+result files (:mod:`hoibench.results`: mAP, V-COCO role AP, multiple-choice metrics, class recall,
+split statistics)."""
 
 from __future__ import annotations
 
@@ -25,13 +26,15 @@ def report(results: tuple[Path, ...], out_dir: Path, title: str, reference: str 
            n_bins: int) -> None:
     """Build a report from RESULTS files (several models, several benchmarks).
 
-    Each file holds one result object, a JSON list of them, or JSON lines: mAP results of
-    ``hoibench eval hico --json``, metrics of ``hoibench mcq score --json``, or class recall
-    (see docs/interfaces.md).
+    Each file holds one result object, a JSON list of them, or JSON lines, each naming its
+    ``kind``: mAP results of ``hoibench eval hico --json``, role AP of ``hoibench eval vcoco
+    --json``, metrics of ``hoibench mcq score --json``, class recall, or the stats.json of
+    ``hoibench split sg|balanced`` (see docs/interfaces.md).
     """
-    from hoibench.reports import build_report, load_results
+    from hoibench.reports import build_report
+    from hoibench.results import read_results
 
-    loaded = load_results(list(results))
+    loaded = read_results(list(results))
     rep = build_report(loaded, title=title, reference_benchmark=reference, n_bins=n_bins,
                        meta={"results": [str(p) for p in results]})
     files = rep.write(out_dir)

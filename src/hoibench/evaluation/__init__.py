@@ -1,7 +1,8 @@
 """hoibench.evaluation (see docs/ARCHITECTURE.md): HICO-DET mAP, V-COCO role AP and the
 multiple-choice metrics, on one :class:`Metric` base (``update(preds, target)``, ``compute``,
 ``reset``; each class has its snake_case functional twin), with the box-overlap and AP primitives
-they share (each reference's exact flavour)."""
+they share (each reference's exact flavour). Every score is a fraction; each result type reads and
+writes its JSON object (``to_json`` / ``from_json``, files through :mod:`hoibench.results`)."""
 
 from hoibench.evaluation._ap import (
     RECALL_THRESHOLDS,
@@ -18,8 +19,12 @@ from hoibench.evaluation._bootstrap import (
     bootstrap_interval,
     bootstrap_weights,
 )
+from hoibench.evaluation._class_recall import ClassRecall, mcq_class_recall
+from hoibench.evaluation._fields import SCHEMA_VERSION
 from hoibench.evaluation._hico_map import (
     HICO_PROTOCOLS,
+    MAP_METRICS,
+    HICOMapCI,
     HICOMapResult,
     HICOMatches,
     HICOMeanAP,
@@ -35,6 +40,7 @@ from hoibench.evaluation._mcq_metrics import (
     MCQResult,
     mcq_metrics,
     mcq_scores,
+    position_sensitivity,
 )
 from hoibench.evaluation._metric import Metric
 from hoibench.evaluation._vcoco import VCOCOResult, VCOCORoleAP, vcoco_role_ap
@@ -43,10 +49,14 @@ __all__ = [
     "CI_METHODS",
     "HICO_PROTOCOLS",
     "IOU_CONVENTIONS",
+    "MAP_METRICS",
     "MCQ_METRIC_NAMES",
     "MCQ_PROTOCOLS",
     "RECALL_THRESHOLDS",
+    "SCHEMA_VERSION",
     "BootstrapResult",
+    "ClassRecall",
+    "HICOMapCI",
     "HICOMapResult",
     "HICOMatches",
     "HICOMeanAP",
@@ -63,10 +73,12 @@ __all__ = [
     "box_iou",
     "hico_mean_ap",
     "match_hico_detections",
+    "mcq_class_recall",
     "mcq_metrics",
     "mcq_scores",
     "pair_iou",
     "paired_box_iou",
+    "position_sensitivity",
     "precision_recall",
     "recall_thresholds",
     "vcoco_role_ap",

@@ -29,21 +29,25 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.evaluation._ap import precision_recall, recall_thresholds, voc11_ap
+from hoibench.evaluation._fields import Fields, from_percent, json_float, result_header, to_percent
 from hoibench.evaluation._iou import IOU_CONVENTIONS, pair_iou, paired_box_iou
 from hoibench.evaluation._metric import Metric, Verbatim
 
 __all__ = [
     "HICO_PROTOCOLS",
+    "MAP_METRICS",
+    "HICOMapCI",
     "HICOMapResult",
     "HICOMatches",
     "HICOMeanAP",
@@ -176,6 +180,12 @@ class HICOMatches:
     gt_pair: np.ndarray
     n_gt: np.ndarray
     n_dropped: Counter[str] = field(default_factory=Counter)
+    class_names: tuple[str, ...] = ()
+
+    kind: ClassVar[str] = "hoi_matches"
+    json_keys: ClassVar[frozenset[str]] = frozenset({
+        "protocol", "protocol_options", "n_gt", "class_names", "hoi", "score", "tp", "det_index",
+        "image_index", "gt_pair", "dropped"})
 
     @property
     def n_classes(self) -> int:
@@ -186,6 +196,51 @@ class HICOMatches:
         return (f"HICOMatches(protocol={self.protocol.name!r}, n_classes={self.n_classes}, "
                 f"n_detections={len(self.scores)}, n_tp={int(np.count_nonzero(self.tp))}, "
                 f"n_gt={int(self.n_gt.sum())}, n_dropped={sum(self.n_dropped.values())})")
+
+    @property
+    def hoi(self) -> np.ndarray:
+        """HOI class of every detection (rows in ranked order)."""
+        return np.repeat(np.arange(self.n_classes), np.diff(self.class_offsets))
+
+    def to_json(self, *, model: str | None = None, benchmark: str | None = None) -> dict[str, Any]:
+        """The ``hoi_matches`` object of ``docs/interfaces.md``: every counted detection's class,
+        score and TP flag in the protocol's ranked order, with the evaluator's indices."""
+        out = result_header(self.kind, model, benchmark)
+        out.update({
+            "protocol": self.protocol.name, "protocol_options": self.protocol.to_dict(),
+            "n_gt": [int(x) for x in self.n_gt], "class_names": list(self.class_names),
+            "hoi": self.hoi.tolist(), "score": [float(x) for x in self.scores], "tp": self.tp.tolist(),
+            "det_index": self.det_index.tolist(), "image_index": self.image_index.tolist(),
+            "gt_pair": self.gt_pair.tolist(), "dropped": dict(self.n_dropped)})
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], *, file: object = None, record: object = None) -> HICOMatches:
+        """Read a ``hoi_matches`` object. Required: ``n_gt``, ``hoi``, ``score``, ``tp``; without
+        ``protocol`` the official one. Detections are ranked per class by score (stable, so a
+        file in the evaluator's order keeps that order, ties included); indices a file lacks
+        are -1."""
+        f = Fields(d, file=file, record=record)
+        f.check_kind(cls.kind)
+        n_gt = f.integers("n_gt", lo=0)
+        hoi = f.integers("hoi", lo=0, hi=len(n_gt))
+        n = len(hoi)
+        score = f.numbers("score", n=n)
+        tp = f.booleans("tp", n=n)
+        names = f.strings("class_names", n=len(n_gt) if f.d.get("class_names") else None, default=())
+        missing = np.full(n, -1, dtype=np.int64)
+        det_index = f.integers("det_index", n=n, lo=-1, default=missing)
+        image_index = f.integers("image_index", n=n, lo=-1, default=missing)
+        gt_pair = f.integers("gt_pair", n=n, lo=-1, default=missing)
+        over = np.bincount(hoi[tp], minlength=len(n_gt)) > n_gt
+        if over.any():
+            raise f.error("tp", f"class {int(np.flatnonzero(over)[0])} has more true positives than "
+                                "ground-truth pairs (n_gt)")
+        order = np.lexsort((-score, hoi))
+        return cls(protocol=_read_protocol(f), class_offsets=np.searchsorted(hoi[order], np.arange(len(n_gt) + 1)),
+                   scores=score[order], tp=tp[order], det_index=det_index[order],
+                   image_index=image_index[order], gt_pair=gt_pair[order], n_gt=n_gt,
+                   n_dropped=Counter(f.counts("dropped", default={})), class_names=names)
 
     def for_class(self, c: int) -> tuple[np.ndarray, np.ndarray]:
         """``(scores, tp)`` of class ``c`` in ranked order."""
@@ -408,7 +463,8 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
     class_offsets = np.searchsorted(hoi[a_order], np.arange(n_cls + 1))
     return HICOMatches(protocol=protocol, class_offsets=class_offsets, scores=scores[a_order],
                        tp=tp[a_order], det_index=det_index[a_order], image_index=image[a_order],
-                       gt_pair=gt_pair[a_order], n_gt=n_gt, n_dropped=dropped)
+                       gt_pair=gt_pair[a_order], n_gt=n_gt, n_dropped=dropped,
+                       class_names=tuple(target.vocab.hoi_name(c) for c in range(n_cls)))
 
 
 def _image_label_matrix(target: HOIDataset, image_labels: Mapping[str, Iterable[int]] | None
@@ -446,51 +502,201 @@ def match_hico_detections(preds: HOIPredictions, target: HOIDataset, *,
 
 
 # ----------------------------------------------------------------------------- results
+#: the mAP metrics of every result besides its ``subsets``
+MAP_METRICS = ("full", "rare", "non_rare")
+
+
 @dataclass(frozen=True)
+class HICOMapCI:
+    """Bootstrap confidence intervals of a result's mAPs (fractions), as
+    :func:`hoibench.analysis.hico_map_bootstrap` computes them.
+
+    ``intervals[metric]`` is ``(low, high)`` or ``None`` where undefined (no class with ground
+    truth in a replicate); ``bias`` is the mean of the replicates minus the estimate. The JSON
+    (``"ci"`` of ``hico_map``) holds these in percent, as it always did.
+    """
+
+    intervals: Mapping[str, tuple[float, float] | None]
+    bias: Mapping[str, float] = field(default_factory=dict)
+    confidence: float | None = None
+    n_resamples: int | None = None
+    seed: int | None = None
+    method: str | None = None
+    resampled: str = "images"
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``"ci"`` object of ``hico_map`` (percent)."""
+        out: dict[str, Any] = {m: None if iv is None else [to_percent(iv[0]), to_percent(iv[1])]
+                               for m, iv in self.intervals.items()}
+        out.update({"level": self.confidence, "n_boot": self.n_resamples, "seed": self.seed,
+                    "method": self.method, "resampled": self.resampled,
+                    "bias": {m: json_float(to_percent(b)) for m, b in self.bias.items()}})
+        return out
+
+    @classmethod
+    def from_json(cls, f: Fields) -> HICOMapCI:
+        """Read the ``"ci"`` object; ``f`` is its :class:`Fields` (percent in, fractions out)."""
+        meta = {"level", "n_boot", "seed", "method", "resampled", "bias"}
+        intervals = {str(k): f.interval(k, scale=from_percent) for k in f.d if k not in meta}
+        seed = f.d.get("seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise f.error("seed", f"expected an integer or null, got {seed!r}")
+        return cls(intervals=intervals,
+                   bias=f.number_map("bias", null=True, default={}, scale=from_percent),
+                   confidence=f.number("level", default=None, lo=0.0, hi=1.0, unit="a fraction")
+                   if f.has("level") else None,
+                   n_resamples=f.integer("n_boot", default=None, lo=1), seed=seed,
+                   method=f.string("method", default=None), resampled=f.string("resampled", default="images"))
+
+
+@dataclass(frozen=True, repr=False)
 class HICOMapResult:
-    """HICO-DET mAP: ``full``, ``rare``, ``non_rare`` and ``subsets`` in percent; per-class AP
-    as fractions (NaN where a class has no ground truth)."""
+    """HICO-DET mAP. Every AP is a fraction in [0, 1] (``full``, ``rare``, ``non_rare``,
+    ``subsets`` and per-class AP alike); the ``hico_map`` JSON writes the mAPs in percent.
 
-    protocol: HICOProtocol
-    known_object: bool
-    known_object_source: str | None
+    ``per_class_ap`` is NaN where a class has no ground truth. A result read from a file of
+    published numbers may lack the per-class fields (``None``). ``headline`` names the
+    benchmark's main number: ``"full"`` or a key of ``subsets`` (``"unseen"`` on an SG split,
+    whose test set holds only unseen classes; ``"selected"`` for a balanced split's classes).
+    ``ci``: bootstrap intervals, when computed.
+    """
+
     full: float
-    rare: float
-    non_rare: float
-    subsets: dict[str, float]
-    per_class_ap: np.ndarray
-    n_gt: np.ndarray
-    n_detections: np.ndarray
-    classes: np.ndarray | None
-    class_names: tuple[str, ...]
-    n_dropped: dict[str, int]
+    rare: float = math.nan
+    non_rare: float = math.nan
+    subsets: Mapping[str, float] = field(default_factory=dict)
+    per_class_ap: np.ndarray | None = None
+    n_gt: np.ndarray | None = None
+    n_detections: np.ndarray | None = None
+    class_names: tuple[str, ...] = ()
+    classes: np.ndarray | None = None
+    protocol: HICOProtocol = field(default_factory=HICOProtocol)
+    known_object: bool = False
+    known_object_source: str | None = None
+    n_dropped: Mapping[str, int] = field(default_factory=dict)
+    headline: str = "full"
+    ci: HICOMapCI | None = None
 
-    def to_json(self, *, model: str = "", benchmark: str = "") -> dict[str, Any]:
-        """The "mAP results" object of ``docs/interfaces.md``."""
-        return {
-            "kind": "hico_map", "model": model, "benchmark": benchmark,
+    kind: ClassVar[str] = "hico_map"
+    #: the keys :meth:`to_json` writes (every other key of a file is the record's ``extra``)
+    json_keys: ClassVar[frozenset[str]] = frozenset({
+        "protocol", "known_object", "known_object_source", "full", "rare", "non_rare", "subsets",
+        "per_class_ap", "n_gt", "class_names", "classes", "protocol_options", "n_detections",
+        "dropped", "headline", "ci"})
+
+    def __post_init__(self) -> None:
+        if self.headline != "full" and self.headline not in self.subsets:
+            raise ConfigError(f"headline must be 'full' or a key of subsets {sorted(self.subsets)}; "
+                              f"got {self.headline!r}")
+
+    def __repr__(self) -> str:
+        """The mAPs, not the per-class arrays."""
+        subsets = ", ".join(f"{k!r}: {v:.4f}" for k, v in self.subsets.items())
+        n = "none" if self.per_class_ap is None else f"{len(self.per_class_ap)} classes"
+        return (f"HICOMapResult(full={self.full:.4f}, rare={self.rare:.4f}, non_rare={self.non_rare:.4f}, "
+                f"subsets={{{subsets}}}, headline={self.headline!r}, protocol={self.protocol.name!r}, "
+                f"per_class_ap={n}{', with ci' if self.ci is not None else ''})")
+
+    def mean_ap(self, metric: str = "full") -> float:
+        """``full``, ``rare``, ``non_rare`` or a subset's mAP (fraction)."""
+        if metric in MAP_METRICS:
+            return float(getattr(self, metric))
+        if metric in self.subsets:
+            return float(self.subsets[metric])
+        raise ConfigError(f"no mAP {metric!r}; have {', '.join([*MAP_METRICS, *self.subsets])}")
+
+    @property
+    def headline_map(self) -> float:
+        """The benchmark's main number (fraction): the mAP named by :attr:`headline`."""
+        return self.mean_ap(self.headline)
+
+    @property
+    def headline_ci(self) -> tuple[float, float] | None:
+        """Bootstrap interval of :attr:`headline_map` (fractions), when one was computed."""
+        return None if self.ci is None else self.ci.intervals.get(self.headline)
+
+    def class_ap(self) -> np.ndarray:
+        """AP (fractions) of the classes with ground truth, in class order (empty without
+        per-class AP): ``n_gt > 0`` when known, else a non-null AP."""
+        if self.per_class_ap is None:
+            return np.zeros(0)
+        ap = self.per_class_ap
+        keep = ~np.isnan(ap) if self.n_gt is None else (self.n_gt > 0) & ~np.isnan(ap)
+        return ap[keep]
+
+    def to_json(self, *, model: str | None = None, benchmark: str | None = None) -> dict[str, Any]:
+        """The ``hico_map`` object of ``docs/interfaces.md`` (mAPs in percent)."""
+        out = result_header(self.kind, model, benchmark)
+        out.update({
             "protocol": self.protocol.name, "known_object": self.known_object,
             "known_object_source": self.known_object_source,
-            "full": _num(self.full), "rare": _num(self.rare), "non_rare": _num(self.non_rare),
-            "subsets": {k: _num(v) for k, v in self.subsets.items()},
-            "per_class_ap": [None if np.isnan(a) else float(a) for a in self.per_class_ap],
-            "n_gt": [int(x) for x in self.n_gt],
+            "full": json_float(to_percent(self.full)), "rare": json_float(to_percent(self.rare)),
+            "non_rare": json_float(to_percent(self.non_rare)),
+            "subsets": {k: json_float(to_percent(v)) for k, v in self.subsets.items()},
+            "per_class_ap": None if self.per_class_ap is None else [json_float(a) for a in self.per_class_ap],
+            "n_gt": None if self.n_gt is None else [int(x) for x in self.n_gt],
             "class_names": list(self.class_names),
             "classes": None if self.classes is None else [int(c) for c in self.classes],
             "protocol_options": self.protocol.to_dict(),
-            "n_detections": [int(x) for x in self.n_detections],
+            "n_detections": None if self.n_detections is None else [int(x) for x in self.n_detections],
             "dropped": dict(self.n_dropped),
-        }
+            "headline": self.headline,
+        })
+        if self.ci is not None:
+            out["ci"] = self.ci.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], *, file: object = None, record: object = None) -> HICOMapResult:
+        """Read a ``hico_map`` object (written by any hoibench version, or by hand: only ``full``
+        is required); each problem is a :class:`~hoibench.FormatError` naming the field."""
+        f = Fields(d, file=file, record=record)
+        f.check_kind(cls.kind)
+        pct = {"lo": 0.0, "hi": 100.0, "unit": "a percentage"}
+        full = f.number("full", **pct)
+        rare = f.number("rare", null=True, default=math.nan, **pct)
+        non_rare = f.number("non_rare", null=True, default=math.nan, **pct)
+        subsets = f.number_map("subsets", null=True, default={}, scale=from_percent, **pct)
+        ap = f.numbers("per_class_ap", null=True, lo=0.0, hi=1.0 + 1e-9, default=None, unit="a fraction")
+        n = None if ap is None else len(ap)
+        n_gt = f.integers("n_gt", n=n, lo=0, default=None)
+        n_det = f.integers("n_detections", n=n, lo=0, default=None)
+        names = f.strings("class_names", n=n if f.d.get("class_names") else None, default=())
+        n_cls = n if n is not None else (len(names) or None)
+        classes = f.integers("classes", lo=0, hi=n_cls, default=None)
+        headline = f.string("headline", default="full")
+        if headline != "full" and headline not in subsets:
+            raise f.error("headline", f"must be 'full' or a key of subsets {sorted(subsets)}; got {headline!r}")
+        ci = f.optional_sub("ci")
+        return cls(
+            full=from_percent(full), rare=from_percent(rare), non_rare=from_percent(non_rare),
+            subsets=subsets, per_class_ap=ap, n_gt=n_gt, n_detections=n_det, class_names=names,
+            classes=classes, protocol=_read_protocol(f), known_object=f.boolean("known_object", default=False),
+            known_object_source=f.string("known_object_source", default=None),
+            n_dropped=f.counts("dropped", default={}), headline=headline,
+            ci=None if ci is None else HICOMapCI.from_json(ci))
 
 
-def _num(v: float) -> float | None:
-    return None if np.isnan(v) else float(v)
+def _read_protocol(f: Fields) -> HICOProtocol:
+    """The protocol of a result or matches file: every option when written (``protocol_options``),
+    else a preset by name (``official`` when absent)."""
+    name = f.string("protocol", default="official")
+    opts = f.mapping("protocol_options", default=None)
+    if opts is not None:
+        try:
+            return HICOProtocol(**{**opts, "name": name})
+        except (TypeError, ConfigError) as exc:
+            raise f.error("protocol_options", str(exc)) from None
+    if name.lower() not in HICO_PROTOCOLS:
+        raise f.error("protocol", f"unknown protocol {name!r} without protocol_options; "
+                                  f"presets: {sorted(HICO_PROTOCOLS)}")
+    return HICO_PROTOCOLS[name.lower()]
 
 
 def _mean(ap: np.ndarray, classes: np.ndarray, mean_over: str) -> float:
     vals = ap[classes]
     vals = vals[~np.isnan(vals)] if mean_over == "with_gt" else np.nan_to_num(vals, nan=0.0)
-    return float(np.mean(vals)) * 100.0 if len(vals) else float("nan")
+    return float(np.mean(vals)) if len(vals) else float("nan")
 
 
 def _result(matches: HICOMatches, target: HOIDataset, known_object: bool, source: str | None,

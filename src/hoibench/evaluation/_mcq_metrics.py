@@ -37,10 +37,11 @@ counts, and ``(question × class)`` sparse count matrices, combined with resampl
 
 from __future__ import annotations
 
+import math
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -48,20 +49,30 @@ import scipy.sparse as sp
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import MCAnswer, MCQuestion
 from hoibench.evaluation._bootstrap import bootstrap_ci
+from hoibench.evaluation._fields import Fields, json_float, result_header
 from hoibench.evaluation._metric import Metric
 
-__all__ = ["MCQ_METRIC_NAMES", "MCQ_PROTOCOLS", "MCQMetrics", "MCQResult", "mcq_metrics", "mcq_scores"]
+__all__ = ["MCQ_METRIC_NAMES", "MCQ_PROTOCOLS", "MCQMetrics", "MCQResult", "mcq_metrics", "mcq_scores",
+           "position_sensitivity"]
 
 MCQ_PROTOCOLS = ("paper", "crosshoi")
+#: the six multiple-choice metrics, in the order tables and reports show them
 MCQ_METRIC_NAMES = ("macro_f1", "instance_f1", "micro_f1", "exact_match", "avg_precision", "avg_recall")
+
+
+_COUNTS = ("n_questions", "n_images", "n_classes", "n_answered", "n_missing", "n_empty", "n_out_of_choice",
+           "n_unknown_answers")
 
 
 @dataclass(frozen=True)
 class MCQResult:
     """Scores (fractions in [0, 1]) and what went into them.
 
+    A metric is NaN only in a result read from a file of published numbers that leaves it out.
+
     ``ci`` maps each metric name to its bootstrap ``(low, high)`` interval when requested.
-    ``per_class`` maps a class name to ``{"tp", "pred", "gt", "f1"}``.
+    ``per_class`` maps a class name to ``{"tp", "pred", "gt", "f1"}``. The counts are ``None``
+    only for a result read from a file that does not record them (published numbers).
     """
 
     macro_f1: float
@@ -72,38 +83,92 @@ class MCQResult:
     avg_recall: float
     protocol: str
     zero_division: float
-    n_questions: int
-    n_images: int
-    n_classes: int
-    n_answered: int
-    n_missing: int
-    n_empty: int
-    n_out_of_choice: int
-    n_unknown_answers: int
+    n_questions: int | None
+    n_images: int | None
+    n_classes: int | None
+    n_answered: int | None
+    n_missing: int | None
+    n_empty: int | None
+    n_out_of_choice: int | None
+    n_unknown_answers: int | None
     missing_ids: tuple[str, ...] = ()
     per_class: Mapping[str, Mapping[str, float]] = field(default_factory=dict, repr=False)
     ci: Mapping[str, tuple[float, float]] | None = None
     confidence: float | None = None
     n_bootstrap: int = 0
 
+    kind: ClassVar[str] = "mcq_metrics"
+    json_keys: ClassVar[frozenset[str]] = frozenset({
+        *MCQ_METRIC_NAMES, "protocol", "zero_division", *_COUNTS, "missing_ids", "ci", "confidence",
+        "n_bootstrap", "per_class"})
+
     def metrics(self) -> dict[str, float]:
         """The six headline numbers under their JSON keys."""
         return {name: float(getattr(self, name)) for name in MCQ_METRIC_NAMES}
 
-    def as_dict(self, *, per_class: bool = False) -> dict[str, Any]:
-        """The JSON object of ``hoibench mcq score --json``."""
-        out: dict[str, Any] = self.metrics()
-        out.update(protocol=self.protocol, zero_division=self.zero_division, n_questions=self.n_questions,
-                   n_images=self.n_images, n_classes=self.n_classes, n_answered=self.n_answered,
-                   n_missing=self.n_missing, n_empty=self.n_empty, n_out_of_choice=self.n_out_of_choice,
-                   n_unknown_answers=self.n_unknown_answers, missing_ids=list(self.missing_ids))
+    def to_json(self, *, model: str | None = None, benchmark: str | None = None) -> dict[str, Any]:
+        """The ``mcq_metrics`` object of ``docs/interfaces.md`` (fractions); ``per_class`` is
+        written when the result holds it (``dataclasses.replace(r, per_class={})`` leaves it out)."""
+        out = result_header(self.kind, model, benchmark)
+        out.update({k: json_float(v) for k, v in self.metrics().items()})
+        out.update(protocol=self.protocol, zero_division=self.zero_division,
+                   **{k: getattr(self, k) for k in _COUNTS}, missing_ids=list(self.missing_ids))
         if self.ci is not None:
             out["ci"] = {k: [float(lo), float(hi)] for k, (lo, hi) in self.ci.items()}
             out["confidence"] = self.confidence
             out["n_bootstrap"] = self.n_bootstrap
-        if per_class:
-            out["per_class"] = {k: dict(v) for k, v in self.per_class.items()}
+        if self.per_class:
+            out["per_class"] = {k: {c: json_float(v) for c, v in row.items()} for k, row in self.per_class.items()}
         return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], *, file: object = None, record: object = None) -> MCQResult:
+        """Read an ``mcq_metrics`` object: the metrics (fractions; one at least, the others NaN
+        when a file of published numbers leaves them out), optional counts and intervals. Each
+        problem is a :class:`~hoibench.FormatError` naming the field."""
+        f = Fields(d, file=file, record=record)
+        f.check_kind(cls.kind)
+        frac = {"lo": 0.0, "hi": 1.0, "unit": "a fraction"}
+        metrics = {k: f.number(k, null=True, default=math.nan, **frac) for k in MCQ_METRIC_NAMES}
+        if all(math.isnan(v) for v in metrics.values()):
+            raise f.error(None, f"no metric among {list(MCQ_METRIC_NAMES)}")
+        ci_f = f.optional_sub("ci")
+        ci = None
+        if ci_f is not None:
+            ci = {}
+            for k in ci_f.d:
+                if k not in MCQ_METRIC_NAMES:
+                    raise ci_f.error(k, f"expected one of {list(MCQ_METRIC_NAMES)}")
+                iv = ci_f.interval(k)
+                if iv is not None:
+                    if iv[0] < 0.0 or iv[1] > 1.0:
+                        raise ci_f.error(k, f"expected fractions in [0, 1], got {list(iv)}")
+                    ci[k] = iv
+        per_class: dict[str, dict[str, float]] = {}
+        pc = f.optional_sub("per_class")
+        if pc is not None:
+            for name in pc.d:
+                row = pc.sub(name)
+                per_class[str(name)] = {"tp": row.number("tp", lo=0.0), "pred": row.number("pred", lo=0.0),
+                                        "gt": row.number("gt", lo=0.0),
+                                        "f1": row.number("f1", null=True, **frac)}
+        protocol = f.string("protocol", default="paper")
+        if protocol not in MCQ_PROTOCOLS:
+            raise f.error("protocol", f"expected one of {list(MCQ_PROTOCOLS)}, got {protocol!r}")
+        return cls(
+            **metrics, protocol=protocol, zero_division=f.number("zero_division", default=1.0, **frac),
+            **{k: f.integer(k, default=None, lo=0) for k in _COUNTS},
+            missing_ids=f.strings("missing_ids", default=()), per_class=per_class, ci=ci,
+            confidence=f.number("confidence", default=None, lo=0.0, hi=1.0, unit="a fraction"),
+            n_bootstrap=f.integer("n_bootstrap", default=0, lo=0))
+
+
+def position_sensitivity(results: Sequence[MCQResult]) -> dict[str, float]:
+    """How much each metric moves with the order of the choices: the standard deviation over
+    results of the same questions under different choice orders (fractions)."""
+    if len(results) < 2:
+        raise ConfigError(f"position sensitivity needs results under at least two choice orders; got {len(results)}")
+    return {m: float(np.std([r.metrics()[m] for r in results])) for m in MCQ_METRIC_NAMES}
 
 
 # ----------------------------------------------------------------------------- class keys

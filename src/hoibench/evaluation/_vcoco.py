@@ -25,9 +25,9 @@ crashes). Nothing here reads files: see :mod:`hoibench.formats.vcoco_predictions
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from hoibench.data._vcoco import (
     vcoco_role_classes,
 )
 from hoibench.evaluation._ap import all_point_ap
+from hoibench.evaluation._fields import Fields, json_float, result_header, to_percent
 from hoibench.evaluation._metric import Metric
 
 __all__ = ["VCOCOResult", "VCOCORoleAP", "vcoco_role_ap"]
@@ -57,7 +58,8 @@ class VCOCOResult:
 
     ``agent_ap[a]`` / ``role_ap[s][c]`` are NaN for a class without positives. Averages skip
     NaN; ``role_map(s)`` is the 24-pair average of the literature (without ``point_instr``) and
-    ``role_map(s, pairs=25)`` the average ``vsrl_eval.py`` prints.
+    ``role_map(s, pairs=25)`` the average ``vsrl_eval.py`` prints. The detection counts are
+    ``None`` for a result read from a file written before they were recorded.
     """
 
     action_names: tuple[str, ...]
@@ -65,11 +67,16 @@ class VCOCOResult:
     agent_ap: np.ndarray
     role_ap: dict[int, np.ndarray]
     n_positives: np.ndarray
-    n_detections_agent: np.ndarray
-    n_detections_role: np.ndarray
+    n_detections_agent: np.ndarray | None
+    n_detections_role: np.ndarray | None
     n_images: int
     iou_threshold: float
     complete_ground_truth: bool = True
+
+    kind: ClassVar[str] = "vcoco_role_ap"
+    json_keys: ClassVar[frozenset[str]] = frozenset({
+        "iou_threshold", "complete_ground_truth", "n_images", "agent_map", "scenario_1", "scenario_2",
+        "action_names", "agent_ap", "n_pos", "role_class_names", "role_ap", "n_det_agent", "n_det_role"})
 
     @property
     def scenarios(self) -> tuple[int, ...]:
@@ -93,52 +100,80 @@ class VCOCOResult:
 
     def per_class_rows(self) -> list[dict[str, Any]]:
         """One row per class: ``kind`` (agent/role), name, positives, detections, AP per scenario."""
+        def count(a: np.ndarray | None, i: int) -> int | None:
+            return None if a is None else int(a[i])
+
         rows: list[dict[str, Any]] = []
         for a, name in enumerate(self.action_names):
             rows.append({"kind": "agent", "class": name, "n_pos": int(self.n_positives[a]),
-                         "n_det": int(self.n_detections_agent[a]), "ap": _opt(self.agent_ap[a])})
+                         "n_det": count(self.n_detections_agent, a), "ap": json_float(self.agent_ap[a])})
         role_action = vcoco_role_action()
         for c, name in enumerate(self.role_class_names):
             row: dict[str, Any] = {"kind": "role", "class": name,
                                    "n_pos": int(self.n_positives[role_action[c]]),
-                                   "n_det": int(self.n_detections_role[c])}
+                                   "n_det": count(self.n_detections_role, c)}
             for s in self.scenarios:
-                row[f"ap_scenario_{s}"] = _opt(self.role_ap[s][c])
+                row[f"ap_scenario_{s}"] = json_float(self.role_ap[s][c])
             rows.append(row)
         return rows
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (percent) plus per-class APs (fractions), see docs/interfaces.md."""
-        out: dict[str, Any] = {
-            "kind": "vcoco_role_ap",
+    def to_json(self, *, model: str | None = None, benchmark: str | None = None) -> dict[str, Any]:
+        """The ``vcoco_role_ap`` object of ``docs/interfaces.md``: the summary means in percent
+        (as documented), per-class APs as fractions."""
+        out = result_header(self.kind, model, benchmark)
+        out.update({
             "iou_threshold": self.iou_threshold,
             "complete_ground_truth": self.complete_ground_truth,
             "n_images": self.n_images,
-            "agent_map": _pct(self.agent_map),
-        }
+            "agent_map": json_float(to_percent(self.agent_map)),
+        })
         for s in self.scenarios:
-            out[f"scenario_{s}"] = {"role_map_24": _pct(self.role_map(s)),
-                                    "role_map_25": _pct(self.role_map(s, pairs=25))}
+            out[f"scenario_{s}"] = {"role_map_24": json_float(to_percent(self.role_map(s))),
+                                    "role_map_25": json_float(to_percent(self.role_map(s, pairs=25)))}
         out["action_names"] = list(self.action_names)
-        out["agent_ap"] = [_opt(v) for v in self.agent_ap]
+        out["agent_ap"] = [json_float(v) for v in self.agent_ap]
         out["n_pos"] = self.n_positives.tolist()
         out["role_class_names"] = list(self.role_class_names)
-        out["role_ap"] = {f"scenario_{s}": [_opt(v) for v in self.role_ap[s]] for s in self.scenarios}
+        out["role_ap"] = {f"scenario_{s}": [json_float(v) for v in self.role_ap[s]] for s in self.scenarios}
+        if self.n_detections_agent is not None:
+            out["n_det_agent"] = self.n_detections_agent.tolist()
+        if self.n_detections_role is not None:
+            out["n_det_role"] = self.n_detections_role.tolist()
         return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], *, file: object = None, record: object = None) -> VCOCOResult:
+        """Read a ``vcoco_role_ap`` object; the summary means are recomputed from the per-class
+        APs (they are derived numbers), each problem is a :class:`~hoibench.FormatError`."""
+        f = Fields(d, file=file, record=record)
+        f.check_kind(cls.kind)
+        actions = f.strings("action_names")
+        roles = f.strings("role_class_names")
+        frac = {"lo": 0.0, "hi": 1.0 + 1e-6, "unit": "a fraction"}
+        role_f = f.sub("role_ap")
+        role_ap = {}
+        for key in role_f.d:
+            s = {"scenario_1": 1, "scenario_2": 2}.get(key)
+            if s is None:
+                raise role_f.error(key, "expected scenario_1 or scenario_2")
+            role_ap[s] = role_f.numbers(key, n=len(roles), null=True, **frac)
+        if not role_ap:
+            raise f.error("role_ap", "no scenario")
+        return cls(
+            action_names=actions, role_class_names=roles,
+            agent_ap=f.numbers("agent_ap", n=len(actions), null=True, **frac),
+            role_ap=role_ap, n_positives=f.integers("n_pos", n=len(actions), lo=0),
+            n_detections_agent=f.integers("n_det_agent", n=len(actions), lo=0, default=None),
+            n_detections_role=f.integers("n_det_role", n=len(roles), lo=0, default=None),
+            n_images=f.integer("n_images", lo=0),
+            iou_threshold=f.number("iou_threshold", lo=0.0, hi=1.0),
+            complete_ground_truth=f.boolean("complete_ground_truth", default=True))
 
 
 def _nanmean(a: np.ndarray) -> float:
     a = np.asarray(a, dtype=np.float64)
     ok = ~np.isnan(a)
     return float(a[ok].mean()) if ok.any() else float("nan")
-
-
-def _opt(v: float) -> float | None:
-    return None if np.isnan(v) else float(v)
-
-
-def _pct(v: float) -> float | None:
-    return None if np.isnan(v) else 100.0 * v
 
 
 def _overlap_f32(gt: np.ndarray, pred: np.ndarray) -> np.ndarray:

@@ -17,7 +17,6 @@ from hoibench.formats.hake import read_hake
 from hoibench.formats.hico_mat import read_hico_mat
 from hoibench.formats.hicodet import read_hicodet, write_hicodet
 from hoibench.formats.image_labels import read_image_labels
-from hoibench.formats.matches import read_matches
 from hoibench.formats.ppdm import read_ppdm, write_ppdm
 from hoibench.formats.predictions import (
     PREDICTION_FORMATS,
@@ -72,7 +71,6 @@ __all__ = [
     "read_hico_mat",
     "read_hicodet",
     "read_image_labels",
-    "read_matches",
     "read_ppdm",
     "read_predictions",
     "read_questions",

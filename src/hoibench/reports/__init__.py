@@ -1,5 +1,6 @@
 """Reports: tables (Markdown, CSV, JSON), matplotlib plots and a self-contained HTML page, built
-from evaluation results (see ``docs/interfaces.md`` for the result files)."""
+from result records (:mod:`hoibench.results`; files in ``docs/interfaces.md``). Results are
+fractions; tables and plots show percent."""
 
 from hoibench.reports._analysis_views import (
     class_ap_boxplot_figure,
@@ -20,19 +21,10 @@ from hoibench.reports._figures import (
     class_ap_boxplot,
     grouped_bars,
     head_to_tail_recall_plot,
+    vcoco_ap_figure,
 )
 from hoibench.reports._mcq_figures import class_distribution_figure
 from hoibench.reports._report import Report, ReportFiles, Section
-from hoibench.reports._results import (
-    MCQ_METRICS,
-    ClassRecall,
-    MapResult,
-    MCQMetricsResult,
-    StatsResult,
-    load_result,
-    load_results,
-    result_from_dict,
-)
 from hoibench.reports._standard import (
     build_report,
     class_ap_head_to_tail,
@@ -44,19 +36,16 @@ from hoibench.reports._standard import (
     mcq_table,
     ranking_shift_rows,
     stats_table,
+    vcoco_figures,
+    vcoco_table,
 )
 from hoibench.reports._tables import Table, format_cell
 
 __all__ = [
-    "MCQ_METRICS",
-    "ClassRecall",
     "Figure",
-    "MCQMetricsResult",
-    "MapResult",
     "Report",
     "ReportFiles",
     "Section",
-    "StatsResult",
     "Table",
     "binned_head_to_tail",
     "build_report",
@@ -70,8 +59,6 @@ __all__ = [
     "head_to_tail_figure",
     "head_to_tail_recall_plot",
     "head_to_tail_table",
-    "load_result",
-    "load_results",
     "map_bars_figure",
     "map_table",
     "mcq_figures",
@@ -84,10 +71,12 @@ __all__ = [
     "ranking_shift_markdown",
     "ranking_shift_rows",
     "ranking_shift_table",
-    "result_from_dict",
     "sensitivity_figure",
     "sensitivity_table",
     "stats_table",
+    "vcoco_ap_figure",
+    "vcoco_figures",
+    "vcoco_table",
 ]
 
 for _name in __all__:

@@ -49,9 +49,10 @@ def class_ap_spread_table(results: Sequence[Any], *, classes: Sequence[int] | No
     cols = ("model", "benchmark", "classes", "mean", "median", "variance", "std", "q1", "q3", "iqr",
             "min", "max", "zero_ap_share")
     rows = []
-    for s in spreads:
-        row = (s.model, s.benchmark, s.n_classes, s.mean, s.median, s.variance, s.std, s.q1, s.q3,
-               s.iqr, s.min, s.max, s.zero_ap_share)
+    for s in spreads:  # fractions -> percent (variance: percent points squared)
+        row = (s.model, s.benchmark, s.n_classes, 100 * s.mean, 100 * s.median, 1e4 * s.variance,
+               100 * s.std, 100 * s.q1, 100 * s.q3, 100 * s.iqr, 100 * s.min, 100 * s.max,
+               100 * s.zero_ap_share)
         if ratio:
             row = (*row, ratio.get(s.model) if s.benchmark == other else None)
         rows.append(row)
@@ -69,31 +70,33 @@ def class_ap_boxplot_figure(results: Sequence[Any], *, classes: Sequence[int] | 
 
     data: dict[str, dict[str, np.ndarray]] = {}
     for r in results:
-        data.setdefault(r.model, {})[r.benchmark] = class_ap_values(r, classes=classes)
+        data.setdefault(r.model, {})[r.benchmark] = 100 * class_ap_values(r.result, classes=classes,
+                                                                          name=r.source or r.model)
     return class_ap_boxplot(name, title, data=data,
                             caption="Median (line), interquartile range (box), outliers (dots).")
 
 
 def ranking_shift_markdown(rows: Sequence[RankShift], *, reference: str, other: str,
                            decimals: int = 2) -> str:
-    """Table 3 in Markdown: ``| model | mAP | rank | mAP | rank (arrow) |``."""
+    """Table 3 in Markdown: ``| model | mAP | rank | mAP | rank (arrow) |`` (mAP in percent)."""
     lines = [f"| Model | {reference} mAP | {reference} rank | {other} mAP | {other} rank |",
              "| --- | ---: | ---: | ---: | ---: |"]
     for r in rows:
         arrow = "" if r.shift == 0 else f" ({r.arrow})"
-        lines.append(f"| {r.model} | {r.map_reference:.{decimals}f} | {r.rank_reference} | "
-                     f"{r.map_other:.{decimals}f} | {r.rank_other}{arrow} |")
+        lines.append(f"| {r.model} | {100 * r.map_reference:.{decimals}f} | {r.rank_reference} | "
+                     f"{100 * r.map_other:.{decimals}f} | {r.rank_other}{arrow} |")
     return "\n".join(lines) + "\n"
 
 
 def ranking_shift_table(rows: Sequence[RankShift], *, reference: str, other: str,
                         name: str = "ranking-shift") -> Table:
-    """B-RIGHT Table 3 as a :class:`~hoibench.reports.Table` (for CSV/JSON output and reports)."""
+    """B-RIGHT Table 3 as a :class:`~hoibench.reports.Table` (for CSV/JSON output and reports;
+    mAP in percent)."""
     return Table(name, f"Ranking shift: {reference} → {other}",
                  ("model", f"map_{reference}", f"rank_{reference}", f"map_{other}", f"rank_{other}",
                   "shift", "arrow"),
-                 tuple((r.model, r.map_reference, r.rank_reference, r.map_other, r.rank_other, r.shift,
-                        r.arrow) for r in rows),
+                 tuple((r.model, 100 * r.map_reference, r.rank_reference, 100 * r.map_other, r.rank_other,
+                        r.shift, r.arrow) for r in rows),
                  caption=f"Rank 1 = highest mAP; shift > 0 (↑): the model ranks higher on {other}.")
 
 
@@ -118,9 +121,9 @@ def ranking_shift_figure(rows: Sequence[RankShift], *, reference: str, other: st
             size = 40 + 400 * (v / vmax) if v is not None and vmax > 0 else 60
             ax.scatter([x], [rank], s=size, color=colour, alpha=0.55, edgecolor="black", linewidth=0.4,
                        zorder=2)
-        ax.annotate(f"{r.model} {r.map_reference:.2f}", (0, r.rank_reference), xytext=(-12, 0),
+        ax.annotate(f"{r.model} {100 * r.map_reference:.2f}", (0, r.rank_reference), xytext=(-12, 0),
                     textcoords="offset points", ha="right", va="center", fontsize=8)
-        ax.annotate(f"{r.map_other:.2f} {r.model}" + (f" ({r.arrow})" if r.shift else ""),
+        ax.annotate(f"{100 * r.map_other:.2f} {r.model}" + (f" ({r.arrow})" if r.shift else ""),
                     (1, r.rank_other), xytext=(12, 0), textcoords="offset points", ha="left",
                     va="center", fontsize=8)
     ax.set_xlim(-0.9, 1.9)
@@ -142,7 +145,7 @@ def sensitivity_table(result: SensitivityResult, *, name: str = "tp-fp-sensitivi
     """Per-class rows as a :class:`~hoibench.reports.Table` (AP in percent)."""
 
     rows = tuple((r["class"], r["name"], r["n_gt"], 100 * r["ap"], 100 * r["ap_flipped"], 100 * r["drop"],
-                  r["relative_drop"]) for r in result.records())
+                  100 * r["relative_drop"]) for r in result.records())
     return Table(name, "TP→FP sensitivity per class",
                  ("class", "name", "n_gt", "ap", "ap_flipped", "drop", "relative_drop"), rows,
                  caption="AP (%) before and after the highest-scoring true positive of the class "
@@ -158,14 +161,14 @@ def sensitivity_figure(result: SensitivityResult, *, ideal: bool = True, name: s
     """
 
     plt = _pyplot()
-    rel = result.relative_drop
+    rel = 100 * result.relative_drop
     ok = ~np.isnan(rel)
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     ax.scatter(result.n_gt[ok], rel[ok], s=10, alpha=0.6, color="#08519c", label="classes")
     if ideal and ok.any():
         hi = int(result.n_gt[ok].max())
         ns = np.unique(np.geomspace(1, max(hi, 2), num=60).astype(np.int64))
-        ax.plot(ns, ideal_sensitivity(ns, ap_method=ap_method, thresholds=thresholds), color="#e6550d",
+        ax.plot(ns, 100 * ideal_sensitivity(ns, ap_method=ap_method, thresholds=thresholds), color="#e6550d",
                 linewidth=1.2, label="all detections correct")
     ax.set_xscale("log")
     ax.set_xlabel("test instances of the class")
@@ -183,7 +186,9 @@ def paired_difference_table(cmp: ModelComparison, metric: str = "full", *,
                             reference: str | None = None, method: str = "basic") -> Any:
     """Paired differences as a :class:`~hoibench.reports.Table` (Markdown / CSV)."""
 
-    rows = cmp.paired_differences(metric, reference=reference, method=method)
+    points = ("map_a", "map_b", "difference", "ci_low", "ci_high", "bias")  # fractions -> percent
+    rows = [{k: 100 * v if k in points else v for k, v in r.items()}
+            for r in cmp.paired_differences(metric, reference=reference, method=method)]
     level = f"{cmp.confidence * 100:g}%"
     return Table.from_records(
         f"paired-difference-{metric.replace('_', '-')}",
@@ -204,7 +209,7 @@ def rank_distribution_table(cmp: ModelComparison, metric: str = "full") -> Any:
     recs = []
     for s in stab:
         m = cmp.models.index(s.model)
-        rec = {k: v for k, v in s.to_dict().items() if k != "benchmark"}
+        rec = {k: 100 * v if k == "map" else v for k, v in s.to_dict().items() if k != "benchmark"}
         rec.update({f"p_rank_{r + 1}": float(dist[m, r]) for r in range(len(cmp.models))})
         recs.append(rec)
     level = f"{cmp.confidence * 100:g}%"
@@ -235,7 +240,7 @@ def rank_distribution_figure(cmp: ModelComparison, metric: str = "full") -> Any:
                     fontsize=7, color="white" if r < n / 2 else "black")
         left += dist[:, r]
     ax.set_yticks(y)
-    ax.set_yticklabels([f"{cmp.models[m]} ({cmp.estimate[m, k]:.2f})" for m in order], fontsize=8)
+    ax.set_yticklabels([f"{cmp.models[m]} ({100 * cmp.estimate[m, k]:.2f})" for m in order], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of bootstrap replicates")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ValidationError
+from hoibench.evaluation import VCOCOResult
 
 __all__ = [
     "Figure",
@@ -23,6 +24,7 @@ __all__ = [
     "class_ap_boxplot",
     "grouped_bars",
     "head_to_tail_recall_plot",
+    "vcoco_ap_figure",
 ]
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
@@ -223,3 +225,33 @@ def head_to_tail_recall_plot(
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return Figure(name, title, _render(fig), caption)
+
+
+def vcoco_ap_figure(result: VCOCOResult, *, name: str = "vcoco-ap", title: str = "V-COCO AP per class",
+                    caption: str = "") -> Figure:
+    """Horizontal bars: agent AP per action, role AP per (action, role) class and scenario."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(12, 8), gridspec_kw={"width_ratios": [1, 1.2]})
+    names = list(result.action_names)
+    y = np.arange(len(names))
+    axes[0].barh(y, 100 * np.nan_to_num(result.agent_ap), color="tab:gray")
+    axes[0].set_yticks(y, names, fontsize=8)
+    axes[0].set_title(f"agent AP (mean {100 * result.agent_map:.1f})")
+    roles = list(result.role_class_names)
+    y = np.arange(len(roles))
+    scen = result.scenarios
+    height = 0.8 / len(scen)
+    for k, s in enumerate(scen):
+        axes[1].barh(y + k * height, 100 * np.nan_to_num(result.role_ap[s]), height=height,
+                     label=f"scenario {s} (24-pair mean {100 * result.role_map(s):.1f})")
+    axes[1].set_yticks(y + 0.4 - height / 2, roles, fontsize=8)
+    axes[1].set_title("role AP")
+    axes[1].legend(fontsize=8, loc="lower right")
+    for ax in axes:
+        ax.invert_yaxis()
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("AP (%)")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return Figure(name, title, _render(fig),
+                  caption or "Bars: AP (%) of each class; classes without positives have no bar.")

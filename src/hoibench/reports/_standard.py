@@ -1,10 +1,13 @@
-"""The standard hoibench report from typed results: the tables and plots of the three papers.
+"""The standard hoibench report from result records: the tables and plots of the three papers.
+
+Results are fractions (:mod:`hoibench.results`); tables and plots show percent.
 
 :func:`build_report` is what ``hoibench report`` and ``hoibench demo`` call. Given any mix of
 results (several models, several benchmarks) it adds the sections the results allow:
 
 - mAP table and the SG paper's Figure 2 (bars per model, one per benchmark; several results of a
   (model, benchmark), e.g. three SG splits, give mean ± std);
+- V-COCO agent and role AP per model, with per-class bars;
 - class-AP spread table and box plots (B-RIGHT Figure 6), and the ranking-shift table between two
   benchmarks (B-RIGHT Table 3);
 - multiple-choice metrics with bootstrap confidence intervals;
@@ -14,6 +17,7 @@ results (several models, several benchmarks) it adds the sections the results al
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +26,7 @@ import numpy as np
 
 from hoibench._exceptions import ValidationError
 from hoibench.analysis import RankShift, ranking_shift
+from hoibench.evaluation import MCQ_METRIC_NAMES, ClassRecall, HICOMapResult, MCQResult, VCOCOResult
 from hoibench.reports._analysis_views import (
     class_ap_boxplot_figure,
     class_ap_spread_table,
@@ -32,17 +37,11 @@ from hoibench.reports._figures import (
     binned_head_to_tail,
     grouped_bars,
     head_to_tail_recall_plot,
+    vcoco_ap_figure,
 )
 from hoibench.reports._report import Report
-from hoibench.reports._results import (
-    MCQ_METRICS,
-    ClassRecall,
-    MapResult,
-    MCQMetricsResult,
-    Result,
-    StatsResult,
-)
 from hoibench.reports._tables import Table
+from hoibench.results import BenchmarkStats, ResultRecord
 
 __all__ = [
     "build_report",
@@ -55,11 +54,16 @@ __all__ = [
     "mcq_table",
     "ranking_shift_rows",
     "stats_table",
+    "vcoco_figures",
+    "vcoco_table",
 ]
 
 
 #: name of HICO-DET's first HOI class, to recognise its 600-class results
 _HICO_FIRST = "board airplane"
+
+#: (model, benchmark, train counts, per-class fractions): one panel of a head-to-tail plot
+_Panel = tuple[str, str, np.ndarray, np.ndarray]
 
 
 def _slug(text: str) -> str:
@@ -71,19 +75,26 @@ def _unique(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+def _pct(v: float | None) -> float | None:
+    """A fraction as the percent a table prints (the only place reports scale)."""
+    return None if v is None else 100.0 * v
+
+
 # ---------------------------------------------------------------------- mAP
-def map_table(results: Sequence[MapResult]) -> Table:
-    """One row per result: model, benchmark, protocol, Full/Rare/Non-rare and every subset."""
-    subsets = _unique([k for r in results for k in r.subsets])
-    with_ci = any(r.headline_ci is not None for r in results)
+def map_table(records: Sequence[ResultRecord[HICOMapResult]]) -> Table:
+    """One row per result: model, benchmark, protocol, Full/Rare/Non-rare and every subset (%)."""
+    subsets = _unique([k for r in records for k in r.result.subsets])
+    with_ci = any(r.result.headline_ci is not None for r in records)
     columns = ["model", "benchmark", "protocol", "mAP", *(("ci_low", "ci_high") if with_ci else ()),
                "classes", "full", "rare", "non_rare", *subsets]
     rows = []
-    for r in results:
+    for rec in records:
+        r = rec.result
         ci = r.headline_ci or (None, None)
-        rows.append((r.model, r.benchmark, r.protocol + (" (known object)" if r.known_object else ""),
-                     r.headline, *(ci if with_ci else ()), r.headline_name, r.full, r.rare, r.non_rare,
-                     *(r.subsets.get(s) for s in subsets)))
+        rows.append((rec.model, rec.benchmark, r.protocol.name + (" (known object)" if r.known_object else ""),
+                     _pct(r.headline_map), *((_pct(ci[0]), _pct(ci[1])) if with_ci else ()), r.headline,
+                     _pct(r.full), _pct(r.rare), _pct(r.non_rare),
+                     *(_pct(r.subsets.get(s)) for s in subsets)))
     return Table("map", "HICO-DET mAP (%)", tuple(columns), tuple(rows),
                  caption="mAP: the benchmark's main number, over the classes named in 'classes' "
                          "(full = all classes of the label space)"
@@ -91,21 +102,22 @@ def map_table(results: Sequence[MapResult]) -> Table:
                          + ". Full, Rare, Non-rare and the subset columns are as the evaluator reports them.")
 
 
-def _aggregate(results: Sequence[MapResult]) -> tuple[list[str], list[str], dict[tuple[str, str], list[float]]]:
-    models = _unique([r.model for r in results])
-    benches = _unique([r.benchmark for r in results])
+def _aggregate(records: Sequence[ResultRecord[HICOMapResult]]
+               ) -> tuple[list[str], list[str], dict[tuple[str, str], list[float]]]:
+    models = _unique([r.model for r in records])
+    benches = _unique([r.benchmark for r in records])
     values: dict[tuple[str, str], list[float]] = {}
-    for r in results:
-        values.setdefault((r.model, r.benchmark), []).append(r.headline)
+    for r in records:
+        values.setdefault((r.model, r.benchmark), []).append(r.result.headline_map)
     return models, benches, values
 
 
-def map_bars_figure(results: Sequence[MapResult], *, name: str = "map-bars",
+def map_bars_figure(records: Sequence[ResultRecord[HICOMapResult]], *, name: str = "map-bars",
                     title: str = "mAP per model and benchmark") -> Figure:
-    """The SG paper's Figure 2: per model, a bar per benchmark (its headline mAP); repeated
+    """The SG paper's Figure 2: per model, a bar per benchmark (its headline mAP, %); repeated
     results give mean ± std."""
-    models, benches, values = _aggregate(results)
-    cis = {(r.model, r.benchmark): r.headline_ci for r in results if r.headline_ci is not None}
+    models, benches, values = _aggregate(records)
+    cis = {(r.model, r.benchmark): r.result.headline_ci for r in records if r.result.headline_ci is not None}
     series: dict[str, list[float | None]] = {}
     errors: dict[str, list[tuple[float, float] | None]] = {}
     for b in benches:
@@ -117,12 +129,13 @@ def map_bars_figure(results: Sequence[MapResult], *, name: str = "map-bars",
                 errors[b].append(None)
                 continue
             mean = float(np.mean(v))
-            series[b].append(mean)
+            series[b].append(100 * mean)
             if len(v) > 1:
                 sd = float(np.std(v))
-                errors[b].append((mean - sd, mean + sd))
+                errors[b].append((100 * (mean - sd), 100 * (mean + sd)))
             else:
-                errors[b].append(cis.get((m, b)))
+                ci = cis.get((m, b))
+                errors[b].append(None if ci is None else (100 * ci[0], 100 * ci[1]))
     return grouped_bars(name, title, groups=models, series=series, errors=errors,
                         caption="Bars: each benchmark's mAP (see the table's 'classes' column); error "
                                 "bars: standard deviation over repeated results of a model on a "
@@ -130,28 +143,70 @@ def map_bars_figure(results: Sequence[MapResult], *, name: str = "map-bars",
                                 "the evaluator computed one.")
 
 
-def ranking_shift_rows(results: Sequence[MapResult], *, reference: str, other: str) -> list[RankShift]:
+def ranking_shift_rows(records: Sequence[ResultRecord[HICOMapResult]], *, reference: str,
+                       other: str) -> list[RankShift]:
     """B-RIGHT Table 3's rows: models ranked by headline mAP on two benchmarks, with the shift in
     rank (:func:`hoibench.analysis.ranking_shift`). Repeated results of a (model, benchmark) are
     averaged; only models with results on both benchmarks are ranked.
     """
-    models, _, values = _aggregate(results)
+    models, _, values = _aggregate(records)
     ref = {m: float(np.mean(values[(m, reference)])) for m in models if (m, reference) in values}
     oth = {m: float(np.mean(values[(m, other)])) for m in models if (m, other) in values}
     return ranking_shift(ref, oth)
 
 
+# ---------------------------------------------------------------------- V-COCO
+def vcoco_table(records: Sequence[ResultRecord[VCOCOResult]]) -> Table:
+    """One row per result: agent AP and role AP of scenarios 1 and 2 (24-pair means, %)."""
+    rows = []
+    for rec in records:
+        r = rec.result
+        role = {s: _pct(r.role_map(s)) if s in r.scenarios else None for s in (1, 2)}
+        rows.append((rec.model, rec.benchmark, r.n_images, _pct(r.agent_map), role[1], role[2],
+                     "yes" if r.complete_ground_truth else "no (pair annotations)"))
+    return Table("vcoco", "V-COCO AP (%)",
+                 ("model", "benchmark", "images", "agent_ap", "role_ap_scenario_1", "role_ap_scenario_2",
+                  "complete_ground_truth"), tuple(rows),
+                 caption="Agent AP: mean over the actions with positives; role AP: mean over the 24 "
+                         "(action, role) classes of the literature (vsrl_eval.py prints 25, with "
+                         "point_instr). Scenario 1 needs an empty predicted box for an absent role "
+                         "object, scenario 2 ignores it. Incomplete ground truth (from pair "
+                         "annotations) does not give official numbers.")
+
+
+def vcoco_figures(records: Sequence[ResultRecord[VCOCOResult]]) -> list[Figure]:
+    """Bars of the summary numbers per model, then each result's per-class APs."""
+    groups = [f"{r.model} ({r.benchmark})" if [x.model for x in records].count(r.model) > 1 else r.model
+              for r in records]
+    series: dict[str, list[float | None]] = {"agent AP": [_pct(r.result.agent_map) for r in records]}
+    for s in (1, 2):
+        series[f"role AP scenario {s}"] = [_pct(r.result.role_map(s)) if s in r.result.scenarios else None
+                                           for r in records]
+    figs = [grouped_bars("vcoco-summary", "V-COCO AP per model", groups=groups, series=series,
+                         ylabel="AP (%)", caption="Agent AP and 24-pair role AP of each model.")]
+    figs += [vcoco_ap_figure(r.result, name=f"vcoco-ap-{_slug(r.model)}-{_slug(r.benchmark)}",
+                             title=f"V-COCO AP per class: {r.model} on {r.benchmark}") for r in records]
+    return figs
+
+
 # ---------------------------------------------------------------------- multiple choice
-def mcq_table(results: Sequence[MCQMetricsResult]) -> Table:
+def _mcq_metrics_present(records: Sequence[ResultRecord[MCQResult]]) -> list[str]:
+    """The metrics some result reports (all six unless files of published numbers leave some out)."""
+    return [k for k in MCQ_METRIC_NAMES if any(not math.isnan(getattr(r.result, k)) for r in records)]
+
+
+def mcq_table(records: Sequence[ResultRecord[MCQResult]]) -> Table:
     """Long format: one row per (model, benchmark, metric) with the value and its CI (percent)."""
     rows = []
-    for r in results:
-        for k in MCQ_METRICS:
-            if k in r.metrics:
-                lo, hi = r.ci.get(k, (None, None))
-                rows.append((r.model, r.benchmark, r.protocol, k, 100 * r.metrics[k],
-                             None if lo is None else 100 * lo, None if hi is None else 100 * hi))
-    level = next((r.confidence for r in results if r.confidence), None)
+    for rec in records:
+        r = rec.result
+        ci = r.ci or {}
+        for k, v in r.metrics().items():
+            if math.isnan(v):
+                continue  # not reported (a file of published numbers)
+            lo, hi = ci.get(k, (None, None))
+            rows.append((rec.model, rec.benchmark, r.protocol, k, _pct(v), _pct(lo), _pct(hi)))
+    level = next((r.result.confidence for r in records if r.result.confidence), None)
     ci_text = f"{100 * level:.0f}% bootstrap confidence interval" if level else "bootstrap confidence interval"
     return Table("mcq-metrics", "Multiple-choice metrics (%)",
                  ("model", "benchmark", "protocol", "metric", "value", "ci_low", "ci_high"),
@@ -159,99 +214,119 @@ def mcq_table(results: Sequence[MCQMetricsResult]) -> Table:
                                       f"{ci_text} (empty when not computed).")
 
 
-def mcq_summary_table(results: Sequence[MCQMetricsResult], *, decimals: int = 1) -> Table:
+def mcq_summary_table(records: Sequence[ResultRecord[MCQResult]], *, decimals: int = 1) -> Table:
     """One row per (model, benchmark): each metric as ``value [low, high]`` in percent (display
     table; :func:`mcq_table` has the raw numbers)."""
-    metrics = [k for k in MCQ_METRICS if any(k in r.metrics for r in results)]
+    metrics = _mcq_metrics_present(records)
 
-    def cell(r: MCQMetricsResult, k: str) -> str | None:
-        if k not in r.metrics:
+    def cell(r: MCQResult, k: str) -> str | None:
+        v = getattr(r, k)
+        if math.isnan(v):
             return None
-        text = f"{100 * r.metrics[k]:.{decimals}f}"
-        if k in r.ci:
+        text = f"{100 * v:.{decimals}f}"
+        if r.ci and k in r.ci:
             lo, hi = r.ci[k]
             text += f" [{100 * lo:.{decimals}f}, {100 * hi:.{decimals}f}]"
         return text
 
-    rows = tuple((r.model, r.benchmark, *(cell(r, k) for k in metrics)) for r in results)
+    rows = tuple((rec.model, rec.benchmark, *(cell(rec.result, k) for k in metrics)) for rec in records)
     return Table("mcq-summary", "Multiple-choice metrics (%) with confidence intervals",
                  ("model", "benchmark", *metrics), rows,
                  caption="value [CI low, CI high]; the raw numbers are in the next table.")
 
 
-def mcq_figures(results: Sequence[MCQMetricsResult]) -> list[Figure]:
+def mcq_figures(records: Sequence[ResultRecord[MCQResult]]) -> list[Figure]:
     """Per benchmark, bars per metric with one bar per model and CI error bars."""
     figs = []
-    for bench in _unique([r.benchmark for r in results]):
-        rs = [r for r in results if r.benchmark == bench]
-        metrics = [k for k in MCQ_METRICS if any(k in r.metrics for r in rs)]
+    for bench in _unique([r.benchmark for r in records]):
+        rs = [r for r in records if r.benchmark == bench]
+        metrics = _mcq_metrics_present(rs)
         series: dict[str, list[float | None]] = {}
         errors: dict[str, list[tuple[float, float] | None]] = {}
-        for r in rs:
-            label = r.model if list(x.model for x in rs).count(r.model) == 1 else f"{r.model} ({r.protocol})"
-            series[label] = [100 * r.metrics[k] if k in r.metrics else None for k in metrics]
-            errors[label] = [(100 * r.ci[k][0], 100 * r.ci[k][1]) if k in r.ci else None for k in metrics]
+        for rec in rs:
+            r = rec.result
+            label = rec.model if [x.model for x in rs].count(rec.model) == 1 else f"{rec.model} ({r.protocol})"
+            ci = r.ci or {}
+            series[label] = [100 * getattr(r, k) for k in metrics]
+            errors[label] = [(100 * ci[k][0], 100 * ci[k][1]) if k in ci else None for k in metrics]
         figs.append(grouped_bars(f"mcq-{_slug(bench)}", f"Multiple-choice metrics on {bench}",
                                  groups=metrics, series=series, errors=errors, ylabel="%",
                                  caption="Error bars: bootstrap confidence intervals."))
     return figs
 
 
-def head_to_tail_table(results: Sequence[ClassRecall], *, n_bins: int = 10) -> Table:
-    """Mean recall per head-to-tail bin (classes ordered by train count), one row per result."""
+def _recall_panels(records: Sequence[ResultRecord[ClassRecall]]) -> list[_Panel]:
+    return [(r.model, r.benchmark, r.result.train_counts, r.result.recall) for r in records]
+
+
+def _head_to_tail_rows(panels: Sequence[_Panel], n_bins: int) -> tuple[tuple[Any, ...], ...]:
     rows = []
-    for r in results:
-        _, rec, sizes = binned_head_to_tail(r.train_counts, r.recall, n_bins=n_bins)
+    for model, bench, counts, values in panels:
+        _, rec, sizes = binned_head_to_tail(counts, values, n_bins=n_bins)
         cells = [100 * x for x in rec] + [None] * (n_bins - len(rec))
-        rows.append((r.model, r.benchmark, int(sizes.sum()), *cells))
-    return Table("head-to-tail-recall", "Recall from head to tail classes (%)",
-                 ("model", "benchmark", "classes", *(f"bin {i + 1}" for i in range(n_bins))),
-                 tuple(rows), caption="Classes asked about are ordered by train count (bin 1 = "
-                                      "most frequent) and cut into equal bins; cells are mean "
-                                      "per-class recall.")
+        rows.append((model, bench, int(sizes.sum()), *cells))
+    return tuple(rows)
 
 
-def _ap_by_frequency(results: Sequence[MapResult], train_counts: np.ndarray) -> list[ClassRecall]:
+def _head_to_tail_columns(n_bins: int) -> tuple[str, ...]:
+    return ("model", "benchmark", "classes", *(f"bin {i + 1}" for i in range(n_bins)))
+
+
+def head_to_tail_table(records: Sequence[ResultRecord[ClassRecall]], *, n_bins: int = 10) -> Table:
+    """Mean recall (%) per head-to-tail bin (classes ordered by train count), one row per result."""
+    return Table("head-to-tail-recall", "Recall from head to tail classes (%)", _head_to_tail_columns(n_bins),
+                 _head_to_tail_rows(_recall_panels(records), n_bins),
+                 caption="Classes asked about are ordered by train count (bin 1 = most frequent) and "
+                         "cut into equal bins; cells are mean per-class recall.")
+
+
+def _head_to_tail_figures(panels: Sequence[_Panel], *, name: str, title: str, n_bins: int,
+                          value_label: str, caption: str) -> list[Figure]:
+    return [head_to_tail_recall_plot(
+        f"{name}-{_slug(b)}", f"{title} on {b}",
+        panels={m: (c, v) for m, bench, c, v in panels if bench == b},
+        n_bins=n_bins, value_label=value_label, caption=caption)
+        for b in _unique([p[1] for p in panels])]
+
+
+def _ap_by_frequency(records: Sequence[ResultRecord[HICOMapResult]], train_counts: np.ndarray) -> list[_Panel]:
     """Per-class AP (fraction) with each class's train count, for the classes with ground truth."""
     out = []
-    for r in results:
+    for rec in records:
+        r = rec.result
         if r.per_class_ap is None or len(r.per_class_ap) != len(train_counts):
             continue
         keep = ~np.isnan(r.per_class_ap) if r.n_gt is None else (r.n_gt > 0) & ~np.isnan(r.per_class_ap)
-        out.append(ClassRecall(model=r.model, benchmark=r.benchmark, train_counts=train_counts[keep],
-                               recall=np.clip(r.per_class_ap[keep], 0.0, 1.0), source=r.source))
+        out.append((rec.model, rec.benchmark, train_counts[keep], np.clip(r.per_class_ap[keep], 0.0, 1.0)))
     return out
 
 
-def class_ap_head_to_tail(results: Sequence[MapResult], train_counts: np.ndarray, *,
+def class_ap_head_to_tail(records: Sequence[ResultRecord[HICOMapResult]], train_counts: np.ndarray, *,
                           n_bins: int = 10) -> tuple[Table, list[Figure]]:
     """Class AP from head to tail classes (by train count): a table of bin means and one figure
     per benchmark. A falling profile is a head-class bias of the detector."""
-    recs = _ap_by_frequency(results, np.asarray(train_counts, dtype=float))
-    if not recs:
+    panels = _ap_by_frequency(records, np.asarray(train_counts, dtype=float))
+    if not panels:
         raise ValidationError("no result has per-class AP for the given train counts")
-    base = head_to_tail_table(recs, n_bins=n_bins)
-    table = Table("class-ap-head-to-tail", "Class AP from head to tail classes (%)", base.columns,
-                  base.rows, caption="Classes with ground truth ordered by train count (bin 1 = most "
-                                     "frequent) and cut into equal bins; cells are mean class AP.")
-    figs = [head_to_tail_recall_plot(
-        f"class-ap-head-to-tail-{_slug(b)}", f"Class AP from head to tail on {b}",
-        panels={r.model: (r.train_counts, r.recall) for r in recs if r.benchmark == b},
-        n_bins=n_bins, value_label="class AP",
-        caption="Blue: mean train instances per class in each bin; red: mean class AP.")
-        for b in _unique([r.benchmark for r in recs])]
+    table = Table("class-ap-head-to-tail", "Class AP from head to tail classes (%)",
+                  _head_to_tail_columns(n_bins), _head_to_tail_rows(panels, n_bins),
+                  caption="Classes with ground truth ordered by train count (bin 1 = most "
+                          "frequent) and cut into equal bins; cells are mean class AP.")
+    figs = _head_to_tail_figures(panels, name="class-ap-head-to-tail", title="Class AP from head to tail",
+                                 n_bins=n_bins, value_label="class AP",
+                                 caption="Blue: mean train instances per class in each bin; red: mean class AP.")
     return table, figs
 
 
-def stats_table(stats: Sequence[StatsResult]) -> list[Table]:
+def stats_table(records: Sequence[ResultRecord[BenchmarkStats]]) -> list[Table]:
     """One table per benchmark statistics record."""
-    return [Table.from_records(f"stats-{_slug(s.benchmark)}", f"Statistics: {s.benchmark}",
-                               list(s.rows), decimals=3) for s in stats]
+    return [Table.from_records(f"stats-{_slug(r.result.name)}", f"Statistics: {r.result.name}",
+                               list(r.result.rows), decimals=3) for r in records]
 
 
 # ---------------------------------------------------------------------- the whole report
 def build_report(
-    results: Sequence[Result],
+    records: Sequence[ResultRecord[Any]],
     *,
     title: str = "hoibench report",
     intro: str = "",
@@ -265,9 +340,10 @@ def build_report(
 
     Parameters
     ----------
-    results:
-        Any mix of :class:`MapResult`, :class:`MCQMetricsResult`, :class:`ClassRecall` and
-        :class:`StatsResult`.
+    records:
+        Any mix of result records (:func:`hoibench.results.read_results`) of the kinds
+        ``hico_map``, ``vcoco_role_ap``, ``mcq_metrics``, ``class_recall`` and benchmark
+        statistics; ``hoi_matches`` have no section (analyse them with ``hoibench analyze``).
     stats_tables:
         Extra statistics tables (Table 1 of each benchmark), shown first.
     reference_benchmark:
@@ -278,13 +354,19 @@ def build_report(
         Per-class train counts for the class-AP head-to-tail plot (default: HICO-DET's official
         counts when the mAP results are HICO-DET's 600 classes).
     """
-    if not results and not stats_tables:
+    if not records and not stats_tables:
         raise ValidationError("a report needs at least one result")
+    sections = (HICOMapResult, VCOCOResult, MCQResult, ClassRecall, BenchmarkStats)
+    for r in records:
+        if not isinstance(r.result, sections):
+            raise ValidationError(f"{r.source or r.model}: {r.kind} results have no report section "
+                                  "(hoi_matches: see hoibench analyze sensitivity)")
     report = Report(title=title, intro=intro, meta=meta)
-    maps = [r for r in results if isinstance(r, MapResult)]
-    mcqs = [r for r in results if isinstance(r, MCQMetricsResult)]
-    recalls = [r for r in results if isinstance(r, ClassRecall)]
-    stats = [r for r in results if isinstance(r, StatsResult)]
+    maps = [r for r in records if isinstance(r.result, HICOMapResult)]
+    vcocos = [r for r in records if isinstance(r.result, VCOCOResult)]
+    mcqs = [r for r in records if isinstance(r.result, MCQResult)]
+    recalls = [r for r in records if isinstance(r.result, ClassRecall)]
+    stats = [r for r in records if isinstance(r.result, BenchmarkStats)]
 
     tables = list(stats_tables) + stats_table(stats)
     if tables:
@@ -297,7 +379,7 @@ def build_report(
             "mAP of every model on every benchmark. A drop from the original split to an SG "
             "split measures how badly a model generalises to unseen verb-object combinations.",
             tables=[map_table(maps)], figures=[map_bars_figure(maps)])
-        with_ap = [r for r in maps if len(r.class_ap_percent)]
+        with_ap = [r for r in maps if len(r.result.class_ap())]
         if with_ap:
             section = report.add_section(
                 "Class-AP distribution and ranking shifts",
@@ -306,8 +388,8 @@ def build_report(
                 tables=[class_ap_spread_table(with_ap)],
                 figures=[class_ap_boxplot_figure(with_ap, title="Class AP per model and benchmark")])
             counts = train_counts
-            if counts is None and all(r.per_class_ap is not None and len(r.per_class_ap) == 600
-                                      and r.class_names[:1] in ((), (_HICO_FIRST,)) for r in with_ap):
+            if counts is None and all(r.result.per_class_ap is not None and len(r.result.per_class_ap) == 600
+                                      and r.result.class_names[:1] in ((), (_HICO_FIRST,)) for r in with_ap):
                 from hoibench.vocab import hico_det
 
                 counts = hico_det().train_counts_official()
@@ -329,6 +411,11 @@ def build_report(
                         other=other, name=f"ranking-shift-{_slug(ref)}-vs-{_slug(other)}"))
                 except ValidationError:
                     continue  # fewer than two models on both: nothing to rank
+    if vcocos:
+        report.add_section(
+            "V-COCO role AP",
+            "Agent AP and role AP (scenarios 1 and 2) of every model, as vsrl_eval.py computes them.",
+            tables=[vcoco_table(vcocos)], figures=vcoco_figures(vcocos))
     if mcqs:
         report.add_section(
             "Multiple-choice HOI recognition",
@@ -340,10 +427,8 @@ def build_report(
             "Recall of the correct choices per HOI class, classes ordered from the most to the "
             "least frequent in train: a falling profile is a head-class bias.",
             tables=[head_to_tail_table(recalls, n_bins=n_bins)],
-            figures=[head_to_tail_recall_plot(
-                f"head-to-tail-{_slug(b)}", f"Head-to-tail recall on {b}",
-                panels={r.model: (r.train_counts, r.recall) for r in recalls if r.benchmark == b},
-                n_bins=n_bins,
-                caption="Blue: mean train instances per class in each bin; red: mean recall.")
-                for b in _unique([r.benchmark for r in recalls])])
+            figures=_head_to_tail_figures(
+                _recall_panels(recalls), name="head-to-tail", title="Head-to-tail recall", n_bins=n_bins,
+                value_label="recall",
+                caption="Blue: mean train instances per class in each bin; red: mean recall."))
     return report
