@@ -291,7 +291,7 @@ for i in range(300):
     ans.append(MCAnswer(question_id=q.id, selected=frozenset(picked)))
 for proto in ("paper", "crosshoi"):
     r = mcq_metrics(ans, qs, protocol=proto)
-    print(proto, *(repr(x) for x in r.as_dict().values() if isinstance(x, float)))
+    print(proto, *(repr(x) for x in r.metrics().values()))
 """
 
 
