@@ -66,3 +66,51 @@ def test_a_new_top_level_package_must_be_placed_in_a_layer(tmp_path: Path) -> No
     res = _lint(copy)
     assert res.returncode != 0
     assert "hoibench.stray" in res.stdout + res.stderr
+
+
+# Function-local imports of hoibench modules that stay, each for a reason other than an import loop.
+_LAZY_ON_PURPOSE = {
+    # the "tiny" generator kind builds a random SDXL from configs (tests and dry runs only)
+    ("hoibench/augment/_models.py", "hoibench.testing"),
+}
+
+
+def _local_internal_imports(path: Path) -> list[tuple[int, str]]:
+    import ast
+
+    tree = ast.parse(path.read_text())
+    found = []
+    for func in ast.walk(tree):
+        if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(func):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            found += [(node.lineno, n) for n in names if n == "hoibench" or n.startswith("hoibench.")]
+    return found
+
+
+def test_the_library_imports_hoibench_modules_at_module_level() -> None:
+    """Function-local imports only hid import loops; the layers have none left. The CLI (the top
+    floor, imported by nothing) keeps its imports inside the commands so that `hoibench --help`
+    does not load numpy, scipy and matplotlib."""
+    src = ROOT / "src"
+    offenders = []
+    for path in sorted((src / "hoibench").rglob("*.py")):
+        rel = path.relative_to(src).as_posix()
+        if rel.startswith("hoibench/cli/"):
+            continue
+        for line, name in _local_internal_imports(path):
+            if (rel, name) not in _LAZY_ON_PURPOSE:
+                offenders.append(f"{rel}:{line}: {name}")
+    assert not offenders, "function-local imports of hoibench modules:\n" + "\n".join(offenders)
+
+
+def test_the_local_import_check_can_fail(tmp_path: Path) -> None:
+    p = tmp_path / "m.py"
+    p.write_text("def f():\n    from hoibench.data import HOIDataset\n    return HOIDataset\n")
+    assert _local_internal_imports(p) == [(2, "hoibench.data")]

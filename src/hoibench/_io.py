@@ -17,7 +17,7 @@ from typing import IO, Any
 
 import orjson
 
-from hoibench._exceptions import ConfigError, FormatError
+from hoibench._exceptions import ConfigError, FormatError, MissingExtraError
 
 __all__ = [
     "atomic_write",
@@ -78,8 +78,6 @@ def read_mat(path: PathLike, **loadmat_kwargs: Any) -> dict[str, Any]:
     try:
         from scipy.io import loadmat
     except ImportError as exc:  # pragma: no cover - scipy is a core dependency
-        from hoibench._exceptions import MissingExtraError
-
         raise MissingExtraError("scipy", "test", "reading .mat files") from exc
     try:
         return loadmat(os.fspath(p), **loadmat_kwargs)

@@ -26,9 +26,19 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError
 from hoibench._io import atomic_write_json, ensure_dir, read_json
+from hoibench._progress import make_progress
+from hoibench._version import __version__
+from hoibench.benchmarks import build_balanced_split, hico_det_selection_counts
+from hoibench.benchmarks.mcq import build_mcq_benchmark, question_statistics
+from hoibench.benchmarks.mcq._stats import PAPER_REFERENCE as paper
+from hoibench.benchmarks.sg import PAPER_TABLE1, build_preset, paper_row, split_table1
 from hoibench.data import HOIDataset
+from hoibench.datasets import hico_class_subsets, load_dataset
+from hoibench.evaluation import hico_mean_ap, mcq_class_recall, mcq_metrics
+from hoibench.formats import read_answers, write_answers, write_ppdm, write_predictions
 from hoibench.reports import ReportFiles, Table, build_report
-from hoibench.results import ResultRecord, read_result, write_record
+from hoibench.results import ResultRecord, hico_map_record, mcq_record, read_result, write_record
+from hoibench.runners import ObjectPriorDetector, PriorAnswerer, RandomAnswerer
 
 __all__ = ["DEMO_ANSWERERS", "DEMO_DETECTORS", "DemoConfig", "DemoOutput", "run_demo"]
 
@@ -115,8 +125,6 @@ class _Steps:
 
     def __enter__(self) -> _Steps:
         if self.enabled:
-            from hoibench._progress import make_progress
-
             self._progress = make_progress(description="[bold]{task.description:<48}")
             self._progress.__enter__()
             self._task = self._progress.add_task("hoibench demo", total=self.total)
@@ -159,10 +167,6 @@ class _DetectionBenchmark:
 
 
 def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[list[_DetectionBenchmark], list[Table]]:
-    from hoibench.benchmarks import build_balanced_split, hico_det_selection_counts
-    from hoibench.benchmarks.sg import PAPER_TABLE1, build_preset, paper_row, split_table1
-    from hoibench.datasets import load_dataset
-
     with steps.step("loading bundled HICO-DET"):
         train, test = load_dataset("hico-det:train"), load_dataset("hico-det:test")
         union = load_dataset("hico-det")
@@ -188,8 +192,6 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[
     ]
     if cfg.max_test_images is not None:
         # a quick run evaluates the first images only: write exactly that ground truth
-        from hoibench.formats import write_ppdm
-
         for b in benches:
             b.test = _head(b.test, cfg.max_test_images)
             gt = bench_dir / "evaluated" / f"{_slug(b.name)}-test_hico.json"
@@ -228,11 +230,6 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[
 # ---------------------------------------------------------------------------------- detection
 def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path, reuse: bool,
                  steps: _Steps) -> list[ResultRecord[Any]]:
-    from hoibench.datasets import hico_class_subsets
-    from hoibench.evaluation import hico_mean_ap
-    from hoibench.results import hico_map_record
-    from hoibench.runners import ObjectPriorDetector
-
     results = []
     for b in benches:
         for model, top_k in DEMO_DETECTORS.items():
@@ -243,8 +240,6 @@ def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path,
                 preds = ObjectPriorDetector(top_k=top_k, name=model).fit(b.train).predict(b.test)
                 pred_path = out / "predictions" / _slug(b.name) / f"{model}.json"
                 if cfg.save_predictions:
-                    from hoibench.formats import write_predictions
-
                     write_predictions(preds, pred_path)
                 subsets, classes = hico_class_subsets(b.classes_spec) if b.classes_spec else ({}, None)
                 res = hico_mean_ap(preds, b.test, protocol=cfg.protocol, class_subsets=subsets,
@@ -264,13 +259,6 @@ def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path,
 
 # ---------------------------------------------------------------------------------- multiple choice
 def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[ResultRecord[Any]], list[Table]]:
-    from hoibench.benchmarks.mcq import build_mcq_benchmark
-    from hoibench.datasets import load_dataset
-    from hoibench.evaluation import mcq_class_recall, mcq_metrics
-    from hoibench.formats import read_answers, write_answers
-    from hoibench.results import mcq_record
-    from hoibench.runners import PriorAnswerer, RandomAnswerer
-
     train, test = load_dataset("hico-det:train"), load_dataset("hico-det:test")
     train_counts = train.vocab.train_counts_official()
     with steps.step("building the multiple-choice benchmark"):
@@ -314,8 +302,6 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[R
 def _mcq_stats_table(questions: list[Any], test: HOIDataset, train_counts: np.ndarray,
                      build_info: dict[str, Any]) -> Table:
     """The multiple-choice paper's Table 1 and distribution figures, next to its numbers."""
-    from hoibench.benchmarks.mcq import question_statistics
-    from hoibench.benchmarks.mcq._stats import PAPER_REFERENCE as paper
 
     st = question_statistics(questions, dataset=test, train_counts=train_counts)
     scene = st.get("scene_composition", {})
@@ -368,7 +354,6 @@ def run_demo(out_dir: str | Path, *, config: DemoConfig | None = None, progress:
 
     Returns the report's paths, the typed results and the time of each step.
     """
-    from hoibench._version import __version__
 
     cfg = config or DemoConfig()
     out = ensure_dir(out_dir)

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
+from hoibench._progress import make_progress
 from hoibench.analysis._ranking import RankStability, competition_ranks
 from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.evaluation import (
@@ -256,7 +257,6 @@ class MapBootstrapResult:
 def _progress(enabled: bool) -> Any:
     if not enabled:
         return None
-    from hoibench._progress import make_progress
 
     return make_progress(transient=True)  # on stderr: stdout may carry ``--json -`` output
 

@@ -15,8 +15,11 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError
+from hoibench._io import atomic_write
 from hoibench.data import HOIDataset, MCAnswer, MCQuestion
+from hoibench.datasets import resolve_dataset
 from hoibench.evaluation import box_iou, mcq_class_recall
+from hoibench.vocab import hico_det
 
 __all__ = [
     "HeadToTailBin",
@@ -124,8 +127,6 @@ class HeadToTailRecall:
                               for k, v in sorted(self.per_class.items())}}
 
     def write_csv(self, path: str | Path) -> None:
-        from hoibench._io import atomic_write
-
         with atomic_write(path, "w") as fh:
             w = csv.writer(fh)
             w.writerow(["bin", "min_train_count", "max_train_count", "classes", "gt", "tp", "recall",
@@ -168,10 +169,7 @@ def head_to_tail_recall(questions: Sequence[MCQuestion], answers: Iterable[MCAns
 def train_class_counts(source: str = "official") -> np.ndarray:
     """Per-class training frequency: ``official`` HICO-DET counts, or a dataset's pair counts."""
     if source == "official":
-        from hoibench.vocab import hico_det
-
         return np.asarray(hico_det().train_counts_official())
-    from hoibench.datasets import resolve_dataset
 
     return resolve_dataset(source).hoi_counts()
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
+from hoibench.evaluation import all_point_ap, precision_recall, recall_thresholds, voc11_ap
 
 __all__ = [
     "SensitivityResult",
@@ -39,7 +40,6 @@ def ap_function(ap_method: str = "voc11", *, thresholds: str = "matlab") -> APFu
     ``voc11`` with ``thresholds="matlab"`` is the official HICO-DET 11-point AP; ``all_point`` is
     the VOC2010+ area (see :mod:`hoibench.evaluation`).
     """
-    from hoibench.evaluation import all_point_ap, precision_recall, recall_thresholds, voc11_ap
 
     if ap_method not in AP_METHODS:
         raise ConfigError(f"ap_method must be one of {set(AP_METHODS)}; got {ap_method!r}")

@@ -23,6 +23,7 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError
 from hoibench.data import HOIDataset
+from hoibench.evaluation import box_iou
 
 __all__ = [
     "SceneComposition",
@@ -89,7 +90,6 @@ def distinct_boxes(boxes: np.ndarray, *, iou_threshold: float = 0.5) -> np.ndarr
     ids = np.full(n, -1, dtype=np.int64)
     if n == 0:
         return ids
-    from hoibench.evaluation import box_iou
 
     iou = np.nan_to_num(box_iou(b, b), nan=1.0)  # two empty boxes count as one
     heads: list[int] = []

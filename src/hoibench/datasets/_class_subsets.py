@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError
-from hoibench.formats import read_class_list
+from hoibench.formats import read_class_list, unseen_hoi_classes
 from hoibench.vocab import ZERO_SHOT_ALIASES, hico_det
 
 __all__ = ["hico_class_subsets"]
@@ -39,8 +39,6 @@ def hico_class_subsets(spec: str, *, vocab: Any = None) -> tuple[dict[str, np.nd
         return {"non_rare": nr}, nr
     unseen = None
     if low.startswith("unseen:"):
-        from hoibench.formats import unseen_hoi_classes
-
         unseen = np.asarray(unseen_hoi_classes(key.split(":", 1)[1]), dtype=np.int64)
     elif low.startswith("zero-shot:") or low in ZERO_SHOT_ALIASES or low in ZERO_SHOT_ALIASES.values():
         unseen = vocab.zero_shot_unseen(low.split(":", 1)[1] if ":" in low else low)

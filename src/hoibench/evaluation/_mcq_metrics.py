@@ -47,10 +47,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from hoibench._exceptions import ConfigError, ValidationError
-from hoibench.data import MCAnswer, MCQuestion
+from hoibench.data import MCAnswer, MCQuestion, reference_class_key
 from hoibench.evaluation._bootstrap import bootstrap_ci
 from hoibench.evaluation._fields import Fields, json_float, result_header
 from hoibench.evaluation._metric import Metric
+from hoibench.vocab import hico_det
 
 __all__ = ["MCQ_METRIC_NAMES", "MCQ_PROTOCOLS", "MCQMetrics", "MCQResult", "mcq_metrics", "mcq_scores",
            "position_sensitivity"]
@@ -174,8 +175,6 @@ def position_sensitivity(results: Sequence[MCQResult]) -> dict[str, float]:
 # ----------------------------------------------------------------------------- class keys
 
 def _hico_class_keys() -> frozenset[tuple[str, str]]:
-    from hoibench.vocab import hico_det
-
     v = hico_det()
     return frozenset((v.verbs[a], v.objects[b]) for a, b in v.hoi_verb_object)
 
@@ -208,11 +207,7 @@ def _paper_key(q: MCQuestion, i: int) -> tuple[str, str]:
     k = (q.label_space, c.hoi, c.text)
     hit = _KEY_CACHE.get(k)
     if hit is None:
-        from hoibench.data import reference_class_key
-
         if c.hoi >= 0 and q.label_space == "hico-det":
-            from hoibench.vocab import hico_det
-
             v = hico_det()
             verb, obj = v.hoi_verb_object[c.hoi]
             hit = (v.verbs[verb], v.objects[obj])
@@ -280,8 +275,6 @@ def _count_paper(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: fro
 def _count_crosshoi(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: frozenset[str] | None,
                     hico_keys: frozenset[tuple[str, str]],
                     class_keys: frozenset[tuple[str, str]] | None) -> None:
-    from hoibench.data import reference_class_key
-
     qi = len(rows.tp)
     texts = q.choice_texts
     gt_list = list(q.meta["raw_gt"]) if "raw_gt" in q.meta else [texts[i] for i in sorted(q.correct)]

@@ -42,6 +42,7 @@ from hoibench.reports._figures import (
 from hoibench.reports._report import Report
 from hoibench.reports._tables import Table
 from hoibench.results import BenchmarkStats, ResultRecord
+from hoibench.vocab import hico_det
 
 __all__ = [
     "build_report",
@@ -390,8 +391,6 @@ def build_report(
             counts = train_counts
             if counts is None and all(r.result.per_class_ap is not None and len(r.result.per_class_ap) == 600
                                       and r.result.class_names[:1] in ((), (_HICO_FIRST,)) for r in with_ap):
-                from hoibench.vocab import hico_det
-
                 counts = hico_det().train_counts_official()
             if counts is not None:
                 try:
