@@ -114,3 +114,55 @@ def test_the_local_import_check_can_fail(tmp_path: Path) -> None:
     p = tmp_path / "m.py"
     p.write_text("def f():\n    from hoibench.data import HOIDataset\n    return HOIDataset\n")
     assert _local_internal_imports(p) == [(2, "hoibench.data")]
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.append(x)
+                    if x == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    """The layers contract checks packages; this checks every module of hoibench: no import loop
+    at any depth (module-level imports, as grimp sees them)."""
+    grimp = pytest.importorskip("grimp")
+    g = grimp.build_graph("hoibench", cache_dir=None)
+    graph = {m: set(g.find_modules_directly_imported_by(m)) for m in g.modules}
+    assert _cycles(graph) == []
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
