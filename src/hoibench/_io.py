@@ -1,4 +1,6 @@
-"""Small file helpers shared by every package: fast JSON, atomic writes, compressed files.
+"""Small file helpers shared by every package: fast JSON, atomic writes, compressed files, and
+:class:`ImageFolder`, the one resolver of an image named by a data file under a folder the user
+gave.
 
 Only ``formats/``, ``benchmarks/`` writers, runners and the CLI do I/O; evaluation never does.
 """
@@ -10,8 +12,11 @@ import gzip
 import io
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,6 +25,7 @@ import orjson
 from hoibench._exceptions import ConfigError, FormatError, MissingExtraError
 
 __all__ = [
+    "ImageFolder",
     "atomic_write",
     "atomic_write_bytes",
     "atomic_write_csv",
@@ -205,3 +211,105 @@ def atomic_write_csv(path: PathLike, header: Sequence[str], rows: Iterable[Seque
 def atomic_write_json(path: PathLike, obj: Any, *, indent: bool = False) -> None:
     """Write ``obj`` as JSON to ``path`` atomically."""
     atomic_write_bytes(path, dumps_json(obj, indent=indent))
+
+
+# ------------------------------------------------------------------------- images named by data
+#: ``C:``, ``C:\\x``, ``C:/x``: a Windows drive, absolute or drive-relative
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+@dataclass(frozen=True)
+class ImageFolder:
+    r"""A folder the user gave, and the only way to turn an image name read from a data file
+    (question file, annotation file) into a path that hoibench opens, uploads or sends.
+
+    Question and annotation files come from other people, so a name is accepted only when it stays
+    inside the folder:
+
+    * refused always: an empty name, a NUL byte, an absolute name (``/x``, ``\x``), a Windows
+      drive or UNC name (``C:\x``, ``C:x``, ``\\server\share``, ``//server/share``), and ``..``
+      segments that climb above the folder. ``..`` is resolved on the name's text before any file
+      is looked at, with ``\`` read both as a separator (Windows) and as a character (POSIX), so
+      a name cannot climb out on either; ``sub/../x.jpg`` is the folder's ``x.jpg``, whatever
+      ``sub`` links to.
+    * ``follow_symlinks=False`` (default): the file's real path (every symlink resolved) must lie
+      inside the folder's real path, so a link inside the folder cannot lead out of it (links
+      that stay inside are fine). The folder itself may be a link: the user named it.
+    * ``follow_symlinks=True``, for folders that are link farms on purpose (dataset mounts, a
+      ``train2015/`` linked in from elsewhere): every symlink at or below the folder is followed
+      wherever it leads; the rules on the name's text above still hold.
+
+    The check is on the name and on the files as they are when it runs; it is no defence against
+    someone who changes the folder while hoibench reads it.
+    """
+
+    root: Path
+    follow_symlinks: bool = False
+    #: the folder's real path (symlinks resolved): what answers headers record
+    resolved: Path = dataclass_field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+        object.__setattr__(self, "resolved", Path(os.path.realpath(self.root)))
+
+    def relative(self, name: object, *, file: object = None, record: object = None,
+                 field: str | None = "file_name") -> str:
+        """``name`` as a normalised relative POSIX name inside the folder (``..`` resolved on the
+        text), or a :class:`FormatError` naming ``file``, ``record``, ``field`` and the image."""
+        def bad(problem: str) -> FormatError:
+            return FormatError(f"{name!r} {problem}", file=file, record=record, field=field)
+
+        if not isinstance(name, str):
+            raise FormatError(f"expected an image name (a string), got {type(name).__name__}",
+                              file=file, record=record, field=field)
+        if not name:
+            raise bad("is empty, not an image name")
+        if "\x00" in name:
+            raise bad("contains a NUL byte")
+        if name.startswith(("\\\\", "//")):
+            raise bad("is a UNC network path; image names must be relative to the images folder")
+        if _DRIVE.match(name):
+            raise bad("is a Windows drive path; image names must be relative to the images folder")
+        if name.startswith(("/", "\\")):
+            raise bad("is an absolute path; image names must be relative to the images folder")
+        climbs = bad(f"climbs out of the images folder {self.resolved} with '..'")
+        # ``..`` on the text, for either reading of a backslash: a separator (Windows) or a
+        # character of a name (POSIX, where the path is built from the ``/`` reading)
+        _normalise(re.split(r"[\\/]", name), climbs)
+        kept = _normalise(name.split("/"), climbs)
+        if not kept:
+            raise bad("names the images folder itself, not an image in it")
+        return "/".join(kept)
+
+    def path(self, name: object, *, file: object = None, record: object = None,
+             field: str | None = "file_name") -> Path:
+        """The path to open for ``name`` (see the class docstring for what is refused)."""
+        rel = self.relative(name, file=file, record=record, field=field)
+        target = self.resolved.joinpath(*rel.split("/"))
+        if not self.follow_symlinks:
+            real = Path(os.path.realpath(target))
+            if not real.is_relative_to(self.resolved):
+                raise FormatError(f"{name!r} leads out of the images folder {self.resolved} "
+                                  f"through a symlink (to {str(real)!r}); follow_symlinks "
+                                  "(--follow-symlinks) allows links that leave it",
+                                  file=file, record=record, field=field)
+        return target
+
+    def describe(self) -> dict[str, Any]:
+        """What an output's header records: the folder's real path (not its contents) and the
+        symlink rule."""
+        return {"images": str(self.resolved), "follow_symlinks": self.follow_symlinks}
+
+
+def _normalise(parts: Iterable[str], climbs: Exception) -> list[str]:
+    """Path segments with ``.``, empty and ``..`` segments resolved; ``climbs`` when a ``..``
+    would leave the top."""
+    kept: list[str] = []
+    for part in parts:
+        if part == "..":
+            if not kept:
+                raise climbs
+            kept.pop()
+        elif part not in ("", "."):
+            kept.append(part)
+    return kept
