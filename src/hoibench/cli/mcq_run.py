@@ -23,7 +23,11 @@ def _file_id(path: str) -> str:
 @click.option("--questions", "questions_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Question JSONL (hoibench mcq build) or a released CrossHOI-Bench JSON file.")
 @click.option("--images", required=True, type=click.Path(exists=True, file_okay=False),
-              help="Folder that the questions' file names are relative to.")
+              help="Folder that the questions' file names are relative to; a name that leaves it "
+                   "is refused before any request.")
+@click.option("--follow-symlinks", is_flag=True,
+              help="Follow symlinks under --images that lead out of it (a link farm on purpose); "
+                   "names with '..' above it or absolute names stay refused.")
 @click.option("--model", required=True, help="Model name (server name, HF id or local path).")
 @click.option("--backend", type=click.Choice(["openai", "vllm", "transformers"]), default="openai",
               show_default=True)
@@ -67,7 +71,7 @@ def _file_id(path: str) -> str:
                    "delete the cache to ask the model again).")
 @click.option("--no-progress", is_flag=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def run(questions_path: str, images: str, model: str, backend: str, base_urls: tuple[str, ...],
+def run(questions_path: str, images: str, follow_symlinks: bool, model: str, backend: str, base_urls: tuple[str, ...],
         concurrency: int, batch_size: int, extra_body: str | None, setting: str | None, box_convention: str,
         detections: str | None, limit: int | None, out: str, cache: str | None, template: str,
         answer_format: str, seed: int, permutation: int, n_orders: int, max_tokens: int,
@@ -125,7 +129,7 @@ def run(questions_path: str, images: str, model: str, backend: str, base_urls: t
     try:
         for k, order_out in zip(orders, outs):
             runner = MCQRunner(
-                cached, images=images, model=model, setting=s, box_convention=box_convention,
+                cached, images=images, follow_symlinks=follow_symlinks, model=model, setting=s, box_convention=box_convention,
                 template=template, answer_format=answer_format, seed=seed, permutation=k,
                 params=GenerationParams(max_tokens=max_tokens, temperature=temperature, seed=seed),
                 detections=dets, detections_id=_file_id(detections) if detections else None,
@@ -133,7 +137,7 @@ def run(questions_path: str, images: str, model: str, backend: str, base_urls: t
                 strict_detection_parser=strict_detection_parser, box_shift=box_shift,
                 progress=not no_progress,
                 extra_header={"questions": _file_id(questions_path)})
-            summaries.append(runner.run(qlist, order_out, overwrite=overwrite))
+            summaries.append(runner.run(qlist, order_out, overwrite=overwrite, questions_file=questions_path))
     finally:
         cached.cache.close()
     if as_json:

@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench._progress import make_progress
@@ -90,6 +90,8 @@ class ChatTask(abc.ABC, Generic[T, R]):
     #: the progress bar's label and throughput unit
     progress_label: str = "answering"
     rate_unit: str = "items/s"
+    #: a sentence added to the resume error when this header key differs (what the user can do)
+    header_notes: ClassVar[Mapping[str, str]] = {}
 
     @abc.abstractmethod
     def item_id(self, item: T) -> str:
@@ -197,9 +199,10 @@ def _resume(task: ChatTask[T, R], store: RecordStore[R], header: Mapping[str, An
                   if k not in _UNCHECKED_HEADER_KEYS and old_header.get(k) != header.get(k))
     if diff:
         k = diff[0]
+        note = task.header_notes.get(k)
         raise ConfigError(f"{path}: was written by a run with other settings ({k}: "
                           f"{old_header.get(k)!r} there, {header.get(k)!r} now); use another "
-                          "--out or --overwrite")
+                          "--out or --overwrite" + (f" ({note})" if note else ""))
     return {task.record_id(r): r for r in old if task.status(r) not in task.retry_statuses}
 
 

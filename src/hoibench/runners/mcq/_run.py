@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
+from hoibench._io import ImageFolder
 from hoibench._version import __version__
 from hoibench.data import MCAnswer, MCQuestion
 from hoibench.formats.questions import AnswerWriter, read_answers, write_answers
@@ -104,7 +105,12 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
     backend:
         Any :class:`ChatBackend`; wrap it in :class:`CachedBackend` to never lose a response.
     images:
-        Folder the questions' ``file_name`` values are relative to.
+        Folder the questions' ``file_name`` values are relative to. A name that leaves it (``..``,
+        an absolute or drive name, a symlink out of it) is refused before any request is sent
+        (:class:`hoibench._io.ImageFolder`); the header records the folder's real path.
+    follow_symlinks:
+        Follow symlinks that lead out of ``images`` (a link farm on purpose); names must still
+        stay inside it on their text.
     model:
         Model name (for ``box_convention="auto"`` and the header).
     setting:
@@ -129,7 +135,8 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         reproduces its prompts digit for digit on CrossHOI-Bench HICO-DET files.
     """
 
-    def __init__(self, backend: ChatBackend, *, images: str | Path, model: str | None = None,
+    def __init__(self, backend: ChatBackend, *, images: str | Path, follow_symlinks: bool = False,
+                 model: str | None = None,
                  setting: int | None = None, box_convention: str = "auto",
                  template: str | Path | PromptTemplate = "crosshoi", answer_format: str = "letters",
                  seed: int = 0, permutation: int = 0, params: GenerationParams | None = None,
@@ -149,7 +156,9 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         if detections is not None and setting not in (None, 3):
             raise ConfigError("detections are only used in setting 3")
         self.backend = backend
-        self.images = Path(images)
+        self.images = ImageFolder(Path(images), follow_symlinks=follow_symlinks)
+        self._paths: dict[str, Path] = {}  # file name -> checked path (filled by check)
+        self._questions_file: str | None = None
         self.model = model or str(backend.fingerprint().get("model", backend.name))
         self.setting = setting
         self.box_convention = resolve_box_convention(box_convention, self.model)
@@ -173,6 +182,10 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
 
     noun = "question"
     rate_unit = "q/s"
+    header_notes: ClassVar[Mapping[str, str]] = {
+        "images": "the response cache is keyed by image content, not path: after moving the folder, "
+                  "--overwrite answers unchanged images from the cache without new requests",
+    }
 
     # ------------------------------------------------------------------ header
     def header(self) -> dict[str, Any]:
@@ -187,12 +200,17 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
             "box_shift": self.box_shift,
             "min_pixels": self.min_pixels, "max_pixels": self.max_pixels,
             "detections": self.detections_id if self.detections is not None else None,
-            **self.extra_header, "hoibench": __version__,
+            **self.images.describe(), **self.extra_header, "hoibench": __version__,
         }
 
     # ------------------------------------------------------------------ images
     def _image_path(self, q: MCQuestion) -> Path:
-        return self.images / q.file_name
+        """The checked path of a question's image (the one place a name becomes a path)."""
+        path = self._paths.get(q.file_name)
+        if path is None:
+            path = self._paths[q.file_name] = self.images.path(
+                q.file_name, file=self._questions_file, record=repr(q.id))
+        return path
 
     def _prepare_image(self, q: MCQuestion) -> _Image:
         from PIL import Image
@@ -224,8 +242,14 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
 
     # ------------------------------------------------------------------ run
     def run(self, questions: Sequence[MCQuestion], out: str | Path, *,
-            overwrite: bool = False) -> RunSummary:
-        """Answer every question into ``out`` (JSONL), resuming what an earlier run left there."""
+            overwrite: bool = False, questions_file: str | Path | None = None) -> RunSummary:
+        """Answer every question into ``out`` (JSONL), resuming what an earlier run left there.
+
+        ``questions_file`` (default: a :class:`~hoibench.formats.QuestionSet`'s path) is named in
+        the error about a bad image name."""
+        source = questions_file if questions_file is not None else getattr(questions, "path", None)
+        self._questions_file = None if source is None else str(source)
+        self._paths.clear()
         if self.setting is not None:
             questions = [q if q.setting == self.setting else q.with_setting(self.setting) for q in questions]
         res = run_resumable(self, questions, backend=self.backend, store=_AnswersFile(Path(out)),
@@ -249,10 +273,12 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         return record.status
 
     def check(self, items: Sequence[MCQuestion]) -> None:
-        missing = [q.file_name for q in items if not self._image_path(q).is_file()]
+        """Every image name resolved and checked before the first request: a bad name late in the
+        file cannot leave a run that already sent the images before it."""
+        missing = [path for path in (self._image_path(q) for q in items) if not path.is_file()]
         if missing:
-            raise ConfigError(f"{len(missing)} image(s) not found under {self.images}, e.g. "
-                              f"{self.images / missing[0]}")
+            raise ConfigError(f"{len(missing)} image(s) not found under {self.images.root}, e.g. "
+                              f"{missing[0]}")
         if any(q.setting == 3 for q in items) and self.detections is not None:
             absent = [q.file_name for q in items if q.setting == 3 and q.file_name not in self.detections]
             if absent:
