@@ -22,7 +22,8 @@ def _dataset_for(dataset: str, split: str) -> Any:
     return resolve_dataset(dataset)
 
 
-def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | None, cache: str) -> Any:
+def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | None, follow_symlinks: bool,
+            cache: str) -> Any:
     """Judges wrapped in the runners' persistent response cache: an interrupted build re-asks
     nothing that was already answered."""
     from hoibench._exceptions import ConfigError
@@ -46,7 +47,8 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
             kwargs["base_urls"] = base_urls
         backends.append(CachedBackend(make_backend(name, **kwargs), shared_cache))
     return NegativeFilter(first=backends[0], refine=backends[1] if len(backends) > 1 else None,
-                          cross_check=backends[2] if len(backends) > 2 else None, image_root=images)
+                          cross_check=backends[2] if len(backends) > 2 else None, image_root=images,
+                          follow_symlinks=follow_symlinks)
 
 
 @click.command("build")
@@ -71,7 +73,10 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
 @click.option("--judge", "judge_specs", multiple=True, metavar="BACKEND:MODEL",
               help="Negative-filtering judges in order: first, refine, cross-check (default: none).")
 @click.option("--judge-base-url", "judge_base_urls", multiple=True, help="Server URL(s) of openai judges.")
-@click.option("--images", type=click.Path(file_okay=False), default=None, help="Image folder (judges only).")
+@click.option("--images", type=click.Path(file_okay=False), default=None,
+              help="Image folder (judges only); an annotation naming an image outside it is refused.")
+@click.option("--follow-symlinks", is_flag=True,
+              help="Follow symlinks under --images that lead out of it (judges only).")
 @click.option("--judge-cache", type=click.Path(dir_okay=False), default=None,
               help="SQLite cache of judge replies (resume) [default: OUT.judges.sqlite].")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True, help="Questions JSONL.")
@@ -79,7 +84,8 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
 def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int, head_exponent: float,
           no_redistribute: bool,
           no_remove_easy: bool, easy_min_train_count: int, temporal_positives: bool, judge_specs: tuple[str, ...],
-          judge_base_urls: tuple[str, ...], images: str | None, judge_cache: str | None, out_path: str,
+          judge_base_urls: tuple[str, ...], images: str | None, follow_symlinks: bool, judge_cache: str | None,
+          out_path: str,
           as_json: bool) -> None:
     """Build multiple-choice questions from annotations (JSONL with a provenance header)."""
     from hoibench._exceptions import ConfigError
@@ -93,7 +99,8 @@ def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int
     if no_redistribute:
         reject_unused_options(ctx, "with --no-redistribute", "max_per_class", "head_exponent")
     if not judge_specs:
-        reject_unused_options(ctx, "without --judge", "judge_base_urls", "images", "judge_cache")
+        reject_unused_options(ctx, "without --judge", "judge_base_urls", "images", "follow_symlinks",
+                              "judge_cache")
     from hoibench.benchmarks.mcq import build_mcq_benchmark, build_mcq_training_set
 
     try:
@@ -102,7 +109,8 @@ def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int
         raise ConfigError(f"--settings must be a comma-separated list of 1 and 2; got {settings!r}") from None
     ds = _dataset_for(dataset, split)
     provenance = {"dataset_spec": dataset, "split": split, "n_images": ds.n_images, "n_pairs": ds.n_pairs}
-    judges = _judges(judge_specs, judge_base_urls, images, judge_cache or f"{out_path}.judges.sqlite")
+    judges = _judges(judge_specs, judge_base_urls, images, follow_symlinks,
+                     judge_cache or f"{out_path}.judges.sqlite")
     with make_progress(transient=True) as bar:
         task = bar.add_task(f"analysing {ds.name} images", total=ds.n_images)
 

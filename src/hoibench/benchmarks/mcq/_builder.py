@@ -375,6 +375,8 @@ def build_mcq_benchmark(
         Default off: twins are only kept out of the negatives.
     judges:
         A :class:`NegativeFilter` (or anything with ``keep(items)`` and ``describe()``), or None.
+        Its ``check(dataset)``, when it has one, runs first: a dataset naming an image outside
+        the judges' image folder is refused before any scene is analysed or request sent.
     progress:
         Called as ``progress(images done, images)`` while scenes are analysed.
     train_counts:
@@ -393,6 +395,9 @@ def build_mcq_benchmark(
         raise ConfigError(f"head_exponent must be in [0, 1]; got {head_exponent!r}")
     if dataset.vocab.n_hois == 0:
         raise ConfigError(f"the {dataset.vocab.name} label space has no HOI classes to ask about")
+    check_images = getattr(judges, "check", None)
+    if check_images is not None:
+        check_images(dataset)
     rng = check_random_state(seed)
     tables = _Tables.of(dataset.vocab, temporal_positives=temporal_positives)
     train = _train_counts(dataset.vocab, train_counts)

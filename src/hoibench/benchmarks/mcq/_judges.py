@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from hoibench._exceptions import ConfigError
+from hoibench._io import ImageFolder
+from hoibench.data import HOIDataset
 from hoibench.models import (
     ChatBackend,
     ChatMessage,
@@ -47,7 +49,11 @@ class NegativeFilter:
     cross_check:
         Optional third judge over what ``refine`` dropped; it keeps those it calls implausible.
     image_root:
-        Folder of the images (joined with each question's file name).
+        Folder of the images. Each file name must stay inside it
+        (:class:`hoibench._io.ImageFolder`): :meth:`check` refuses a dataset naming one that
+        leaves it, and :meth:`keep` checks every name before its first request.
+    follow_symlinks:
+        Follow symlinks under ``image_root`` that lead out of it (a link farm on purpose).
     prompt:
         Template with ``{choice}`` and ``{target}`` (the person box sentence, or empty).
 
@@ -59,6 +65,7 @@ class NegativeFilter:
     refine: ChatBackend | None = None
     cross_check: ChatBackend | None = None
     image_root: str | os.PathLike[str] = "."
+    follow_symlinks: bool = False
     prompt: str = DEFAULT_JUDGE_PROMPT
     params: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=8))
     stats: dict[str, int] = field(default_factory=dict)
@@ -68,6 +75,14 @@ class NegativeFilter:
             raise ConfigError("cross_check needs refine: it re-judges what refine rejected")
         if "{choice}" not in self.prompt:
             raise ConfigError("the judge prompt must contain {choice}")
+        self._images = ImageFolder(Path(self.image_root), follow_symlinks=self.follow_symlinks)
+
+    def check(self, dataset: HOIDataset) -> None:
+        """Refuse a dataset that names an image outside ``image_root`` (one line naming the
+        annotation file, the image's record and its name), before any work or request."""
+        file = dataset.name or None
+        for i, name in enumerate(dataset.file_names):
+            self._images.path(name, file=file, record=i)
 
     def describe(self) -> dict[str, Any]:
         """What goes into the benchmark header's metadata."""
@@ -80,14 +95,22 @@ class NegativeFilter:
         }
 
     def _requests(self, items: Sequence[tuple[str, str, tuple[float, ...] | None]]) -> list[ChatRequest]:
-        root = Path(self.image_root)
+        paths = self._paths(items)
         out = []
         for file_name, text, box in items:
             target = "" if box is None else f" and the person in the box {[round(v, 1) for v in box]}"
-            msg = ChatMessage.user(ImagePart(path=str(root / file_name)),
+            msg = ChatMessage.user(ImagePart(path=str(paths[file_name])),
                                    self.prompt.format(choice=text, target=target))
             out.append(ChatRequest((msg,), self.params, {"file_name": file_name, "choice": text}))
         return out
+
+    def _paths(self, items: Sequence[tuple[str, str, tuple[float, ...] | None]]) -> dict[str, Path]:
+        """Every item's image checked (a :class:`FormatError` for the first bad name)."""
+        paths: dict[str, Path] = {}
+        for file_name, _, _ in items:
+            if file_name not in paths:
+                paths[file_name] = self._images.path(file_name)
+        return paths
 
     def _plausible(self, judge: ChatBackend, items: Sequence[tuple[str, str, tuple[float, ...] | None]],
                    stage: str) -> list[bool]:
@@ -105,7 +128,11 @@ class NegativeFilter:
         return out
 
     def keep(self, items: Sequence[tuple[str, str, tuple[float, ...] | None]]) -> list[bool]:
-        """For each ``(file name, choice text, person box or None)``: keep it as a negative?"""
+        """For each ``(file name, choice text, person box or None)``: keep it as a negative?
+
+        Every image name is checked before the first request (the later stages ask about a
+        subset of these items)."""
+        self._paths(items)
         keep = [not p for p in self._plausible(self.first, items, "first")]
         if self.refine is None:
             return keep
