@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import atomic_write_bytes, atomic_write_json, read_json
+from hoibench._io import ImageFolder, atomic_write_bytes, atomic_write_json, read_json
 from hoibench._progress import make_progress
 from hoibench.augment._chat_stages import ChatStages, derive_seed
 from hoibench.augment._config import AugmentConfig, ChatStageConfig
@@ -61,6 +61,7 @@ __all__ = [
     "AugmentPipeline",
     "AugmentResult",
     "augment_deficits",
+    "check_reference_images",
     "collect_augmented",
     "filter_images",
     "write_augmented",
@@ -247,35 +248,73 @@ def _states(records: Sequence[dict[str, Any]]) -> dict[int, _ClassState]:
     return states
 
 
+#: where a dataset's images may lie under the images folder: in it, or in HICO-DET's sub-folders
+_REFERENCE_FOLDERS = ("", "train2015/", "test2015/", "images/train2015/", "images/test2015/")
+
+
 class _Retriever:
     """Reference images of a class: the images containing it, in a seeded order; slot ``k`` of a
-    class uses the ``k``-th (cycling), so every kept image starts from a different real image."""
+    class uses the ``k``-th (cycling), so every kept image starts from a different real image.
 
-    def __init__(self, dataset: HOIDataset | None, images_dir: Path | None, seed: int) -> None:
+    The images of ``hois`` are looked up (and their names checked) when it is made, so a bad
+    name refuses the run before its first request; other classes' images on first use."""
+
+    def __init__(self, dataset: HOIDataset | None, images_dir: Path | None, seed: int, *,
+                 follow_symlinks: bool = False, hois: Sequence[int] = ()) -> None:
         self.dataset = dataset
-        self.images_dir = images_dir
+        self.images = None if images_dir is None else ImageFolder(images_dir, follow_symlinks=follow_symlinks)
         self.seed = seed
         self._pair_hoi = None if dataset is None else dataset.pair_hoi
+        self._found: dict[int, Path | None] = {}
+        for hoi in hois if dataset is not None and self.images is not None else ():
+            for row in self._rows(hoi):
+                self._lookup(int(row))
+
+    def _rows(self, hoi: int) -> np.ndarray:
+        assert self.dataset is not None and self._pair_hoi is not None
+        return np.unique(self.dataset.pair_image[self._pair_hoi == hoi])
+
+    def _lookup(self, row: int) -> Path | None:
+        """The checked path of image ``row``, or None when no candidate location holds it."""
+        if row not in self._found:
+            assert self.dataset is not None and self.images is not None
+            self._found[row] = _find_image(self.images, self.dataset.file_names[row],
+                                           file=self.dataset.name or None, record=row)
+        return self._found[row]
 
     def reference(self, hoi: int, slot: int) -> tuple[str, Path] | None:
-        if self.dataset is None or self.images_dir is None:
+        if self.dataset is None or self.images is None:
             return None
-        rows = np.unique(self.dataset.pair_image[self._pair_hoi == hoi])
+        rows = self._rows(hoi)
         if len(rows) == 0:
             return None
         order = np.random.default_rng(derive_seed(self.seed, "retrieve", hoi)).permutation(rows)
-        name = self.dataset.file_names[int(order[slot % len(order)])]
-        return name, _find_image(self.images_dir, name)
+        row = int(order[slot % len(order)])
+        name = self.dataset.file_names[row]
+        path = self._lookup(row)
+        if path is None or not path.is_file():
+            raise FormatError(f"reference image not found under {self.images.root} (also tried "
+                              "train2015/, test2015/)", file=name)
+        return name, path
 
 
-def _find_image(root: Path, name: str) -> Path:
-    """``root/name``, or HICO-DET's ``train2015/`` / ``test2015/`` sub-folders."""
-    for cand in (root / name, root / "train2015" / name, root / "test2015" / name,
-                 root / "images" / "train2015" / name, root / "images" / "test2015" / name):
-        if cand.is_file():
-            return cand
-    raise FormatError(f"reference image not found under {root} (also tried train2015/, test2015/)",
-                      file=name)
+def _find_image(images: ImageFolder, name: str, *, file: object = None, record: object = None) -> Path | None:
+    """The image ``name`` in the folder, or in HICO-DET's ``train2015/`` / ``test2015/``
+    sub-folders (the first that holds a file), checked by ``images``; None when none does."""
+    rel = images.relative(name, file=file, record=record)
+    for sub in _REFERENCE_FOLDERS:
+        if images.resolved.joinpath(sub + rel).is_file():
+            return images.path(sub + rel, file=file, record=record)
+    return None
+
+
+def check_reference_images(targets: Sequence[TargetClass], *, dataset: HOIDataset,
+                           images_dir: str | os.PathLike[str], follow_symlinks: bool = False) -> None:
+    """Refuse, with one line naming the annotation file, record and image, a dataset whose
+    reference images for ``targets`` include a name that leaves ``images_dir``
+    (:class:`hoibench._io.ImageFolder`). :func:`augment_deficits` checks this too; call it first
+    to fail before loading any model."""
+    _Retriever(dataset, Path(images_dir), 0, follow_symlinks=follow_symlinks, hois=[t.hoi for t in targets])
 
 
 def _png_bytes(image: Image.Image) -> bytes:
@@ -336,6 +375,7 @@ def augment_deficits(
     pipeline: AugmentPipeline,
     dataset: HOIDataset | None = None,
     images_dir: str | os.PathLike[str] | None = None,
+    follow_symlinks: bool = False,
     max_attempts: int | None = None,
     shard: tuple[int, int] = (0, 1),
     progress: bool = False,
@@ -344,7 +384,9 @@ def augment_deficits(
     instances or ``max_attempts`` generated images (default: the config's).
 
     ``dataset`` and ``images_dir`` give the real images to retrieve references from; without them
-    the paper's basic prompt is used (its ablation (a)). ``shard=(i, n)`` processes the classes
+    the paper's basic prompt is used (its ablation (a)). The names of this shard's reference
+    images are checked before anything else (see :func:`check_reference_images`;
+    ``follow_symlinks`` follows links that leave ``images_dir``). ``shard=(i, n)`` processes the classes
     :func:`~hoibench.augment.shard_targets` gives shard ``i``; results of all shards land in the
     same ``out_dir`` and :func:`collect_augmented` merges them. Resumes from ``out_dir``.
     """
@@ -353,15 +395,17 @@ def augment_deficits(
     limit = pipeline.config.max_attempts if max_attempts is None else int(max_attempts)
     if limit < 1:
         raise ConfigError(f"max_attempts must be >= 1; got {limit}")
+    index, n_shards = shard
+    mine = shard_targets(targets, n_shards)[index]
+    retriever = _Retriever(dataset, None if images_dir is None else Path(images_dir), pipeline.config.seed,
+                           follow_symlinks=follow_symlinks, hois=[t.hoi for t in mine])
     out = Path(out_dir)
     (out / IMAGES_DIR).mkdir(parents=True, exist_ok=True)
-    index, n_shards = shard
+    images = retriever.images.describe() if retriever.images is not None else {"images": None}
     _check_run_file(out, _header("augment_generate", pipeline, targets,
-                                 {"dataset": None if dataset is None else dataset.name}))
-    mine = shard_targets(targets, n_shards)[index]
+                                 {"dataset": None if dataset is None else dataset.name, **images}))
     manifest = Manifest(out / manifest_name(index, n_shards))
     states = _states(read_manifests(out))
-    retriever = _Retriever(dataset, None if images_dir is None else Path(images_dir), pipeline.config.seed)
     counts = {"generated": 0, "reused": 0}
     total = sum(t.need for t in mine)
     done = sum(min(states.get(t.hoi, _ClassState()).filled, t.need) for t in mine)
@@ -455,20 +499,31 @@ def filter_images(
     images_root: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
     pipeline: AugmentPipeline,
+    follow_symlinks: bool = False,
     progress: bool = False,
 ) -> AugmentResult:
     """Steps 4-6 (detect, verify, pseudo-label) on existing images, e.g. crawled ones (supp. F).
 
     ``items`` pairs each image path (under ``images_root``) with the class it was collected for;
     a class with ``need > 0`` stops once it has that many instances. Resumes from ``out_dir``.
+    Every path must lie inside ``images_root`` (:class:`hoibench._io.ImageFolder`; symlinks
+    leading out of it only with ``follow_symlinks``); all are checked before the first request.
     """
     from PIL import Image, UnidentifiedImageError
 
-    root = Path(images_root)
+    folder = ImageFolder(Path(images_root), follow_symlinks=follow_symlinks)
+    # every item checked before the first request: its name relative to the folder, on the text
+    # of the path given (not through its symlinks), then the folder's symlink rule
+    base = os.path.abspath(folder.root)
+    checked = []
+    for path, target in items:
+        name = Path(os.path.relpath(os.path.abspath(path), base)).as_posix()
+        file = folder.path(name, file=path, field=None)
+        checked.append((file.relative_to(folder.resolved).as_posix(), file, target))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     targets = sorted({t.hoi: t for _, t in items}.values(), key=lambda t: t.hoi)
-    _check_run_file(out, _header("augment_filter", pipeline, targets, {"images_root": str(root.resolve())}))
+    _check_run_file(out, _header("augment_filter", pipeline, targets, {"images_root": str(folder.resolved)}))
     manifest = Manifest(out / manifest_name())
     done = {rec["image"]: rec for rec in read_manifests(out) if rec["event"] == "filtered"}
     filled: dict[int, int] = {}
@@ -476,21 +531,17 @@ def filter_images(
         if rec["status"] == "kept":
             filled[rec["hoi"]] = filled.get(rec["hoi"], 0) + int(rec["target_instances"])
     with _progress(progress, len(items), "images") as bar:
-        for path, target in items:
-            try:
-                rel = Path(path).resolve().relative_to(root.resolve()).as_posix()
-            except ValueError:
-                raise ConfigError(f"{path} is not under images_root {root}") from None
+        for rel, file, target in checked:
             if bar is not None:
                 bar[0].advance(bar[1])
             if rel in done or (target.need > 0 and filled.get(target.hoi, 0) >= target.need):
                 continue
             try:
-                with Image.open(root / rel) as im:
+                with Image.open(file) as im:
                     image = im.convert("RGB")
             except (OSError, UnidentifiedImageError) as exc:
-                raise FormatError(f"cannot read image ({exc})", file=root / rel) from None
-            rec = pipeline.inspect(root / rel, image, target, vocab, key=(target.hoi, "file", rel))
+                raise FormatError(f"cannot read image ({exc})", file=file) from None
+            rec = pipeline.inspect(file, image, target, vocab, key=(target.hoi, "file", rel))
             manifest.append({"event": "filtered", "hoi": target.hoi, "image": rel, **rec})
             done[rel] = rec
             if rec["status"] == "kept":

@@ -4,6 +4,7 @@ pseudo-label crawled images (``filter``), merge the outputs of several shards (`
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import click
@@ -51,7 +52,10 @@ def _on_device(cfg: object, device: str | None) -> object:
 @click.option("--dataset", default="hico-det", show_default=True,
               help="Dataset (name or file) to retrieve reference images from.")
 @click.option("--images", "images_dir", required=True, type=click.Path(file_okay=False),
-              help="Folder of the dataset's images (HICO-DET: the folder holding train2015/).")
+              help="Folder of the dataset's images (HICO-DET: the folder holding train2015/); an "
+                   "annotation naming an image outside it is refused before any model loads.")
+@click.option("--follow-symlinks", is_flag=True,
+              help="Follow symlinks under --images that lead out of it (a link farm on purpose).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Output folder (created; a re-run resumes in it).")
 @click.option("--max-attempts", type=int, default=None, help="Generated images per class at most "
@@ -61,12 +65,13 @@ def _on_device(cfg: object, device: str | None) -> object:
 @click.option("--shard", default=None, help="'I/N' to run shard I of N by hand; default: "
               "accelerate's process index when started with 'accelerate launch'.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def run_cmd(deficits_path: str, dataset: str, images_dir: str, out_dir: str, max_attempts: int | None,
-            config_path: str | None, shard: str | None, no_progress: bool) -> None:
+def run_cmd(deficits_path: str, dataset: str, images_dir: str, follow_symlinks: bool, out_dir: str,
+            max_attempts: int | None, config_path: str | None, shard: str | None, no_progress: bool) -> None:
     """Generate, verify and pseudo-label images until each class of DEFICITS has its instances."""
     from hoibench.augment import (
         AugmentPipeline,
         augment_deficits,
+        check_reference_images,
         collect_augmented,
         load_config,
         parse_shard,
@@ -81,22 +86,34 @@ def run_cmd(deficits_path: str, dataset: str, images_dir: str, out_dir: str, max
     if not targets:
         console.print("no train-set class has a deficit; nothing to do")
         return
+    check_reference_images(targets, dataset=ds, images_dir=images_dir, follow_symlinks=follow_symlinks)
 
     def work(sh: tuple[int, int], device: str | None) -> None:
         pipeline = AugmentPipeline.from_config(_on_device(cfg, device), out_dir=out_dir)  # type: ignore[arg-type]
         augment_deficits(targets, vocab=ds.vocab, out_dir=out_dir, pipeline=pipeline, dataset=ds,
-                         images_dir=images_dir, shard=sh, progress=not no_progress)
+                         images_dir=images_dir, follow_symlinks=follow_symlinks, shard=sh,
+                         progress=not no_progress)
 
     result = run_sharded(work, lambda: collect_augmented(out_dir, ds.vocab), shard=parse_shard(shard))
     if result is not None:
         _report(result)
 
 
-def _crawled_items(images: Path, hoi: int | None, vocab: object) -> list[tuple[Path, int]]:
+def _crawled_items(images: Path, hoi: int | None, follow_symlinks: bool) -> list[tuple[Path, int]]:
     from hoibench._exceptions import ConfigError
 
     def files(folder: Path) -> list[Path]:
-        return sorted(p for p in folder.rglob("*") if p.suffix.lower() in _IMAGE_SUFFIXES and p.is_file())
+        found = []
+        seen: set[str] = set()  # real folders walked, so a link cycle ends
+        for dirpath, dirnames, filenames in os.walk(folder, followlinks=follow_symlinks):
+            real = os.path.realpath(dirpath)
+            if real in seen:
+                dirnames[:] = []
+                continue
+            seen.add(real)
+            found.extend(p for p in (Path(dirpath) / f for f in filenames)
+                         if p.suffix.lower() in _IMAGE_SUFFIXES and p.is_file())
+        return sorted(found)
 
     if hoi is not None:
         return [(p, hoi) for p in files(images)]
@@ -112,6 +129,8 @@ def _crawled_items(images: Path, hoi: int | None, vocab: object) -> list[tuple[P
 @augment.command("filter")
 @click.option("--images", "images_dir", required=True, type=click.Path(exists=True, file_okay=False),
               help="Crawled images: one sub-folder per HOI class index, or one folder with --hoi.")
+@click.option("--follow-symlinks", is_flag=True,
+              help="Crawl and read through symlinks under --images that lead out of it.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output folder.")
 @click.option("--hoi", type=int, default=None, help="HOI class of every image in --images.")
 @click.option("--deficits", "deficits_path", type=click.Path(dir_okay=False), default=None,
@@ -119,8 +138,8 @@ def _crawled_items(images: Path, hoi: int | None, vocab: object) -> list[tuple[P
 @click.option("--dataset", default="hico-det", show_default=True, help="Label space source.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, help="YAML config.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def filter_cmd(images_dir: str, out_dir: str, hoi: int | None, deficits_path: str | None, dataset: str,
-               config_path: str | None, no_progress: bool) -> None:
+def filter_cmd(images_dir: str, follow_symlinks: bool, out_dir: str, hoi: int | None, deficits_path: str | None,
+               dataset: str, config_path: str | None, no_progress: bool) -> None:
     """Detect, verify and pseudo-label existing (e.g. crawled) images; steps 4-6 of 'run'."""
     from hoibench._exceptions import ConfigError
     from hoibench.augment import (
@@ -135,7 +154,7 @@ def filter_cmd(images_dir: str, out_dir: str, hoi: int | None, deficits_path: st
     vocab = resolve_dataset(dataset).vocab
     cfg = load_config(config_path)
     needs = {} if deficits_path is None else {t.hoi: t.need for t in read_deficits(deficits_path, vocab)}
-    raw = _crawled_items(Path(images_dir), hoi, vocab)
+    raw = _crawled_items(Path(images_dir), hoi, follow_symlinks)
     for _, h in raw:
         if not 0 <= h < vocab.n_hois:
             raise ConfigError(f"HOI class {h} is outside 0..{vocab.n_hois - 1} of {vocab.name}")
@@ -143,8 +162,8 @@ def filter_cmd(images_dir: str, out_dir: str, hoi: int | None, deficits_path: st
     if not items:
         raise ConfigError(f"{images_dir}: no images found")
     pipeline = AugmentPipeline.from_config(cfg, out_dir=out_dir, generate=False)
-    result = filter_images(items, vocab=vocab, images_root=images_dir, out_dir=out_dir,
-                           pipeline=pipeline, progress=not no_progress)
+    result = filter_images(items, vocab=vocab, images_root=images_dir, out_dir=out_dir, pipeline=pipeline,
+                           follow_symlinks=follow_symlinks, progress=not no_progress)
     _report(result)
 
 
