@@ -247,10 +247,13 @@ class ImageFolder:
     follow_symlinks: bool = False
     #: the folder's real path (symlinks resolved): what answers headers record
     resolved: Path = dataclass_field(init=False, repr=False, compare=False)
+    #: real paths of the sub-folders seen so far (names of one folder share one realpath call)
+    _real_dirs: dict[str, str] = dataclass_field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root))
         object.__setattr__(self, "resolved", Path(os.path.realpath(self.root)))
+        object.__setattr__(self, "_real_dirs", {})
 
     def relative(self, name: object, *, file: object = None, record: object = None,
                  field: str | None = "file_name") -> str:
@@ -272,11 +275,11 @@ class ImageFolder:
             raise bad("is a Windows drive path; image names must be relative to the images folder")
         if name.startswith(("/", "\\")):
             raise bad("is an absolute path; image names must be relative to the images folder")
-        climbs = bad(f"climbs out of the images folder {self.resolved} with '..'")
         # ``..`` on the text, for either reading of a backslash: a separator (Windows) or a
         # character of a name (POSIX, where the path is built from the ``/`` reading)
-        _normalise(re.split(r"[\\/]", name), climbs)
-        kept = _normalise(name.split("/"), climbs)
+        kept = _normalise(name.split("/"))
+        if kept is None or ("\\" in name and _normalise(re.split(r"[\\/]", name)) is None):
+            raise bad(f"climbs out of the images folder {self.resolved} with '..'")
         if not kept:
             raise bad("names the images folder itself, not an image in it")
         return "/".join(kept)
@@ -285,15 +288,27 @@ class ImageFolder:
              field: str | None = "file_name") -> Path:
         """The path to open for ``name`` (see the class docstring for what is refused)."""
         rel = self.relative(name, file=file, record=record, field=field)
-        target = self.resolved.joinpath(*rel.split("/"))
+        target = os.path.join(self.resolved, *rel.split("/"))
         if not self.follow_symlinks:
-            real = Path(os.path.realpath(target))
-            if not real.is_relative_to(self.resolved):
+            real = self._real_path(target)
+            top = str(self.resolved)
+            if not (real.startswith(top.rstrip(os.sep) + os.sep) or real == top):
                 raise FormatError(f"{name!r} leads out of the images folder {self.resolved} "
-                                  f"through a symlink (to {str(real)!r}); follow_symlinks "
+                                  f"through a symlink (to {real!r}); follow_symlinks "
                                   "(--follow-symlinks) allows links that leave it",
                                   file=file, record=record, field=field)
-        return target
+        return Path(target)
+
+    def _real_path(self, target: str) -> str:
+        """``os.path.realpath(target)``, with the real path of its folder cached (names of one
+        folder then cost one ``lstat`` each instead of one per path component)."""
+        folder, base = os.path.split(target)
+        real = self._real_dirs.get(folder)
+        if real is None:
+            real = self._real_dirs[folder] = os.path.realpath(folder)
+        if os.path.islink(target):
+            return os.path.realpath(target)
+        return os.path.join(real, base)
 
     def describe(self) -> dict[str, Any]:
         """What an output's header records: the folder's real path (not its contents) and the
@@ -301,14 +316,14 @@ class ImageFolder:
         return {"images": str(self.resolved), "follow_symlinks": self.follow_symlinks}
 
 
-def _normalise(parts: Iterable[str], climbs: Exception) -> list[str]:
-    """Path segments with ``.``, empty and ``..`` segments resolved; ``climbs`` when a ``..``
-    would leave the top."""
+def _normalise(parts: Iterable[str]) -> list[str] | None:
+    """Path segments with ``.``, empty and ``..`` segments resolved; None when a ``..`` would
+    leave the top."""
     kept: list[str] = []
     for part in parts:
         if part == "..":
             if not kept:
-                raise climbs
+                return None
             kept.pop()
         elif part not in ("", "."):
             kept.append(part)
