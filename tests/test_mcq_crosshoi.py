@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hoibench import ValidationError
+from hoibench import ConfigError, ValidationError
 from hoibench.data import MCAnswer, MCQuestion, reference_class_keys
 from hoibench.evaluation import MCQ_METRIC_NAMES, mcq_metrics
 from hoibench.formats import read_answers, read_questions
@@ -439,6 +439,23 @@ def test_repeated_picks_count_twice_under_crosshoi_and_once_under_paper(tmp_path
     assert mcq_metrics(answers, qs, protocol="paper") == mcq_metrics(once, qs, protocol="paper")
 
 
+def test_mcq_score_says_how_each_protocol_counts_repeats(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from hoibench.cli import cli
+
+    path, qs, _ = _synthetic(tmp_path)
+    answers = tmp_path / "a.jsonl"
+    assert _write_answers(answers, SYNTH, SYNTH_REPLIES[0], qs) == 3
+    for protocol, says in (("paper", "counts each text once (sets)"), ("crosshoi", "counts every pick")):
+        r = CliRunner().invoke(cli, ["mcq", "score", "--questions", str(path), "--answers", str(answers),
+                                     "--protocol", protocol])
+        assert r.exit_code == 0 and f"note: 3 answers pick a text more than once; {protocol} {says}" in r.stderr
+    _write_answers(answers, SYNTH, SYNTH_REPLIES[1], qs)
+    r = CliRunner().invoke(cli, ["mcq", "score", "--questions", str(path), "--answers", str(answers)])
+    assert r.exit_code == 0 and "more than once" not in r.stderr
+
+
 def test_synthetic_repeats_change_what_the_script_counts(tmp_path: Path) -> None:
     """The repeats are not noise. With them: "hold a/an cup", listed twice as correct, is matched
     exactly only by its two picks (img.jpg#QA_0); a second "sit_on a/an truck" (listed as correct
@@ -504,6 +521,8 @@ def test_default_tables_follow_each_questions_label_space() -> None:
                                     ("discipling", "person")])
     assert every.n_classes == 4 and every.macro_f1 == 0.5
     assert every.micro_f1 == r.micro_f1  # only Macro-F1 reads the table
+    with pytest.raises(ConfigError, match="class_keys"):
+        mcq_metrics(ans, [vq, sq], protocol="paper", class_keys=[("look_at", "frisbee")])
     # a label space without a table counts every text
     cq = q("custom", "hold_obj a/an cup", "throw_obj a/an cup")
     assert mcq_metrics([MCAnswer(cq.id, frozenset(cq.choice_texts))], [cq], protocol="crosshoi").n_classes == 2
