@@ -62,6 +62,7 @@ def _released() -> types.SimpleNamespace:
     """The released modules, imported unchanged (skips when the copy is absent)."""
     if not (SRC / "newbench_question_func.py").exists():
         pytest.skip(f"released CrossHOI-Bench code not available: {SRC} (set HOIBENCH_CROSSHOI_SRC)")
+    stubs = []
     for name in ("torch", "torchvision", "torchvision.ops", "torchvision.ops.boxes"):
         try:
             __import__(name)
@@ -69,6 +70,7 @@ def _released() -> types.SimpleNamespace:
             stub = types.ModuleType(name)
             stub.batched_nms = stub.box_iou = None  # type: ignore[attr-defined]
             sys.modules[name] = stub
+            stubs.append(name)
     sys.path.insert(0, str(SRC))
     try:
         import hico_text_label
@@ -77,6 +79,8 @@ def _released() -> types.SimpleNamespace:
         import vcoco_text_label
     finally:
         sys.path.remove(str(SRC))
+        for name in stubs:  # no stand-in outlives the import (other tests look for the real ones)
+            del sys.modules[name]
     return types.SimpleNamespace(hico=hico_text_label, vcoco=vcoco_text_label, swig=swighoi_categories,
                                  func=newbench_question_func)
 
