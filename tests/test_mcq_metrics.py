@@ -1,9 +1,7 @@
-"""Multiple-choice metrics: property tests against scikit-learn, the released script's counting,
-bootstrap intervals."""
+"""Multiple-choice metrics: property tests against scikit-learn, bootstrap intervals (the
+``crosshoi`` protocol against the released script: ``test_mcq_crosshoi.py``)."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pytest
@@ -14,9 +12,7 @@ from sklearn.metrics import f1_score, precision_score, recall_score
 from hoibench import ConfigError, ValidationError
 from hoibench.data import Choice, MCAnswer, MCQuestion
 from hoibench.evaluation import MCQMetrics, bootstrap_ci, bootstrap_weights, mcq_metrics
-from hoibench.formats import read_questions
 from hoibench.vocab import hico_det
-from tests.conftest import shared_file
 
 VOCAB = hico_det()
 N_CLASSES = 12  # a small class universe makes shared classes (and macro averaging) likely
@@ -95,129 +91,6 @@ def test_out_of_choice_selections_are_ignored_and_counted() -> None:
     assert r.exact_match == 1.0 and r.n_out_of_choice == 1
 
 
-# ----------------------------------------------------------------------------- released script
-
-def _reference_scores(raw: dict, preds: dict) -> dict[str, float]:
-    """A plain re-implementation of the released script's counting (mllm_instancef1_eval,
-    mllm_macrof1_eval and the pooled precision/recall of script_eval_*), written from its text."""
-    hico = {(VOCAB.verbs[a], VOCAB.objects[b]) for a, b in VOCAB.hoi_verb_object}
-    per_text: dict[str, dict[str, int]] = {}
-    tp_all = fp_all = full_gt = full_match = 0
-    f1s = []
-    for file, entry in raw.items():
-        qas = entry if "QA_0" in entry or any(k.startswith("QA_") for k in entry) else {"QA_0": entry}
-        for qk, qa in qas.items():
-            gti, wrong = qa["gt_choices"], qa["wrong_choices"]
-            rpi = preds.get(file, {}).get(qk, [])
-            if not rpi:
-                full_gt += len(gti)
-                f1s.append(0 if gti else 1)
-                for g in gti:
-                    per_text.setdefault(g, {"tp": 0, "fp": 0, "gt": 0})["gt"] += 1
-                continue
-            pool = list(gti)
-            tp = fp = 0
-            for r in rpi:
-                d = per_text.setdefault(r, {"tp": 0, "fp": 0, "gt": 0})
-                if r in pool:
-                    tp += 1
-                    d["tp"] += 1
-                    pool.remove(r)
-                elif r in wrong:
-                    fp += 1
-                    d["fp"] += 1
-            tp_all += tp
-            fp_all += fp
-            full_gt += len(gti)
-            true_pred = [r for r in rpi if r in gti or r in wrong]
-            if true_pred and len(true_pred) == len(gti) and set(true_pred) == set(gti):
-                full_match += 1
-            for g in gti:
-                per_text.setdefault(g, {"tp": 0, "fp": 0, "gt": 0})["gt"] += 1
-            p = tp / (tp + fp) if tp + fp else 0
-            rc = tp / len(gti) if gti else 0
-            f1s.append(2 * p * rc / (p + rc) if p + rc else 0)
-    classes: dict[tuple[str, str], dict[str, int]] = {}
-    for text, d in per_text.items():
-        if text == "None":
-            continue
-        if " a/an " in text:
-            act, obj = text.split(" a/an ")
-            act, obj = act.replace(" ", "_"), obj.replace(" ", "_")
-            if "no_interaction" in act:
-                act = "no_interaction"
-        else:
-            act, obj = text, "person"
-        if (act, obj) not in hico:
-            continue
-        c = classes.setdefault((act, obj), {"tp": 0, "fp": 0, "gt": 0})
-        for k in c:
-            c[k] += d[k]
-    macro = []
-    for c in classes.values():
-        if c["tp"] == c["fp"] == c["gt"] == 0:
-            continue
-        if c["tp"] == 0:
-            macro.append(0.0)
-        else:
-            p, rc = c["tp"] / (c["tp"] + c["fp"]), c["tp"] / c["gt"]
-            macro.append(2 * p * rc / (p + rc))
-    prec = tp_all / (tp_all + fp_all)
-    rec = tp_all / full_gt
-    return {"macro_f1": sum(macro) / len(macro), "instance_f1": sum(f1s) / len(f1s),
-            "micro_f1": 2 * prec * rec / (prec + rec), "exact_match": full_match / len(raw),
-            "avg_precision": prec, "avg_recall": rec}
-
-
-@pytest.mark.shared_data
-@pytest.mark.parametrize("name", ["crosshoi_bench_allscene_final.json", "crosshoi_bench_hum_box_final.json",
-                                  "crosshoi_bench_hum_obj_box_final.json"])
-def test_crosshoi_protocol_reproduces_released_counting_with_random_answers(name: str) -> None:
-    path = shared_file(f"crosshoi-bench/hicodet/our_test/{name}")
-    raw = json.loads(path.read_text())
-    questions = read_questions(path)
-    rng = np.random.default_rng(7)
-    answers, preds = {}, {}
-    for q in questions:
-        texts = list(q.choice_texts)
-        if rng.random() < 0.05:
-            continue  # a missing answer
-        picked = sorted({texts[i] for i in np.flatnonzero(rng.random(len(texts)) < 0.4)})
-        answers[q.id] = MCAnswer(q.id, frozenset(picked))
-        preds[q.file_name] = {"QA_0": picked}
-    ours = mcq_metrics(answers, questions, protocol="crosshoi").metrics()
-    ref = _reference_scores(raw, preds)
-    for k, v in ref.items():
-        assert ours[k] == pytest.approx(v, abs=1e-12), k
-    # the two protocols really differ on the same answers
-    paper = mcq_metrics(answers, questions, protocol="paper").metrics()
-    assert paper["avg_precision"] != pytest.approx(ours["avg_precision"])
-
-
-def test_crosshoi_protocol_on_synthetic_duplicates_and_multi_question_images() -> None:
-    qa = {"img.jpg": {"QA_0": {"gt_choices": ["hold a/an cup", "hold a/an cup"], "wrong_choices": ["drink_with a/an cup"]},
-                      "QA_1": {"gt_choices": ["ride a/an horse"], "wrong_choices": ["feed a/an horse", "None"]}},
-          "two.jpg": {"QA_0": {"gt_choices": [], "wrong_choices": ["pet a/an cow", "None"]}}}
-    import tempfile
-    from pathlib import Path
-
-    from hoibench.formats.crosshoi import read_crosshoi
-
-    with tempfile.TemporaryDirectory() as d:
-        p = Path(d) / "v.json"
-        p.write_text(json.dumps(qa))
-        qs = read_crosshoi(p, dataset="hico-det")
-    preds = {"img.jpg": {"QA_0": ["hold a/an cup"], "QA_1": ["ride a/an horse"]}, "two.jpg": {"QA_0": ["None"]}}
-    answers = {"img.jpg#QA_0": MCAnswer("img.jpg#QA_0", frozenset({"hold a/an cup"})),
-               "img.jpg#QA_1": MCAnswer("img.jpg#QA_1", frozenset({"ride a/an horse"})),
-               "two.jpg": MCAnswer("two.jpg", frozenset({"None"}))}
-    ours = mcq_metrics(answers, qs, protocol="crosshoi").metrics()
-    ref = _reference_scores(qa, preds)
-    for k, v in ref.items():
-        assert ours[k] == pytest.approx(v), k
-    assert ref["exact_match"] == 0.5  # one exact match, two images (three questions)
-
-
 # ----------------------------------------------------------------------------- bootstrap
 
 def test_bootstrap_is_seeded_vectorised_and_covers_the_estimate() -> None:
@@ -251,22 +124,6 @@ def test_mcq_bootstrap_intervals_bracket_the_scores() -> None:
         lo, hi = r.ci[name]
         assert lo <= value <= hi and hi - lo < 0.25, name
     assert mcq_metrics(ans, qs, n_bootstrap=300, random_state=0).ci == r.ci
-
-
-def test_crosshoi_class_keys_restrict_macro_f1() -> None:
-    from hoibench.data import parse_choice_text
-
-    choices = (parse_choice_text("look at a/an frisbee"), parse_choice_text("throw a/an frisbee"))
-    q = MCQuestion("v", "v.jpg", 1, tuple(c.__class__(c.text) for c in choices), frozenset({0}),
-                   label_space="v-coco")
-    ans = [MCAnswer("v", frozenset({"look at a/an frisbee", "throw a/an frisbee"}))]
-    every_text = mcq_metrics(ans, [q], protocol="crosshoi")
-    assert every_text.n_classes == 2 and every_text.macro_f1 == pytest.approx(0.5)
-    only_look = mcq_metrics(ans, [q], protocol="crosshoi", class_keys=[("look_at", "frisbee")])
-    assert only_look.n_classes == 1 and only_look.macro_f1 == pytest.approx(1.0)
-    assert only_look.micro_f1 == every_text.micro_f1  # only Macro-F1 uses the class table
-    with pytest.raises(ConfigError, match="class_keys"):
-        mcq_metrics(ans, [q], protocol="paper", class_keys=[("look_at", "frisbee")])
 
 
 _HASH_SCRIPT = """

@@ -227,6 +227,11 @@ def test_parse_letters(reply, letters, status):
     assert p.letters == frozenset(letters) and p.status == status
 
 
+def test_parse_letters_keeps_a_letter_named_twice_in_tokens():
+    p = parse_letters("B, a, b., E", VALID)
+    assert p.letters == {"A", "B"} and p.tokens == ("B", "A", "B") and p.invalid == ("E",)
+
+
 def test_parse_letters_tag_formats():
     assert parse_letters("Reasoning: x\n<answer>B, C</answer>", VALID, answer_format="reasoning_first").letters == {"B", "C"}
     assert parse_letters("B, C", VALID, answer_format="answer_tag").status == "parse_error"

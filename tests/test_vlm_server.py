@@ -99,6 +99,19 @@ def test_requests_carry_exact_prompt_image_and_box(tmp_path, images, convention)
         assert a.selected == {q.choices[q.order(5)[0]].text} and a.raw == "A"
 
 
+def test_a_letter_named_twice_is_two_picks(tmp_path, images):
+    """The released code keeps a reply's letters as a list; the answer keeps the repeat for the
+    crosshoi protocol, and ``selected`` stays the set."""
+    qs = _questions(1)
+    with FakeChatServer(lambda body: "A, B, A") as server:
+        _runner(server.url, images).run(qs, tmp_path / "a.jsonl")
+    assert server.count == 1
+    a = read_answers(tmp_path / "a.jsonl", qs).by_id()["q0"]
+    order = [qs[0].choices[i].text for i in qs[0].order()]
+    assert a.selected == {order[0], order[1]} and a.meta["letters"] == ["A", "B"]
+    assert a.picks == tuple(sorted([order[0], order[1], order[0]]))
+
+
 def test_internvl_asks_the_perceived_size_first(tmp_path, images):
     def handler(body):
         text = request_text(body)

@@ -347,6 +347,12 @@ def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, se
         err_console.print(f"warning: {main.n_missing} questions have no answer (scored as empty predictions)")
     if main.n_out_of_choice:
         err_console.print(f"note: {main.n_out_of_choice} answers select texts that are not among the choices (ignored)")
+    ids = {q.id for q in qs_list}
+    n_repeats = sum(a.picks is not None and a.question_id in ids for a in answers)
+    if n_repeats:
+        how = ("counts every pick, as the released script does" if protocol == "crosshoi"
+               else "counts each text once (sets); --protocol crosshoi counts every pick")
+        err_console.print(f"note: {n_repeats} answers pick a text more than once; {protocol} {how}")
     if main.n_unknown_answers:
         err_console.print(f"note: {main.n_unknown_answers} answers are for questions not in {questions_path}")
     if answers.n_truncated:

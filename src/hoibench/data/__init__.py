@@ -5,10 +5,12 @@ See :mod:`hoibench.data._dataset` for the box convention (0-based pixel xyxy).
 
 from hoibench.data._builder import DatasetBuilder
 from hoibench.data._choices import (
+    REFERENCE_CLASS_TABLES,
     ChoiceParser,
     choice_text,
     parse_choice_text,
     reference_class_key,
+    reference_class_keys,
 )
 from hoibench.data._dataset import HOIDataset, HOIImage
 from hoibench.data._predictions import HOIPredictions
@@ -22,6 +24,7 @@ from hoibench.data._vcoco import (
 )
 
 __all__ = [
+    "REFERENCE_CLASS_TABLES",
     "Choice",
     "ChoiceParser",
     "DatasetBuilder",
@@ -37,6 +40,7 @@ __all__ = [
     "choice_text",
     "parse_choice_text",
     "reference_class_key",
+    "reference_class_keys",
     "validate_dataset",
     "vcoco_action_names",
     "vcoco_role_classes",

@@ -4,10 +4,20 @@ released evaluation script counts it under. Shared by the builder, the loader an
 
 from __future__ import annotations
 
-from hoibench.data._questions import Choice
-from hoibench.vocab import LabelSpace, hico_det, normalize_name
+import functools
 
-__all__ = ["ARTICLE", "NO_INTERACTION", "choice_text", "parse_choice_text", "reference_class_key"]
+from hoibench.data._questions import Choice
+from hoibench.vocab import (
+    LabelSpace,
+    hico_det,
+    normalize_name,
+    swig_hoi_actions,
+    vcoco_annotated_objects,
+    vcoco_crosshoi_phrases,
+)
+
+__all__ = ["ARTICLE", "NO_INTERACTION", "REFERENCE_CLASS_TABLES", "choice_text", "parse_choice_text",
+           "reference_class_key", "reference_class_keys"]
 
 
 ARTICLE = " a/an "
@@ -36,6 +46,40 @@ def reference_class_key(text: str) -> tuple[str, str]:
             act = NO_INTERACTION
         return act, obj
     return text, "person"
+
+
+def _underscored(name: str) -> str:
+    return name.replace(" ", "_")
+
+
+#: label spaces with a class table in the released evaluation script
+REFERENCE_CLASS_TABLES = ("hico-det", "v-coco", "swig-hoi")
+
+
+@functools.cache
+def reference_class_keys(label_space: str) -> frozenset[tuple[str, str]] | None:
+    """The ``(action, object)`` keys the released evaluation script's Macro-F1 table holds for
+    questions of a label space, built from hoibench's own vocabularies; ``None`` for a label
+    space the script has no table for (then every text counts).
+
+    - ``hico-det``: the 600 HICO-DET classes (verb, object).
+    - ``v-coco``: those 600 and the 236 (verb, object) pairs V-COCO annotates, each role verb
+      under its CrossHOI-Bench phrase (``look_obj`` → ``look_at``): 707 keys.
+    - ``swig-hoi``: the 407 SWiG-HOI actions, each with ``"person"``.
+
+    Spaces become underscores, as :func:`reference_class_key` files a text.
+    """
+    if label_space == "swig-hoi":
+        return frozenset((a, "person") for a in swig_hoi_actions())
+    if label_space not in REFERENCE_CLASS_TABLES:
+        return None
+    h = hico_det()
+    keys = {(_underscored(h.verbs[v]), _underscored(h.objects[o])) for v, o in h.hoi_verb_object}
+    if label_space == "v-coco":
+        phrases = vcoco_crosshoi_phrases()
+        keys |= {(_underscored(phrases[v]), _underscored(o))
+                 for v, objects in vcoco_annotated_objects().items() for o in objects}
+    return frozenset(keys)
 
 
 class ChoiceParser:

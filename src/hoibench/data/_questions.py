@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,10 +144,17 @@ ANSWER_STATUSES = ("ok", "parse_error", "no_person_match", "error", "missing")
 class MCAnswer:
     """A model's answer to one question.
 
-    ``selected`` holds choice texts exactly as in the question. ``status`` says how it came
-    about: ``ok``, ``parse_error`` (no valid letters in the reply), ``no_person_match``
+    ``selected`` holds choice texts exactly as in the question (a set). ``status`` says how it
+    came about: ``ok``, ``parse_error`` (no valid letters in the reply), ``no_person_match``
     (setting 3: no detected person overlapped the target), ``error`` (the request failed),
     ``missing`` (no answer in the file; scored as an empty prediction).
+
+    ``picks`` keeps what a set cannot: a text picked more than once — a question that shows one
+    text under two letters (a text listed twice in a CrossHOI-Bench file), or a reply naming a
+    letter twice. It holds every pick, sorted, repeats kept, and is ``None`` whenever no text
+    repeats (then ``selected`` says everything); ``set(picks) == selected`` always. Only the
+    ``crosshoi`` scoring protocol reads it (the released script counts a list of picks); the
+    ``paper`` protocol and every other caller use the set. Build one with :meth:`from_picks`.
     """
 
     question_id: str
@@ -155,7 +162,26 @@ class MCAnswer:
     raw: str | None = None
     status: str = "ok"
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    picks: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.status not in ANSWER_STATUSES:
             raise ValidationError(f"answer status must be one of {list(ANSWER_STATUSES)}; got {self.status!r}")
+        if self.picks is not None:
+            picks = tuple(sorted(self.picks))
+            if frozenset(picks) != self.selected:
+                raise ValidationError(f"answer {self.question_id!r}: picks {list(picks)} are not the texts of "
+                                      f"selected {sorted(self.selected)}")
+            object.__setattr__(self, "picks", picks if len(picks) > len(self.selected) else None)
+
+    @classmethod
+    def from_picks(cls, question_id: str, picks: Iterable[str], raw: str | None = None, status: str = "ok",
+                   meta: Mapping[str, Any] | None = None) -> MCAnswer:
+        """An answer from its picks in any order, repeats kept (``selected`` is their set)."""
+        picks = tuple(picks)
+        return cls(question_id, frozenset(picks), raw, status, {} if meta is None else meta, picks)
+
+    @property
+    def selections(self) -> tuple[str, ...]:
+        """Every pick, sorted; a text picked twice appears twice (``picks``, else ``selected``)."""
+        return self.picks if self.picks is not None else tuple(sorted(self.selected))

@@ -15,21 +15,26 @@ that are not among its choices are ignored and counted), ``G_q`` = its correct c
   recall) gives ``zero_division`` (default 1.0, as scikit-learn's ``zero_division=1``).
 
 ``crosshoi`` — the counting of the released evaluation script (ChelsieLei/CrossHOI-Bench,
-``newbench_question_func.py``): per question the selected texts are walked once; a text still in
-the (raw, possibly duplicated) correct list is a true positive and is removed from it, a text in
-the wrong list is a false positive, anything else is ignored. Then
+``newbench_question_func.py``): per question the picks are walked once, as a list — a text
+picked twice (a question that shows one text under two letters; ``MCAnswer.picks``) is walked
+twice; a text still in the (raw, possibly duplicated) correct list is a true positive and is
+removed from it, a text in the wrong list is a false positive, anything else is ignored. Then
 
 - Instance-F1: per-question F1 from those counts; a question with no answer scores 1 if it has
   no correct choice, else 0; an answer with no true positive scores 0.
 - Micro-F1: from precision and recall pooled over all answers; "average precision/recall" are
   those pooled values.
 - Macro-F1: choice texts are filed under ``(action, object)`` keys
-  (:func:`~hoibench.formats.crosshoi.reference_class_key`); for HICO-DET questions only keys that
-  are HICO-DET classes count, the padding text ``"None"`` never counts; mean F1 over keys with any
-  true positive, false positive or ground truth.
-- Exact match: the in-choice selections equal the correct list (non-empty), divided by the
-  number of *images* (the script divides by the number of file entries, which differs from the
-  number of questions when an image holds several).
+  (:func:`~hoibench.data.reference_class_key`); only keys of the script's class table for the
+  question's label space count (:func:`~hoibench.data.reference_class_keys`: HICO-DET's 600
+  classes; for V-COCO those and V-COCO's 236 annotated verb-object pairs; for SWiG-HOI its 407
+  actions with ``person``; other label spaces: every text), the padding text ``"None"`` never
+  counts; mean F1 over keys with any true positive, false positive or ground truth.
+- Exact match: the in-choice picks (a list) equal the correct list in length and as sets
+  (non-empty), divided by the number of *images* (the script divides by the number of file
+  entries, which differs from the number of questions when an image holds several).
+
+``paper`` counts sets: a text picked twice is one selection (``MCAnswer.selected``).
 
 Class counting, bootstrap resampling and the final numbers share one vectorised path: per-question
 counts, and ``(question × class)`` sparse count matrices, combined with resampling weights.
@@ -47,7 +52,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hoibench._exceptions import ConfigError, ValidationError
-from hoibench.data import MCAnswer, MCQuestion, reference_class_key
+from hoibench.data import MCAnswer, MCQuestion, reference_class_key, reference_class_keys
 from hoibench.evaluation._bootstrap import bootstrap_ci
 from hoibench.evaluation._fields import Fields, json_float, result_header
 from hoibench.evaluation._metric import Metric
@@ -174,11 +179,6 @@ def position_sensitivity(results: Sequence[MCQResult]) -> dict[str, float]:
 
 # ----------------------------------------------------------------------------- class keys
 
-def _hico_class_keys() -> frozenset[tuple[str, str]]:
-    v = hico_det()
-    return frozenset((v.verbs[a], v.objects[b]) for a, b in v.hoi_verb_object)
-
-
 def _class_name(key: tuple[str, str]) -> str:
     return f"{key[0]} {key[1]}"
 
@@ -272,9 +272,10 @@ def _count_paper(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: fro
                        float(key in pred_keys), float(key in gt_keys))
 
 
-def _count_crosshoi(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: frozenset[str] | None,
-                    hico_keys: frozenset[tuple[str, str]],
+def _count_crosshoi(rows: _Rows, classes: _ClassIndex, q: MCQuestion, picks: tuple[str, ...],
                     class_keys: frozenset[tuple[str, str]] | None) -> None:
+    """The released script's counting of one question; ``picks`` is its list of picked texts
+    (a text picked twice is there twice), ``class_keys`` the Macro-F1 table (``None``: every text)."""
     qi = len(rows.tp)
     texts = q.choice_texts
     gt_list = list(q.meta["raw_gt"]) if "raw_gt" in q.meta else [texts[i] for i in sorted(q.correct)]
@@ -287,11 +288,11 @@ def _count_crosshoi(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: 
 
     tp = fp = 0
     exact = 0.0
-    if not selected:
+    if not picks:
         f1 = 0.0 if gt_list else 1.0
     else:
         pool = list(gt_list)
-        for t in sorted(selected):
+        for t in picks:
             if t in pool:
                 tp += 1
                 pool.remove(t)
@@ -300,7 +301,7 @@ def _count_crosshoi(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: 
                 fp += 1
                 bump(t, 1)
         f1 = 2.0 * tp / (tp + fp + len(gt_list)) if tp > 0 else 0.0
-        true_pred = [t for t in sorted(selected) if t in gt_list or t in wrong_list]
+        true_pred = [t for t in picks if t in gt_list or t in wrong_list]
         exact = float(bool(true_pred) and len(true_pred) == len(gt_list) and set(true_pred) == set(gt_list))
     for t in gt_list:
         bump(t, 2)
@@ -316,10 +317,7 @@ def _count_crosshoi(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: 
         if text == "None":
             continue
         key = reference_class_key(text)
-        if class_keys is not None:
-            if key not in class_keys:
-                continue
-        elif q.label_space == "hico-det" and key not in hico_keys:
+        if class_keys is not None and key not in class_keys:
             continue
         rows.add_class(qi, classes(key), c_tp, c_tp + c_fp, c_gt)
 
@@ -396,10 +394,11 @@ class MCQMetrics(Metric[MCQResult]):
     random_state:
         Seed or Generator of the resampling.
     class_keys:
-        ``crosshoi`` only: the ``(action, object)`` keys Macro-F1 may count (the released script's
-        class tables). Default: HICO-DET's 600 classes for HICO-DET questions, every text for
-        others (on the released V-COCO/SWiG-HOI files this keeps 3 resp. 1 texts the script's
-        tables lack).
+        ``crosshoi`` only: the ``(action, object)`` keys Macro-F1 may count, for every question.
+        Default: the released script's table of each question's label space
+        (:func:`~hoibench.data.reference_class_keys`), so the script's numbers need no option;
+        a question with no choice text in its table (e.g. a hoibench-built V-COCO benchmark,
+        whose texts name role verbs) gives a warning.
 
     Examples
     --------
@@ -445,15 +444,15 @@ class MCQMetrics(Metric[MCQResult]):
         questions = list(questions)
         if questions and not isinstance(questions[0], MCQuestion):
             raise _order_error("questions", questions[0], "MCQuestion")
-        hico_keys = _hico_class_keys() if self.protocol == "crosshoi" else frozenset()
+        untabled: dict[str, int] = {}  # label space -> questions with no text in its class table
         for q in questions:
             a = by_id.get(q.id)
             if a is None or a.status == "missing":
                 self._missing.append(q.id)
-                selected: frozenset[str] = frozenset()
+                a = None
             else:
                 self._answered += 1
-                selected = a.selected
+            selected = frozenset() if a is None else a.selected
             if not selected:
                 self._empty += 1
             if selected - set(q.choice_texts):
@@ -461,9 +460,17 @@ class MCQMetrics(Metric[MCQResult]):
             if self.protocol == "paper":
                 _count_paper(self._rows, self._classes, q, selected, self.zero_division)
             else:
-                _count_crosshoi(self._rows, self._classes, q, selected, hico_keys, self.class_keys)
+                table = self.class_keys if self.class_keys is not None else reference_class_keys(q.label_space)
+                if table is not None and self.class_keys is None and not any(
+                        reference_class_key(t) in table for t in q.choice_texts if t != "None"):
+                    untabled[q.label_space] = untabled.get(q.label_space, 0) + 1
+                _count_crosshoi(self._rows, self._classes, q, () if a is None else a.selections, table)
             self._ids.append(q.id)
         self._answer_ids.update(by_id)
+        for space, n in untabled.items():
+            warnings.warn(f"crosshoi protocol: {n} {space} questions have no choice text in the released "
+                          f"script's class table for {space}; Macro-F1 leaves their texts out, as the script "
+                          "does (pass class_keys= to count other texts)", stacklevel=2)
 
     def _arrays(self) -> _Arrays:
         r = self._rows

@@ -320,8 +320,9 @@ def _with_setting(q: MCQuestion, setting: int, file: object) -> MCQuestion:
 # ----------------------------------------------------------------------------- answers
 
 def answer_to_dict(a: MCAnswer) -> dict[str, Any]:
-    """One answers-JSONL line (selected texts sorted, so equal answers give equal bytes)."""
-    out: dict[str, Any] = {"question_id": a.question_id, "selected": sorted(a.selected),
+    """One answers-JSONL line: ``selected`` is the sorted texts, a text picked twice listed twice
+    (``MCAnswer.selections``), so equal answers give equal bytes."""
+    out: dict[str, Any] = {"question_id": a.question_id, "selected": list(a.selections),
                            "raw": a.raw, "status": a.status}
     if "permutation" in a.meta:
         out["permutation"] = int(a.meta["permutation"])
@@ -332,7 +333,8 @@ def answer_to_dict(a: MCAnswer) -> dict[str, Any]:
 
 def write_answers(path: PathLike, answers: Iterable[MCAnswer], *,
                   header: Mapping[str, Any] | None = None) -> None:
-    """Write all answers at once (atomic); ``selected`` is written as sorted choice texts."""
+    """Write all answers at once (atomic); ``selected`` is written as sorted choice texts (a
+    text picked twice, twice)."""
     with atomic_write(path, "wb") as fh:
         if header is not None:
             fh.write(dumps_json({"header": dict(header)}) + b"\n")
@@ -408,26 +410,22 @@ class AnswerWriter:
 
 
 def _resolve_selected(items: list[str], q: MCQuestion | None, seed: int, permutation: int,
-                      file: object, record: int) -> frozenset[str]:
-    """Choice texts from texts and/or letters (letters need the question)."""
+                      file: object, record: int) -> list[str]:
+    """Choice texts from texts and/or letters (letters need the question), in the given order
+    with repeats (two letters of one text give it twice)."""
     if q is None:
-        return frozenset(items)
+        return list(items)
     texts = set(q.choice_texts)
-    out: set[str] = set()
-    letters: set[str] = set()
-    for s in items:
-        if s in texts:
-            out.add(s)
-        elif len(s) == 1 and s.upper() in LETTERS:
-            letters.add(s.upper())
-        else:
-            out.add(s)  # not a choice: kept, counted as out-of-choice by the scorer
+    letters = {s.upper() for s in items if s not in texts and len(s) == 1 and s.upper() in LETTERS}
+    table: dict[str, str] = {}
     if letters:
         try:
-            out |= q.letters_to_texts(letters, seed=seed, permutation=permutation)
+            q.letters_to_texts(letters, seed=seed, permutation=permutation)  # unknown letters raise
         except ValidationError as exc:
             raise FormatError(str(exc), file=file, record=record, field="selected") from None
-    return frozenset(out)
+        table = {k: c.text for k, c in q.lettered(seed, permutation)}
+    # a text that is not a choice is kept: counted as out-of-choice by the scorer
+    return [s if s in texts or s.upper() not in letters else table[s.upper()] for s in items]
 
 
 def _order_number(obj: Mapping[str, Any], header: Mapping[str, Any], key: str, file: object,
@@ -449,6 +447,10 @@ def read_answers(
     permutation: int | None = None,
 ) -> AnswerSet:
     """Read an answers JSONL file.
+
+    A text listed twice in ``selected`` (or two letters that show one text) is kept as a repeated
+    pick (``MCAnswer.picks``): the ``crosshoi`` protocol counts it twice, as the released script
+    counts its list of picks; everything else sees the set ``MCAnswer.selected``.
 
     Parameters
     ----------
@@ -506,8 +508,8 @@ def read_answers(
         key = (qid, k)
         if key in answers:
             replaced += 1
-        answers[key] = MCAnswer(qid, selected, raw if raw is None or isinstance(raw, str) else str(raw),
-                                status, meta)
+        answers[key] = MCAnswer.from_picks(qid, selected, raw if raw is None or isinstance(raw, str) else str(raw),
+                                           status, meta)
     if not answers and not header:
         raise FormatError("no header and no complete answer line (not an answers JSONL file?)", file=p)
     if truncated:

@@ -12,7 +12,8 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError
 
-__all__ = ["COCO", "LabelSpace", "coco", "hico_det", "normalize_name", "vcoco"]
+__all__ = ["COCO", "LabelSpace", "coco", "hico_det", "normalize_name", "swig_hoi_actions", "vcoco",
+           "vcoco_annotated_objects", "vcoco_crosshoi_phrases"]
 
 
 def normalize_name(name: str) -> str:
@@ -229,6 +230,28 @@ def vcoco() -> LabelSpace:
 def vcoco_actions() -> list[dict[str, Any]]:
     """The 26 V-COCO actions with ``action_name``, ``role_name`` and allowed objects (``include``)."""
     return list(_load("vcoco.json")["actions"])
+
+
+def vcoco_annotated_objects() -> dict[str, tuple[str, ...]]:
+    """For each of the 24 role verbs that take an object, the COCO objects V-COCO annotates it
+    with (trainval and test alike: 236 pairs; the vcoco toolkit's ``action_to_object``)."""
+    return {v: tuple(objs) for v, objs in _load("vcoco.json")["verb_objects_annotated"].items()}
+
+
+def vcoco_crosshoi_phrases() -> dict[str, str]:
+    """The English phrase of each of those 24 role verbs as CrossHOI-Bench's V-COCO choice texts
+    spell it (``look_obj`` → ``"look at"``, ``lay_instr`` → ``"lie on"``)."""
+    return dict(_load("vcoco.json")["crosshoi_phrases"])
+
+
+@functools.cache
+def swig_hoi_actions() -> tuple[str, ...]:
+    """The 407 action names of SWiG-HOI v1.0 in id order (``"adjusting"`` … ``"yanking"``).
+
+    Only the actions: hoibench has no SWiG-HOI object list, so there is no SWiG-HOI
+    :class:`LabelSpace`; CrossHOI-Bench's SWiG-HOI choices are bare action names.
+    """
+    return tuple(_load("swig_hoi.json")["actions"])
 
 
 def get_label_space(name: str) -> LabelSpace:

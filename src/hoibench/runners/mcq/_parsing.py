@@ -21,11 +21,14 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 @dataclass(frozen=True)
 class LetterParse:
     """``letters``: the valid letters found (a set); ``status``: ``ok`` or ``parse_error``;
-    ``invalid``: tokens that were not letters of the question (kept for the record)."""
+    ``invalid``: tokens that were not letters of the question (kept for the record);
+    ``tokens``: the valid letters in reply order, a letter named twice twice (the released code
+    keeps that list, so its scoring counts such a letter twice)."""
 
     letters: frozenset[str]
     status: str
     invalid: tuple[str, ...] = ()
+    tokens: tuple[str, ...] = ()
 
 
 def _strip_thinking(text: str) -> str:
@@ -53,9 +56,9 @@ def parse_letters(text: str | None, valid: Mapping[str, object] | frozenset[str]
         body = m.group(1).replace(" ", "")
     tokens = [t.strip().upper().rstrip(".") for t in body.split(",") if t.strip()]
     keys = set(valid)
-    good = frozenset(t for t in tokens if t in keys)
+    good = tuple(t for t in tokens if t in keys)
     bad = tuple(t for t in tokens if t not in keys)
-    return LetterParse(good, "ok" if good else "parse_error", bad)
+    return LetterParse(frozenset(good), "ok" if good else "parse_error", bad, good)
 
 
 @dataclass(frozen=True)

@@ -405,14 +405,13 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
                 emit(MCAnswer(q.id, frozenset(), None, "error", meta={**meta, "error": resp.error}))
                 return
             parsed = parse_letters(resp.text, rendered.letters, answer_format=self.answer_format)
-            texts = [rendered.letters[x] for x in sorted(parsed.letters)]
+            texts = [rendered.letters[x] for x in parsed.tokens]  # a letter named twice: two picks
             meta["letters"] = sorted(parsed.letters)
             if parsed.invalid:
                 meta["invalid_tokens"] = list(parsed.invalid)
             if any(t is None for t in texts):
                 meta["padding_selected"] = True  # the "None" filler of a short question
-            selected = frozenset(t for t in texts if t is not None)
-            emit(MCAnswer(q.id, selected, resp.text, parsed.status, meta=meta))
+            emit(MCAnswer.from_picks(q.id, [t for t in texts if t is not None], resp.text, parsed.status, meta))
 
         yield Batch(reqs, on_answer)
 
