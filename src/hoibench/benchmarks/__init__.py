@@ -1,5 +1,6 @@
 """hoibench.benchmarks: the builders of the SG splits (:mod:`.sg`), the B-RIGHT balanced splits
-(:mod:`.balanced`) and the multiple-choice benchmark (:mod:`.mcq`), all of one shape
+(:mod:`.balanced`), the zero-shot splits (:mod:`.zeroshot`) and the multiple-choice benchmark
+(:mod:`.mcq`), all of one shape
 (:class:`BenchmarkBuild`; see docs/ARCHITECTURE.md)."""
 
 from hoibench.benchmarks._build import BenchmarkBuild
@@ -31,6 +32,7 @@ from hoibench.benchmarks.sg import (
     sg_combinations,
     verify_split,
 )
+from hoibench.benchmarks.zeroshot import ZeroShotSplit, build_zero_shot_split
 
 __all__ = [
     "PRESETS",
@@ -42,10 +44,12 @@ __all__ = [
     "SGPreset",
     "SGSplit",
     "SceneComposition",
+    "ZeroShotSplit",
     "audit_split",
     "build_balanced_split",
     "build_preset",
     "build_sg_split",
+    "build_zero_shot_split",
     "compare_splits",
     "distinct_boxes",
     "head_tail_ratio",

@@ -1,4 +1,4 @@
-"""The one shape of the benchmark builders (``sg``, ``balanced``, ``mcq``).
+"""The one shape of the benchmark builders (``sg``, ``balanced``, ``zeroshot``, ``mcq``).
 
 Every builder is a function ``build_*(dataset, *, random_state=..., ...)`` that does all the
 work in memory and returns a frozen result object with

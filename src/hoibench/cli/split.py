@@ -14,6 +14,7 @@ __all__ = ["split"]
     "audit": "hoibench.cli.split_sg:audit",
     "stats": "hoibench.cli.split_sg:stats",
     "balanced": "hoibench.cli.split_balanced:balanced",
+    "zero-shot": "hoibench.cli.split_zeroshot:zero_shot",
 })
 def split() -> None:
-    """Build and audit benchmark splits (HICO-DET-SG / V-COCO-SG, B-RIGHT balanced)."""
+    """Build and audit benchmark splits (HICO-DET-SG / V-COCO-SG, B-RIGHT balanced, zero-shot)."""

@@ -15,7 +15,11 @@ from hoibench.datasets._bundled import (
     parse_dataset_name,
     resolve_dataset,
 )
-from hoibench.datasets._class_subsets import hico_class_subsets
+from hoibench.datasets._class_subsets import (
+    hico_class_subsets,
+    is_zero_shot_setting,
+    zero_shot_classes,
+)
 from hoibench.datasets._vcoco import resolve_vcoco_ground_truth
 
 __all__ = [
@@ -23,9 +27,11 @@ __all__ = [
     "bundled_path",
     "hico_class_subsets",
     "is_dataset_name",
+    "is_zero_shot_setting",
     "list_datasets",
     "load_dataset",
     "parse_dataset_name",
     "resolve_dataset",
     "resolve_vcoco_ground_truth",
+    "zero_shot_classes",
 ]

@@ -9,11 +9,46 @@ from typing import Any
 
 import numpy as np
 
-from hoibench._exceptions import ConfigError
-from hoibench.formats import read_class_list, unseen_hoi_classes
+from hoibench._exceptions import ConfigError, FormatError
+from hoibench._io import read_json
+from hoibench.formats import COMBINATIONS_FILE, read_class_list, unseen_hoi_classes
 from hoibench.vocab import ZERO_SHOT_ALIASES, hico_det
 
-__all__ = ["hico_class_subsets"]
+__all__ = ["hico_class_subsets", "is_zero_shot_setting", "zero_shot_classes"]
+
+
+# ----------------------------------------------------------------------------- zero-shot classes
+def is_zero_shot_setting(spec: str) -> bool:
+    """Whether ``spec`` names a zero-shot setting (``rf-uc``, ``rare_first``, ``zero-shot:uo``)."""
+    low = spec.strip().lower()
+    return low.startswith("zero-shot:") or low in ZERO_SHOT_ALIASES or low in ZERO_SHOT_ALIASES.values()
+
+
+def zero_shot_classes(spec: str, *, vocab: Any = None) -> np.ndarray:
+    """The unseen (0-based, sorted) HOI classes of a zero-shot protocol.
+
+    ``spec`` is a setting (``rf-uc`` / ``nf-uc`` / ``uo`` / ``uv``, their long names, or
+    ``zero-shot:NAME``: the lists of YueLiao/gen-vlkt, ``hoibench.vocab``), a split folder or its
+    ``test_combinations.json`` (the unseen classes it lists), or a class-list file of 0-based ids
+    (:func:`hoibench.formats.read_class_list`). A balanced ``classes.json`` is refused: it lists
+    the classes B-RIGHT *trains* on, not unseen ones.
+    """
+    vocab = vocab or hico_det()
+    key = spec.strip()
+    if is_zero_shot_setting(key):
+        low = key.lower()
+        return vocab.zero_shot_unseen(low.split(":", 1)[1] if ":" in low else low)
+    path = Path(key)
+    if path.is_dir() or path.name == COMBINATIONS_FILE:
+        return np.asarray(unseen_hoi_classes(path), dtype=np.int64)
+    if not path.exists():
+        raise ConfigError(f"the zero-shot protocol must be one of {sorted(ZERO_SHOT_ALIASES)}, a split folder "
+                          f"or a file of 0-based HOI ids; got {spec!r}")
+    data = read_json(path) if path.suffix == ".json" else None
+    if isinstance(data, dict) and data.get("kind") == "balanced_classes":
+        raise FormatError("is a balanced classes.json (the classes B-RIGHT trains on), not a list of unseen "
+                          "classes", file=path)
+    return read_class_list(path, n_classes=vocab.n_hois)
 
 
 # ----------------------------------------------------------------------------- class subsets
@@ -40,8 +75,8 @@ def hico_class_subsets(spec: str, *, vocab: Any = None) -> tuple[dict[str, np.nd
     unseen = None
     if low.startswith("unseen:"):
         unseen = np.asarray(unseen_hoi_classes(key.split(":", 1)[1]), dtype=np.int64)
-    elif low.startswith("zero-shot:") or low in ZERO_SHOT_ALIASES or low in ZERO_SHOT_ALIASES.values():
-        unseen = vocab.zero_shot_unseen(low.split(":", 1)[1] if ":" in low else low)
+    elif is_zero_shot_setting(low):
+        unseen = zero_shot_classes(low, vocab=vocab)
     if unseen is not None:
         return {"unseen": unseen, "seen": np.setdiff1d(everything, unseen)}, unseen
     path = Path(key)

@@ -36,7 +36,12 @@ from hoibench.formats.questions import (
     write_answers,
     write_questions,
 )
-from hoibench.formats.sg_split import COMBINATIONS_FILE, unseen_combinations, unseen_hoi_classes
+from hoibench.formats.sg_split import (
+    COMBINATIONS_FILE,
+    combinations_record,
+    unseen_combinations,
+    unseen_hoi_classes,
+)
 from hoibench.formats.vcoco import read_vcoco
 from hoibench.formats.vcoco_predictions import (
     VCOCODetectionsFile,
@@ -59,6 +64,7 @@ __all__ = [
     "LoadedPredictions",
     "QuestionSet",
     "VCOCODetectionsFile",
+    "combinations_record",
     "detect_format",
     "detect_prediction_format",
     "load_predictions",

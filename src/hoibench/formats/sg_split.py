@@ -1,5 +1,8 @@
-"""Files of an SG split folder that other packages read back: ``test_combinations.json`` (the
-unseen (verb, object) combinations of the test set), for the unseen-class mAP and the audit."""
+"""Files of a split folder that other packages read back: ``test_combinations.json`` (the
+unseen (verb, object) combinations of the test set), for the unseen-class mAP and the audit.
+
+Written by the SG splits (``hoibench split sg``) and the zero-shot splits (``hoibench split
+zero-shot``) through :func:`combinations_record`, the one writer of the layout."""
 
 from __future__ import annotations
 
@@ -13,10 +16,35 @@ from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import read_json
 from hoibench.vocab import get_label_space
 
-__all__ = ["COMBINATIONS_FILE", "unseen_combinations", "unseen_hoi_classes"]
+__all__ = ["COMBINATIONS_FILE", "combinations_record", "unseen_combinations", "unseen_hoi_classes"]
 
 
 COMBINATIONS_FILE = "test_combinations.json"
+
+
+# --------------------------------------------------------------------------- the layout
+def combinations_record(vocab: Any, combinations: np.ndarray, **header: Any) -> dict[str, Any]:
+    """``test_combinations.json``: ``header`` (kind, name, ...) then the ``(n, 2)`` (verb, object)
+    ``combinations`` as entries of names, label-space indices, file ids and the HOI class."""
+    combinations = np.asarray(combinations, dtype=np.int64).reshape(-1, 2)
+    base = 0 if vocab.name == "v-coco" else 1
+    hois = vocab.hoi_index(combinations[:, 0], combinations[:, 1]).tolist()
+    coco91 = vocab.object_to_coco91(combinations[:, 1]).tolist()
+    return {
+        **header,
+        "combinations": [
+            {
+                "verb": vocab.verbs[v],
+                "object": vocab.objects[o],
+                "verb_index": v,
+                "object_index": o,
+                "verb_id": v + base,
+                "object_coco91": coco91[k],
+                "hoi": hois[k] if vocab.name == "hico-det" and hois[k] >= 0 else None,
+            }
+            for k, (v, o) in enumerate(combinations.tolist())
+        ],
+    }
 
 
 # --------------------------------------------------------------------------- split directories

@@ -19,7 +19,7 @@ from hoibench.benchmarks.sg._select import _combo_keys
 from hoibench.benchmarks.sg._table1 import RELEASED_TEST_COUNTS, paper_row, table1_markdown
 from hoibench.data import HOIDataset
 from hoibench.formats import write_ppdm
-from hoibench.formats.sg_split import COMBINATIONS_FILE
+from hoibench.formats.sg_split import COMBINATIONS_FILE, combinations_record
 from hoibench.vocab import LabelSpace
 
 __all__ = ["SGSplit"]
@@ -151,31 +151,10 @@ class SGSplit:
 
     def combinations_record(self) -> dict[str, Any]:
         """``test_combinations.json`` (layout in ``docs/sg-splits.md``)."""
-        vocab = self.vocab
-        base = 0 if vocab.name == "v-coco" else 1
-        hois = vocab.hoi_index(self.test_combinations[:, 0], self.test_combinations[:, 1]).tolist()
-        coco91 = vocab.object_to_coco91(self.test_combinations[:, 1]).tolist()
-        return {
-            "kind": "sg_test_combinations",
-            "name": self.name,
-            "label_space": vocab.name,
-            "seed": self.seed,
-            "ratio": self.ratio,
-            "policy": self.policy,
-            "n_combinations": len(self.combinations),
-            "combinations": [
-                {
-                    "verb": vocab.verbs[v],
-                    "object": vocab.objects[o],
-                    "verb_index": v,
-                    "object_index": o,
-                    "verb_id": v + base,
-                    "object_coco91": coco91[k],
-                    "hoi": hois[k] if vocab.name == "hico-det" and hois[k] >= 0 else None,
-                }
-                for k, (v, o) in enumerate(self.test_combinations.tolist())
-            ],
-        }
+        return combinations_record(
+            self.vocab, self.test_combinations, kind="sg_test_combinations", name=self.name,
+            label_space=self.vocab.name, seed=self.seed, ratio=self.ratio, policy=self.policy,
+            n_combinations=len(self.combinations))
 
     def write(self, out: str | os.PathLike[str], *, boxes: BoxConvention | None = None) -> dict[str, Path]:
         """Write ``trainval_<ds>.json``, ``test_<ds>.json`` (PPDM/QPIC layout),
