@@ -491,3 +491,102 @@ def test_files_in_the_released_box_conventions_give_the_same_split_files(tmp_pat
         if f == "test_combinations.json":
             a.pop("name"), b.pop("name")
         assert a == b, f
+
+
+# ----------------------------------------------------------------------------- V-COCO-SG presets
+VC = vcoco()
+_VC_OBJECTS = ("cup", "bottle", "knife", "fork", "bowl", "chair", "couch", "bed", "laptop", "book")
+_VC_VERBS = ("hold_obj", "carry_obj", "look_obj", "hit_instr", "cut_instr", "eat_obj", "drink_instr",
+             "read_obj", "work_on_computer_instr", "sit_instr")
+
+
+def _qpic_vcoco_files(tmp_path) -> tuple[str, str]:
+    """Synthetic files in QPIC's V-COCO layout: 10 x 10 (verb, object) combinations, and
+    agent-only pairs (object_id -1) such as QPIC's conversion lists and the bundled V-COCO lacks."""
+    rng = np.random.default_rng(5)
+    grid = [(VC.verb_index(v), VC.object_index(o)) for v in _VC_VERBS for o in _VC_OBJECTS]
+    stand = VC.verb_index("stand")
+    parts = []
+    for part, n, prefix in (("trainval", 300, "COCO_train2014"), ("test", 100, "COCO_val2014")):
+        images = []
+        for i in range(n):
+            picks = [grid[j] for j in rng.choice(len(grid), size=int(rng.integers(1, 3)), replace=False)]
+            boxes = [[10.0, 10.0, 60.0, 100.0]] + [[20.0 + 5 * k, 40.0, 90.0, 95.0] for k in range(len(picks))]
+            labels = [VC.person] + [o for _, o in picks]
+            pairs = [[0, k + 1, v] for k, (v, _) in enumerate(picks)] + [[0, -1, stand]]
+            images.append(HOIImage.from_lists(f"{prefix}_{i:012d}.jpg", boxes, labels, pairs, width=200, height=200))
+        path = tmp_path / f"{part}_vcoco.json"
+        write_ppdm(HOIDataset.from_images(VC, images, name=part), path)
+        parts.append(str(path))
+    return parts[0], parts[1]
+
+
+def _one_line_error(argv: list[str], capsys) -> str:
+    from hoibench.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert exc.value.code != 0 and len(err) == 1 and err[0].startswith("error: "), err
+    return err[0]
+
+
+@pytest.mark.parametrize("preset", ["v-coco-sg1", "v-coco-sg2", "vcoco-sg3"])
+def test_vcoco_preset_refuses_the_bundled_data_in_one_line(preset, tmp_path, capsys):
+    out = ["--out", str(tmp_path / "o")]
+    for extra in ([], ["--dataset", "v-coco"]):
+        line = _one_line_error(["split", "sg", "--preset", preset, *extra, *out], capsys)
+        assert "QPIC's V-COCO files" in line and "trainval_vcoco.json and test_vcoco.json" in line
+    assert not (tmp_path / "o").exists()  # nothing named like a released split was written
+    with pytest.raises(ConfigError, match="QPIC's V-COCO files"):
+        build_preset(preset)
+
+
+def test_vcoco_preset_runs_on_files_in_qpic_layout_as_before(tmp_path):
+    tr, te = _qpic_vcoco_files(tmp_path)
+    r = CliRunner().invoke(cli, ["split", "sg", "--preset", "v-coco-sg1", "--dataset", tr, "--dataset", te,
+                                 "--out", str(tmp_path / "cli"), "--json"])
+    assert r.exit_code == 0, r.output
+    stats = json.loads(r.output)
+    assert stats["name"] == "v-coco-sg1" and stats["seed"] == 564 and stats["verify_problems"] == []
+    # what the preset did before: build_sg_split with the preset's seed, ratio and released rules
+    union = HOIDataset.concat([read_ppdm(tr), read_ppdm(te)])
+    ref = build_sg_split(union, random_state=564, ratio=0.7, policy="released", no_object="last_box",
+                         empty_images="test", name="v-coco-sg1")
+    ref.write(tmp_path / "ref")
+    for f in ("trainval_vcoco.json", "test_vcoco.json", "test_combinations.json", "stats.json"):
+        assert (tmp_path / "cli" / f).read_bytes() == (tmp_path / "ref" / f).read_bytes(), f
+    # 100 combinations: train_size=0.7 keeps 70 for train (on V-COCO's 228: 159, not the paper's 160)
+    assert stats["table1"]["combinations"] == {"train": 70, "test": 30}
+
+
+def test_vcoco_bundled_split_under_its_own_name(tmp_path, capsys):
+    """The bundled V-COCO still splits, without a preset: any seed, a name that is not a preset's."""
+    r = CliRunner().invoke(cli, ["split", "sg", "--dataset", "v-coco", "--seed", "5486", "--ratio", "0.7",
+                                 "--policy", "released", "--name", "v-coco-bundled-sg", "--out",
+                                 str(tmp_path / "b"), "--json"])
+    assert r.exit_code == 0, r.output
+    stats = json.loads(r.output)
+    assert stats["name"] == "v-coco-bundled-sg" and stats["table1"]["combinations"] == {"train": 165, "test": 71}
+    assert "is the released split v-coco-sg1's name" in _one_line_error(
+        ["split", "sg", "--dataset", "v-coco", "--seed", "564", "--name", "vcoco-sg1", "--out",
+         str(tmp_path / "x")], capsys)
+    # the preset's seed on the bundled data fails VERIFY: non-zero exit, one line, files kept to inspect
+    line = _one_line_error(["split", "sg", "--dataset", "v-coco", "--seed", "564", "--ratio", "0.7", "--policy",
+                            "released", "--out", str(tmp_path / "f")], capsys)
+    assert "v-coco-sg-seed564 fails VERIFY released (seed 564)" in line
+    assert json.loads((tmp_path / "f" / "stats.json").read_text())["verify_problems"]
+
+
+def test_cli_exits_non_zero_when_verify_fails(tmp_path, capsys):
+    tr, te = _files(tmp_path)
+    ds = HOIDataset.concat([read_ppdm(tr), read_ppdm(te)])
+    failing = next(s for s in range(50) if build_sg_split(ds, random_state=s, ratio=0.75,
+                                                          policy="paper").verify_problems)
+    line = _one_line_error(["split", "sg", "--dataset", tr, "--dataset", te, "--seed", str(failing), "--ratio",
+                            "0.75", "--out", str(tmp_path / "o")], capsys)
+    assert f"fails VERIFY paper (seed {failing})" in line
+    passing = build_sg_split(ds, random_state="auto", ratio=0.75, policy="paper").seed
+    r = CliRunner().invoke(cli, ["split", "sg", "--dataset", tr, "--dataset", te, "--seed", str(passing),
+                                 "--ratio", "0.75", "--out", str(tmp_path / "p")])
+    assert r.exit_code == 0, r.output

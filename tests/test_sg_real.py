@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hoibench._exceptions import ConfigError
 from hoibench.benchmarks.sg import (
     PAPER_TABLE1,
     audit_split,
@@ -182,12 +183,17 @@ def test_vcoco_released_file_follows_the_last_box_rule():
     assert int((rel.pairs_per_image == 0).sum()) == 27  # empty images went to test
 
 
-def test_vcoco_preset_runs_on_the_bundled_data():
+def test_vcoco_preset_refuses_the_bundled_data_which_splits_under_its_own_name():
+    """The bundled V-COCO is not QPIC's conversion (no agent-only pairs, 236 combinations): the
+    preset refuses it; the same parameters without the preset build a split of another name."""
     ds, origin = load_union("v-coco")
-    split = build_preset("v-coco-sg1", dataset=ds, origin_test=origin)
+    with pytest.raises(ConfigError, match="QPIC's V-COCO files"):
+        build_preset("v-coco-sg1", dataset=ds, origin_test=origin)
+    split = build_sg_split(ds, random_state=564, ratio=0.7, policy="released", origin_test=origin)
     n = len(split.combinations)
-    assert n == len(sg_combinations(ds))
-    assert len(split.test_combinations) == int(np.ceil(0.3 * n))
+    assert n == len(sg_combinations(ds)) == 236 and split.name == "v-coco-sg-seed564"
+    assert len(split.test_combinations) == int(np.ceil(0.3 * n)) == 71
+    assert split.verify_problems  # the released seed fails VERIFY on this data
     assert not audit_split(split.train, split.test).leaks
 
 

@@ -36,7 +36,7 @@ def _load_source(specs: tuple[str, ...]) -> tuple[Any, np.ndarray | None, str]:
                    "then test); their union is split.")
 @click.option("--preset", default=None,
               help="hico-det-sg1|sg2|sg3, v-coco-sg1|sg2|sg3: dataset, seed, ratio and policy "
-                   "'released' of a released split.")
+                   "'released' of a released split (V-COCO-SG: only with QPIC's files as --dataset).")
 @click.option("--seed", default=None, metavar="N|auto[:START]",
               help="random_state of SELECT; 'auto' retries START, START+1, ... until VERIFY passes.")
 @click.option("--ratio", type=float, default=None,
@@ -52,13 +52,18 @@ def _load_source(specs: tuple[str, ...]) -> tuple[Any, np.ndarray | None, str]:
 @click.option("--boxes", type=click.Choice(["as-released", "0-based"]), default=None,
               help="Box convention written for images of the original test set "
                    "[as-released with policy released, else 0-based].")
+@click.option("--name", default=None,
+              help="Name of a split built without --preset [<dataset>-sg-seed<N>]; a released split's "
+                   "name is refused.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
 @click.option("--json", "as_json", is_flag=True, help="Print stats.json instead of a table.")
 def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: float | None,
        policy: str | None, verify: str | None, removals: str | None, boxes: str | None,
-       out: str, as_json: bool) -> None:
+       name: str | None, out: str, as_json: bool) -> None:
     """Build one systematic-generalization split into OUT: trainval_*.json, test_*.json
-    (PPDM/QPIC layout), test_combinations.json, stats.json and table1.md."""
+    (PPDM/QPIC layout), test_combinations.json, stats.json and table1.md. Exits non-zero
+    (after writing, for inspection) when the split fails VERIFY."""
+    from hoibench._exceptions import ValidationError
     from hoibench.benchmarks.sg import (
         build_preset,
         build_sg_split,
@@ -67,6 +72,16 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
         table1_markdown,
     )
 
+    if name is not None:
+        if preset is not None:
+            raise ConfigError("--name names a split built without --preset; a preset keeps its own name")
+        try:
+            taken = get_preset(name).name
+        except ConfigError:
+            taken = None
+        if taken is not None:
+            raise ConfigError(f"--name {name} is the released split {taken}'s name; use --preset {taken} "
+                              "or another name")
     if preset is not None:
         p = get_preset(preset)
         clash = [n for n, v in (("--seed", seed), ("--ratio", ratio)) if v is not None]
@@ -97,20 +112,22 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
 
             split = build_sg_split(src, random_state=seed, ratio=ratio, policy=policy or "paper",  # type: ignore[arg-type]
                                    verify=verify, boxes=boxes, origin_test=origin,  # type: ignore[arg-type]
-                                   removals=rem, on_attempt=on_attempt)
+                                   removals=rem, on_attempt=on_attempt, name=name or "")
     with console.status(f"writing {split.name} to {out}"):
         paths = split.write(out)
     stats_out = split.stats()
     if as_json:
         echo_json(stats_out)
-        return
-    click.echo(table1_markdown(split.table1_rows()))
+    else:
+        click.echo(table1_markdown(split.table1_rows()))
+        console.print(f"seed {split.seed} ({split.attempts} attempt(s)), policy {split.policy}, "
+                      f"{split.mixed_images:,} mixed images, {len(split.removed)} test entries removed; "
+                      f"wrote {', '.join(str(p) for p in paths.values())}")
     if split.verify_problems:
-        console.print(f"[yellow]VERIFY {split.verify} fails for seed {split.seed}:[/] "
-                      + "; ".join(split.verify_problems[:5]))
-    console.print(f"seed {split.seed} ({split.attempts} attempt(s)), policy {split.policy}, "
-                  f"{split.mixed_images:,} mixed images, {len(split.removed)} test entries removed; "
-                  f"wrote {', '.join(str(p) for p in paths.values())}")
+        more = len(split.verify_problems) - 1
+        raise ValidationError(f"{split.name} fails VERIFY {split.verify} (seed {split.seed}): "
+                              f"{split.verify_problems[0]}" + (f" (and {more} more)" if more else "")
+                              + f"; {out} holds a split that does not generalize systematically")
 
 
 @click.command("audit")

@@ -32,6 +32,13 @@ from hoibench.datasets import BUNDLED, load_dataset, parse_dataset_name
 __all__ = ["build_preset", "build_sg_split", "load_union"]
 
 Policy = Literal["paper", "released"]
+
+#: why a V-COCO-SG preset refuses data that is not QPIC's conversion (one line)
+VCOCO_PRESET_NEEDS = (
+    "preset {name} is built from QPIC's V-COCO files: pass trainval_vcoco.json and test_vcoco.json "
+    "(--dataset TRAINVAL --dataset TEST); the bundled V-COCO is another conversion (236 combinations, "
+    "no agent-only pairs) - split it without the preset: --dataset v-coco --seed {seed} --ratio 0.7 "
+    "--policy released --name NAME")
 POLICIES = ("paper", "released")
 
 
@@ -270,15 +277,19 @@ def build_preset(
 
     ``policy="released"`` reproduces the released files (with split 3's inheritance and the
     deleted test entries); ``policy="paper"`` applies the paper's rule to the same seed.
-    For V-COCO-SG pass QPIC's ``trainval_vcoco.json`` + ``test_vcoco.json`` as ``dataset``:
-    the bundled V-COCO (vcoco toolkit instances) has other pairs and 236 combinations, not 228.
+    The V-COCO-SG presets need QPIC's ``trainval_vcoco.json`` + ``test_vcoco.json`` as
+    ``dataset`` and refuse anything without agent-only pairs (object -1), such as the bundled
+    V-COCO (vcoco toolkit conversion: 236 combinations, not 228, no agent-only pairs), whose
+    split under the preset's seed shares few test combinations with the released one; build that
+    one with :func:`build_sg_split` under a name of its own (docs/sg-splits.md).
     ``removals_file`` replaces the bundled list of deleted test entries
     (:func:`load_released_removals`); ``boxes`` is :func:`build_sg_split`'s.
     """
     p = get_preset(preset)
-    bundled = dataset is None
     if dataset is not None and dataset.vocab.name != p.dataset:
         raise ConfigError(f"preset {p.name} splits {p.dataset}; the given dataset has {dataset.vocab.name} labels")
+    if p.dataset == "v-coco" and (dataset is None or not (dataset.pair_object < 0).any()):
+        raise ConfigError(VCOCO_PRESET_NEEDS.format(name=p.name, seed=p.seed))
     if dataset is None:
         dataset, origin_test = load_union(p.dataset)
     inherit = None
@@ -289,9 +300,8 @@ def build_preset(
             inherit = (prev.seed, prev.ratio)
         removals = load_released_removals(p.name, removals_file)
     # QPIC's V-COCO files list images whose pairs all lack an object role; the released generator
-    # sent such pair-less entries to test. The bundled V-COCO has no agent-only pairs at all, so
-    # its pair-less images are not those entries and are dropped.
-    empty = "test" if policy == "released" and p.dataset == "v-coco" and not bundled else "drop"
+    # sent such pair-less entries to test (the bundled V-COCO, refused above, has none of them)
+    empty = "test" if policy == "released" and p.dataset == "v-coco" else "drop"
     return build_sg_split(
         dataset, random_state=p.seed, ratio=p.ratio, policy=policy, verify=verify, boxes=boxes,
         origin_test=origin_test, removals=removals, inherit=inherit, empty_images=empty, name=p.name,

@@ -129,6 +129,7 @@ class SGSplit:
             out["reference_split"] = ref
             out["paper_table1"] = paper_row(ref)
             out["released_test"] = dict(RELEASED_TEST_COUNTS[ref])
+        out["verify_problems"] = list(self.verify_problems)
         out["boxes"] = self.boxes
         return out
 
