@@ -18,7 +18,7 @@ from hoibench.benchmarks import BenchmarkBuild, build_zero_shot_split
 from hoibench.cli import cli, main
 from hoibench.data import HOIDataset, HOIImage, HOIPredictions
 from hoibench.datasets import hico_class_subsets, load_dataset, zero_shot_classes
-from hoibench.formats import write_ppdm, write_predictions
+from hoibench.formats import read_ppdm, write_ppdm, write_predictions
 from hoibench.formats.ppdm import to_ppdm_list
 from hoibench.vocab import hico_det
 
@@ -121,6 +121,8 @@ def test_builder_shape_and_rule_on_hand_made_pairs(tmp_path):
     build_zero_shot_split(train, test=test, protocol=str(ids)).write(tmp_path / "out")
     assert {k: p.read_bytes() for k, p in paths.items()} == first  # byte-identical
     assert json.loads(paths["stats"].read_text()) == split.stats()
+    assert read_ppdm(paths["train"], vocab=V).equals(split.train)
+    assert read_ppdm(paths["test"], vocab=V).equals(split.test)
     subsets, sel = hico_class_subsets(f"unseen:{tmp_path / 'out'}")
     assert sel.tolist() == [V.hoi_index(RIDE, HORSE)] and len(subsets["seen"]) == 599
 
