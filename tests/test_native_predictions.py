@@ -33,12 +33,16 @@ MAX_HOIS = 100  # CDN / GEN-VLKT HICOEvaluator max_hois
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
     """A subset of the bundled test set (as a file), and noisy detections with float32 values
-    (what the models' heads produce), at least 105 per image so that the top 100 are real ones."""
+    (what the models' heads produce), at least 100 valid ones per image so that the evaluators'
+    top 100 are real detections, not zero-score fillers."""
     gt = load_dataset("hico-det:test")
     gt = gt.subset(np.arange(0, gt.n_images, 25))
     d = tmp_path_factory.mktemp("native")
     write_hicodet(gt, d / "gt.json")
-    p = noisy_predictions(gt, seed=4, per_image=(105, 130))
+    p = noisy_predictions(gt, seed=4, per_image=(110, 130))
+    valid_per_image = np.bincount(np.repeat(np.arange(p.n_images), np.diff(p.offsets))[p.hois >= 0],
+                                  minlength=p.n_images)
+    assert valid_per_image.min() >= MAX_HOIS  # else zero-score fillers would enter the top 100
     f32 = HOIPredictions.from_arrays(
         p.vocab, p.file_names, np.diff(p.offsets), p.boxes_h.astype(np.float32).astype(np.float64),
         p.boxes_o.astype(np.float32).astype(np.float64), p.objects, p.verbs,
@@ -95,6 +99,45 @@ def cdn_results_json(p: HOIPredictions, gts: list[dict]) -> str:
     return json.dumps(str({"preds": preds, "gts": gts}))
 
 
+def gen_vlkt_results_json(p: HOIPredictions, gts: list[dict]) -> str:
+    """GEN-VLKT's / HOICLIP's ``results.json`` (``datasets/hico_eval_triplet.py``, as issue 16
+    describes it): CDN's layout, but the post-processor scores (query, HOI class) and
+    ``category_id`` is the HOI class id; boxes are stored as ``list(bbox)`` (numpy 2 prints
+    ``np.float32(...)`` for each coordinate). One query per detection, its score on its HOI class;
+    the top max_hois (query, class) scores kept in stable descending order. Detections whose
+    (verb, object) is no HOI class cannot be expressed and must be left out by the caller.
+    """
+    v = p.vocab
+    hois_of = p.hois
+    assert (hois_of >= 0).all()
+    preds = []
+    for i, fn in enumerate(p.file_names):
+        s = p.image_slice(i)
+        n = s.stop - s.start
+        boxes = np.concatenate([p.boxes_h[s], p.boxes_o[s]]).astype(np.float32)
+        labels = np.concatenate([np.zeros(n, np.int64), v.coco80[p.objects[s]].astype(np.int64)])
+        hoi_scores = np.zeros((n, v.n_hois), np.float32)
+        hoi_scores[np.arange(n), hois_of[s]] = p.scores[s]
+        bboxes = [{"bbox": list(b), "category_id": c} for b, c in zip(boxes, labels)]
+        hoi_labels = np.tile(np.arange(v.n_hois), (n, 1)).ravel()
+        subject_ids = np.tile(np.arange(n), (v.n_hois, 1)).T.ravel()
+        object_ids = np.tile(np.arange(n, 2 * n), (v.n_hois, 1)).T.ravel()
+        flat = hoi_scores.ravel()
+        top = np.argsort(-flat, kind="stable")[:MAX_HOIS]
+        hois = [{"subject_id": subject_ids[k], "object_id": object_ids[k], "category_id": hoi_labels[k],
+                 "score": flat[k]} for k in top]
+        preds.append({"filename": fn, "predictions": bboxes, "hoi_prediction": hois})
+    return json.dumps(str({"preds": preds, "gts": gts}))
+
+
+def only_valid(p: HOIPredictions) -> HOIPredictions:
+    """``p`` without the detections whose (verb, object) is no HOI class."""
+    k = p.hois >= 0
+    counts = np.bincount(np.repeat(np.arange(p.n_images), np.diff(p.offsets))[k], minlength=p.n_images)
+    return HOIPredictions.from_arrays(p.vocab, p.file_names, counts, p.boxes_h[k], p.boxes_o[k],
+                                      p.objects[k], p.verbs[k], p.scores[k])
+
+
 def evaluate(gt_file, pred_file, *extra: str) -> dict:
     r = CliRunner().invoke(cli, ["eval", "hico", "--gt", str(gt_file), "--pred", str(pred_file),
                                  "--protocol", "qpic", *extra, "--json", "-"])
@@ -124,6 +167,42 @@ def test_cdn_results_json_scores_like_hoibench_format(case, known_object):
     assert want["prediction_format"] == "hoibench"
     assert_same_aps(got, want)
     assert 0 < got["full"] == pytest.approx(want["full"], abs=1e-12)
+
+
+@pytest.mark.parametrize("known_object", [False, True], ids=["default", "known-object"])
+def test_gen_vlkt_results_json_scores_like_hoibench_format(case, known_object):
+    gt, p, d = case
+    path = d / "gen_vlkt_results.json"
+    if not path.exists():
+        q = only_valid(p)
+        path.write_text(gen_vlkt_results_json(q, _embedded_gts(gt)))
+        write_predictions(q, d / "own_valid.json")
+    text = path.read_text()
+    assert "np.float32(" in text and "np.int64(" in text  # numpy 2 scalar reprs
+    assert detect_prediction_format(path) == "gen-vlkt"
+    extra = ("--known-object",) if known_object else ()
+    got = evaluate(d / "gt.json", path, *extra)
+    assert got["prediction_format"] == "gen-vlkt"
+    want = evaluate(d / "gt.json", d / "own_valid.json", *extra)
+    assert_same_aps(got, want)
+    assert 0 < got["full"] == pytest.approx(want["full"], abs=1e-12)
+    # read as CDN's verb ids, the same file is refused (HOI ids beyond the 117 verbs)
+    with pytest.raises(FormatError, match=r"hoi_prediction\[\d+\]\.category_id: verb id outside 0..116"):
+        load_predictions(path, format="cdn")
+
+
+def test_gen_vlkt_with_only_low_hoi_ids_needs_format_or_is_told_apart(tmp_path):
+    # HOI ids < 117 on boxes whose label makes them invalid as CDN verbs: GEN-VLKT
+    text = NUMPY1_REPR.replace("'category_id': 76", "'category_id': 3").replace("'score': 0.0", "'score': 0.5")
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(text))
+    loaded = load_predictions(path)
+    assert loaded.format == "gen-vlkt"
+    assert loaded.predictions.objects.tolist() == [int(loaded.predictions.vocab.hoi_verb_object[3, 1]),
+                                                   int(loaded.predictions.vocab.hoi_verb_object[4, 1])]
+    path.write_text(json.dumps(NUMPY1_REPR.replace("'category_id': 76", "'category_id': 600")))
+    with pytest.raises(FormatError, match=r"record 0: hoi_prediction\[0\]\.category_id: hoi id outside 0..599"):
+        load_predictions(path)
 
 
 def head(p: HOIPredictions, k: int) -> HOIPredictions:

@@ -21,9 +21,9 @@ __all__ = ["hico"]
 @click.option("--gt", "gt_spec", required=True, metavar="FILE_OR_DATASET",
               help="Ground truth: a bundled dataset (hico-det:test) or an annotation file.")
 @click.option("--pred", "pred_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Detections: hoibench or generic prediction JSON, QPIC/CDN outputs as JSON, or CDN's "
-                   "results.json (see docs/evaluation.md, 'From your model's output').")
-@click.option("--format", "pred_format", type=click.Choice(["hoibench", "generic", "qpic", "cdn"]),
+              help="Detections: hoibench or generic prediction JSON, QPIC/CDN outputs as JSON, or CDN's / GEN-VLKT's / "
+                   "HOICLIP's results.json (see docs/evaluation.md, 'From your model's output').")
+@click.option("--format", "pred_format", type=click.Choice(["hoibench", "generic", "qpic", "cdn", "gen-vlkt"]),
               default=None, help="Prediction format (detected from the content when omitted).")
 @click.option("--protocol", type=click.Choice(["official", "qpic", "pocket", "cdn"]), default="official",
               show_default=True, help="Which reference implementation to reproduce (cdn: qpic + pair-NMS).")

@@ -27,6 +27,9 @@ Formats
     CDN's ``results.json``: ``json.dumps(str({'preds': [...], 'gts': [...]}))``, read with the
     literal parser of :mod:`hoibench.formats._literal` (nothing is executed); ``hoi_prediction``
     ``category_id`` is the verb id. See :func:`_repr_results_columns` for the frame.
+``gen-vlkt``
+    GEN-VLKT's and HOICLIP's ``results.json`` (``datasets/hico_eval_triplet.py``): the same
+    layout, ``category_id`` is the HOI class id (0..599); told apart from ``cdn`` by content.
 
 Reading ~1M detections (a ~180 MB file) takes about a second: a typed msgspec decoder parses the
 columnar formats (orjson's untyped parse alone takes 2-3 s), and the per-image lists are
@@ -69,9 +72,10 @@ PREDICTION_FORMATS: dict[str, str] = {
                "(hicodet toolkit frame and ids)",
     "qpic": "QPIC/CDN post-processed outputs as JSON (boxes, labels, verb_scores, sub_ids, obj_ids)",
     "cdn": "CDN's results.json: json.dumps(str({'preds', 'gts'})), hoi_prediction category_id = verb id",
+    "gen-vlkt": "GEN-VLKT/HOICLIP results.json: CDN's layout with category_id = HOI class id",
 }
 #: formats whose file is ``json.dumps(str({'preds': ..., 'gts': ...}))`` -> what ``category_id`` is
-REPR_RESULTS = {"cdn": "verb"}
+REPR_RESULTS = {"cdn": "verb", "gen-vlkt": "hoi"}
 HOIBENCH_TAG = "hoibench-predictions"
 
 
@@ -106,7 +110,8 @@ def _sniff(data: Any) -> str | None:
 
 
 _REPR = "python-repr results.json"  # which of REPR_RESULTS is decided from the content
-_UNKNOWN = "unknown prediction format (expected hoibench, generic, qpic JSON or CDN's results.json; see docs/evaluation.md)"
+_UNKNOWN = ("unknown prediction format (expected hoibench, generic, qpic JSON or a CDN/GEN-VLKT/HOICLIP "
+            "results.json; see docs/evaluation.md)")
 
 
 def detect_prediction_format(path: str | os.PathLike[str]) -> str:
@@ -492,7 +497,7 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
             raise FormatError("label outside COCO-80 indices 0..79", file=path, record=i,
                               field="predictions.category_id")
         per_image.append((boxes, labels, sub, obj, cat, scores))
-    name = fmt or "cdn"
+    name = fmt or _repr_variant(per_image, vocab)
     inv80 = np.full(80, -1, dtype=np.int64)
     inv80[vocab.coco80] = np.arange(vocab.n_objects)
     f32 = "float64" not in text
@@ -501,15 +506,20 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
     for i, (boxes, labels, sub, obj, cat, scores) in enumerate(per_image):
         if f32:
             boxes, scores = boxes.astype(np.float32).astype(np.float64), scores.astype(np.float32).astype(np.float64)
-        objects = inv80[labels[obj]]
-        bad = (cat < 0) | (cat >= vocab.n_verbs)
+        n_ids = vocab.n_verbs if REPR_RESULTS[name] == "verb" else vocab.n_hois
+        bad = (cat < 0) | (cat >= n_ids)
         if bad.any():
-            raise FormatError(f"verb id outside 0..{vocab.n_verbs - 1}", file=path, record=i,
+            raise FormatError(f"{REPR_RESULTS[name]} id outside 0..{n_ids - 1}", file=path, record=i,
                               field=f"hoi_prediction[{int(np.flatnonzero(bad)[0])}].category_id")
-        # CDN zeroes the scores of (verb, object) pairs that are no HOI class; QPIC's evaluator
-        # then skips them (their triplet has no ground truth): dropped here
-        keep = vocab.hoi_index(cat, objects) >= 0
-        parts.append((boxes[sub[keep]], boxes[obj[keep]], objects[keep], cat[keep], scores[keep]))
+        if REPR_RESULTS[name] == "hoi":  # the HOI class names the object; the box label is not used
+            verbs, objects = vocab.hoi_verb_object[cat, 0], vocab.hoi_verb_object[cat, 1]
+            keep = np.ones(len(cat), dtype=bool)
+        else:
+            # CDN zeroes the scores of (verb, object) pairs that are no HOI class; QPIC's
+            # evaluator then skips them (their triplet has no ground truth): dropped here
+            verbs, objects = cat, inv80[labels[obj]]
+            keep = vocab.hoi_index(verbs, objects) >= 0
+        parts.append((boxes[sub[keep]], boxes[obj[keep]], objects[keep], verbs[keep], scores[keep]))
         counts[i] = int(keep.sum())
     cat_ = [np.concatenate([p[k] for p in parts]) if parts else np.zeros((0, 4) if k < 2 else 0)
             for k in range(5)]
@@ -524,6 +534,21 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
                             "scoring against the one given")
     return (_Columns(names, counts, cat_[0], cat_[1], cat_[2].astype(np.int64), cat_[3].astype(np.int64),
                      None, cat_[4].astype(np.float64)), name, warnings)
+
+
+def _repr_variant(per_image: list[tuple[np.ndarray, ...]], vocab: LabelSpace) -> str:
+    """``cdn`` or ``gen-vlkt`` from the content: HOI ids beyond the verbs are GEN-VLKT's; CDN
+    zeroes every triplet whose (verb, box label) is no HOI class, so a positive score on one
+    means the ids are HOI classes. ``--format`` decides when a file could be either."""
+    inv80 = np.full(80, -1, dtype=np.int64)
+    inv80[vocab.coco80] = np.arange(vocab.n_objects)
+    for _boxes, labels, _sub, obj, cat, scores in per_image:
+        if len(cat) and (cat.max() >= vocab.n_verbs or cat.min() < 0):
+            return "gen-vlkt"
+        pos = scores > 0
+        if pos.any() and (vocab.hoi_index(cat[pos], inv80[labels[obj[pos]]]) < 0).any():
+            return "gen-vlkt"
+    return "cdn"
 
 
 def _take(items: list[Any], key: str, dtype: type, path: Path, record: int, where: str) -> np.ndarray:
