@@ -94,6 +94,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         put(name, raw=json.dumps(q))
     put("qpic_no_pairs.json", [{"file_name": gt.file_names[0], "boxes": [[1, 1, 50, 50]], "labels": [0],
                                 "verb_scores": [[0.1] * 117], "sub_ids": [], "obj_ids": []}])
+    put("cdn_exec.json", raw=json.dumps(str({"preds": [{"filename": gt.file_names[0]}]})).replace(
+        "'preds': [", "'preds': [__import__('os').getcwd(), "))  # CDN results.json holding code
     lines = (d / "q.jsonl").read_text().splitlines()
     bad_q = json.loads(lines[1])
     bad_q["correct"] = [7]
@@ -166,6 +168,7 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
         ("pred-label-space", [*ev, "{pred_space.json}"], ["pred_space.json", "label_space", "v-coco"]),
         ("qpic-scores-without-pairs", [*ev, "{qpic_no_pairs.json}"],
          ["qpic_no_pairs.json", "record 0", "verb_scores"]),
+        ("cdn-results-holding-code", [*ev, "{cdn_exec.json}"], ["cdn_exec.json", "not a literal", "__import__"]),
         ("questions-as-predictions", [*ev, "{q.jsonl}"], ["q.jsonl"]),
         ("sensitivity-pred-label-space", ["analyze", "sensitivity", "--predictions", "{pred_space.json}",
                                           "--dataset", "{gt}"], ["pred_space.json", "label_space"]),

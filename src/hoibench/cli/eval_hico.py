@@ -21,8 +21,9 @@ __all__ = ["hico"]
 @click.option("--gt", "gt_spec", required=True, metavar="FILE_OR_DATASET",
               help="Ground truth: a bundled dataset (hico-det:test) or an annotation file.")
 @click.option("--pred", "pred_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Detections: hoibench or generic prediction JSON, or QPIC/CDN outputs as JSON.")
-@click.option("--format", "pred_format", type=click.Choice(["hoibench", "generic", "qpic"]),
+              help="Detections: hoibench or generic prediction JSON, QPIC/CDN outputs as JSON, or CDN's / GEN-VLKT's / "
+                   "HOICLIP's results.json (see docs/evaluation.md, 'From your model's output').")
+@click.option("--format", "pred_format", type=click.Choice(["hoibench", "generic", "qpic", "cdn", "gen-vlkt"]),
               default=None, help="Prediction format (detected from the content when omitted).")
 @click.option("--protocol", type=click.Choice(["official", "qpic", "pocket", "cdn"]), default="official",
               show_default=True, help="Which reference implementation to reproduce (cdn: qpic + pair-NMS).")
@@ -79,8 +80,11 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
     t0 = time.perf_counter()
     with err_console.status("reading the ground truth and the detections"):
         gt = resolve_dataset(gt_spec)
-        loaded = load_predictions(pred_path, format=pred_format, vocab=gt.vocab, lenient=lenient)
+        loaded = load_predictions(pred_path, format=pred_format, vocab=gt.vocab, lenient=lenient,
+                                  ground_truth=gt)
         labels = read_image_labels(image_labels, vocab=gt.vocab) if image_labels else None
+    for line in loaded.warnings:
+        err_console.print(f"[yellow]warning:[/] {line}")
     t_read = time.perf_counter() - t0
     proto = HICOProtocol.preset(protocol)
     if pair_nms is not None:

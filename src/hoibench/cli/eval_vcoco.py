@@ -73,7 +73,8 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
     t2 = time.perf_counter()
     if not gt.complete:
         err_console.print("[yellow]warning:[/] this ground truth comes from pair annotations and is incomplete "
-                          "(no ignored people, no agent-only actions, no positives without a role object); "
+                          "(no ignored people; agent-only actions and positives without a role object only where "
+                          "the file lists them as pairs with object_id -1); "
                           "numbers differ from the official protocol, see docs/evaluation.md")
     for reason, n in sorted(loaded.dropped.items()):
         err_console.print(f"dropped {n} detections: {reason}")

@@ -6,12 +6,14 @@ This is what HICO-DET-SG, QPIC, CDN, GEN-VLKT, HOTR and STIP train on. A file is
 object_id, category_id, hoi_category_id?}]}``: ``bbox`` is 0-based xyxy (our convention, no
 shift), ``annotations[].category_id`` a COCO-91 id, ``hoi_annotation[].category_id`` the verb:
 1-based for HICO-DET's 117 verbs, **0-based** for the 29 V-COCO action-roles (as QPIC's
-``hico.py`` / ``vcoco.py`` read them), ``object_id`` −1 for no object.
+``hico.py`` / ``vcoco.py`` read them), ``object_id`` −1 for no object. A V-COCO entry without
+``img_id`` (the released V-COCO-SG files) takes the COCO id from its file name.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,7 @@ from hoibench.vocab import LabelSpace, hico_det, vcoco
 
 __all__ = [
     "guess_ppdm_vocab",
+    "image_id_from_name",
     "looks_like_ppdm",
     "read_ppdm",
     "to_ppdm_list",
@@ -56,6 +59,17 @@ def guess_ppdm_vocab(data: list[Any]) -> LabelSpace:
             if isinstance(h, dict) and isinstance(h.get("category_id"), int):
                 max_verb = max(max_verb, h["category_id"])
     return vcoco() if max_verb < 29 else hico_det()
+
+
+_TRAILING_DIGITS = re.compile(r"(\d+)$")
+
+
+def image_id_from_name(file_name: str) -> int:
+    """COCO's image id from a file name such as ``COCO_train2014_000000226162.jpg`` (226162),
+    the trailing digits of the stem; -1 when there are none. V-COCO-SG's released files carry no
+    ``img_id``, and vsrl_eval-style detections name images by this id."""
+    m = _TRAILING_DIGITS.search(os.path.splitext(os.path.basename(file_name))[0])
+    return int(m.group(1)) if m else -1
 
 
 def verb_id_base(vocab: LabelSpace) -> int:
@@ -114,12 +128,14 @@ def read_ppdm(
             subjects.append(s)
             objects.append(o)
             verbs.append(v - first_verb)
-        img_id = entry.get("img_id", -1)
+        img_id = entry.get("img_id")
+        if not isinstance(img_id, int) or isinstance(img_id, bool):
+            img_id = image_id_from_name(name) if vocab.name == "v-coco" else -1
         b.add_image(
             name, boxes, labels, subjects, objects, verbs,
             width=r.integer(entry.get("width") or 0, i, "width"),
             height=r.integer(entry.get("height") or 0, i, "height"),
-            image_id=img_id if isinstance(img_id, int) and not isinstance(img_id, bool) else -1,
+            image_id=img_id,
         )
     ds = b.build(name=str(path))
     return check_dataset(ds, path) if validate else ds

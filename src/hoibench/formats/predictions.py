@@ -23,6 +23,13 @@ Formats
     "verb_scores" (pairs x 117), "sub_ids", "obj_ids"}``. Every (pair, verb) becomes a detection
     with the verb's score; like QPIC's evaluator the reader drops (verb, object) combinations
     that are no HOI class and keeps the ``max_per_image`` best (default 100, stable order).
+``cdn``
+    CDN's ``results.json``: ``json.dumps(str({'preds': [...], 'gts': [...]}))``, read with the
+    literal parser of :mod:`hoibench.formats._literal` (nothing is executed); ``hoi_prediction``
+    ``category_id`` is the verb id. See :func:`_repr_results_columns` for the frame.
+``gen-vlkt``
+    GEN-VLKT's and HOICLIP's ``results.json`` (``datasets/hico_eval_triplet.py``): the same
+    layout, ``category_id`` is the HOI class id (0..599); told apart from ``cdn`` by content.
 
 Reading ~1M detections (a ~180 MB file) takes about a second: a typed msgspec decoder parses the
 columnar formats (orjson's untyped parse alone takes 2-3 s), and the per-image lists are
@@ -46,6 +53,7 @@ import orjson
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import atomic_write, atomic_write_json, read_bytes, read_json
 from hoibench.data import HOIDataset, HOIPredictions
+from hoibench.formats._literal import parse_numpy_repr
 from hoibench.vocab import LabelSpace, get_label_space, hico_det
 
 __all__ = [
@@ -63,7 +71,11 @@ PREDICTION_FORMATS: dict[str, str] = {
     "generic": "{'images': [{file_name, boxes_h, boxes_o, object, verb, hoi, scores}]} "
                "(hicodet toolkit frame and ids)",
     "qpic": "QPIC/CDN post-processed outputs as JSON (boxes, labels, verb_scores, sub_ids, obj_ids)",
+    "cdn": "CDN's results.json: json.dumps(str({'preds', 'gts'})), hoi_prediction category_id = verb id",
+    "gen-vlkt": "GEN-VLKT/HOICLIP results.json: CDN's layout with category_id = HOI class id",
 }
+#: formats whose file is ``json.dumps(str({'preds': ..., 'gts': ...}))`` -> what ``category_id`` is
+REPR_RESULTS = {"cdn": "verb", "gen-vlkt": "hoi"}
 HOIBENCH_TAG = "hoibench-predictions"
 
 
@@ -74,6 +86,8 @@ class LoadedPredictions:
     predictions: HOIPredictions
     format: str
     dropped: Counter[str] = field(default_factory=Counter)
+    #: one-line notes for the user (e.g. embedded ground truth that differs from the one named)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def n_dropped(self) -> int:
@@ -90,15 +104,23 @@ def _sniff(data: Any) -> str | None:
             return "generic"
     if isinstance(data, list) and data and isinstance(data[0], dict) and "verb_scores" in data[0]:
         return "qpic"
+    if isinstance(data, str) and data.lstrip().startswith("{'preds'"):
+        return _REPR
     return None
+
+
+_REPR = "python-repr results.json"  # which of REPR_RESULTS is decided from the content
+_UNKNOWN = ("unknown prediction format (expected hoibench, generic, qpic JSON or a CDN/GEN-VLKT/HOICLIP "
+            "results.json; see docs/evaluation.md)")
 
 
 def detect_prediction_format(path: str | os.PathLike[str]) -> str:
     """Name of the prediction format of ``path`` (see :data:`PREDICTION_FORMATS`)."""
     name = _sniff(read_json(path))
     if name is None:
-        raise FormatError("unknown prediction format (expected hoibench, generic or qpic JSON; "
-                          "see docs/evaluation.md)", file=path)
+        raise FormatError(_UNKNOWN, file=path)
+    if name == _REPR:
+        return load_predictions(path).format
     return name
 
 
@@ -125,8 +147,14 @@ def read_predictions(path: str | os.PathLike[str], *, format: str | None = None,
 
 def load_predictions(path: str | os.PathLike[str], *, format: str | None = None,
                      vocab: LabelSpace | None = None, lenient: bool = False,
-                     max_per_image: int | None = 100) -> LoadedPredictions:
-    """Like :func:`read_predictions`, also reporting the format and dropped detections."""
+                     max_per_image: int | None = 100,
+                     ground_truth: HOIDataset | None = None) -> LoadedPredictions:
+    """Like :func:`read_predictions`, also reporting the format, dropped detections and warnings.
+
+    ``ground_truth``: the ground truth the predictions will be scored against; files that embed
+    their own (CDN's ``results.json``) get a warning in :attr:`LoadedPredictions.warnings` when
+    the two differ. The embedded one is never used.
+    """
     p = Path(path)
     raw = read_bytes(p)
     if format in (None, "hoibench", "generic"):
@@ -136,11 +164,17 @@ def load_predictions(path: str | os.PathLike[str], *, format: str | None = None,
             return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
     data = _parse_json(raw, p)
     name = _sniff(data) if format is None else format
+    if format is not None and format not in PREDICTION_FORMATS:
+        raise ConfigError(f"prediction format must be one of {sorted(PREDICTION_FORMATS)}; got {format!r}")
+    if name == _REPR or name in REPR_RESULTS:
+        vocab = vocab or hico_det()
+        cols, name, warnings = _repr_results_columns(data, p, vocab, None if name == _REPR else name,
+                                                     ground_truth)
+        loaded = _assemble(cols, vocab, p, name, lenient)
+        loaded.warnings += warnings
+        return loaded
     if name not in PREDICTION_FORMATS:
-        if format is not None:
-            raise ConfigError(f"prediction format must be one of {sorted(PREDICTION_FORMATS)}; got {format!r}")
-        raise FormatError("unknown prediction format (expected hoibench, generic or qpic JSON; "
-                          "see docs/evaluation.md)", file=p)
+        raise FormatError(_UNKNOWN, file=p)
     if name == "qpic":
         vocab = vocab or hico_det()
         cols = _qpic_columns(data, p, vocab, max_per_image)
@@ -415,6 +449,123 @@ def _qpic_columns(data: Any, path: Path, vocab: LabelSpace, max_per_image: int |
     return _Columns(names, counts, cat[0] if parts else empty4, cat[1] if parts else empty4,
                     cat[2] if parts else np.zeros(0, np.int64), cat[3] if parts else np.zeros(0, np.int64),
                     None, cat[4] if parts else np.zeros(0))
+
+
+def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | None,
+                          ground_truth: HOIDataset | None) -> tuple[_Columns, str, list[str]]:
+    """Columns of a ``json.dumps(str({'preds': [...], 'gts': [...]}))`` results file.
+
+    ``preds`` holds per image ``{'filename', 'predictions': [{'bbox', 'category_id'}],
+    'hoi_prediction': [{'subject_id', 'object_id', 'category_id', 'score'}]}``; boxes are the
+    post-processor's continuous xyxy pixels, read as hoibench's 0-based frame without a shift
+    (as the ``qpic`` reader). The file is already cut to the evaluator's top 100 per image.
+    Their heads compute in float32: boxes and scores are rounded to float32 (recovering exactly
+    the values the model produced from their shortest repr) unless the text mentions float64.
+    """
+    if not isinstance(text, str):
+        raise FormatError("expected a JSON string holding str({'preds': [...], 'gts': [...]})", file=path)
+    data = parse_numpy_repr(text, path)
+    if not isinstance(data, dict) or not isinstance(data.get("preds"), list):
+        raise FormatError("expected {'preds': [...], 'gts': [...]}", file=path, field="preds")
+    images = data["preds"]
+    names: list[str] = []
+    per_image = []
+    for i, im in enumerate(images):
+        if not isinstance(im, dict):
+            raise FormatError("expected a dict", file=path, record=i)
+        fn = im.get("filename")
+        if not isinstance(fn, str):
+            raise FormatError("missing" if fn is None else f"expected a string, got {fn!r}",
+                              file=path, record=i, field="filename")
+        names.append(fn)
+        boxes_l, hois_l = im.get("predictions"), im.get("hoi_prediction")
+        for key, v in (("predictions", boxes_l), ("hoi_prediction", hois_l)):
+            if not isinstance(v, list):
+                raise FormatError("missing" if v is None else "expected a list", file=path, record=i, field=key)
+        assert isinstance(boxes_l, list) and isinstance(hois_l, list)
+        boxes = _take(boxes_l, "bbox", np.float64, path, i, "predictions").reshape(-1, 4)
+        if len(boxes) != len(boxes_l):
+            raise FormatError("expected boxes of 4 numbers", file=path, record=i, field="predictions.bbox")
+        labels = _take(boxes_l, "category_id", np.int64, path, i, "predictions")
+        sub, obj, cat = (_take(hois_l, k, np.int64, path, i, "hoi_prediction")
+                         for k in ("subject_id", "object_id", "category_id"))
+        scores = _take(hois_l, "score", np.float64, path, i, "hoi_prediction")
+        if len(sub) and (min(sub.min(), obj.min()) < 0 or max(sub.max(), obj.max()) >= len(boxes)):
+            raise FormatError("box index outside 'predictions'", file=path, record=i,
+                              field="hoi_prediction.subject_id")
+        if labels.size and (labels.min() < 0 or labels.max() >= 80):
+            raise FormatError("label outside COCO-80 indices 0..79", file=path, record=i,
+                              field="predictions.category_id")
+        per_image.append((boxes, labels, sub, obj, cat, scores))
+    name = fmt or _repr_variant(per_image, vocab)
+    inv80 = np.full(80, -1, dtype=np.int64)
+    inv80[vocab.coco80] = np.arange(vocab.n_objects)
+    f32 = "float64" not in text
+    parts = []
+    counts = np.zeros(len(images), dtype=np.int64)
+    for i, (boxes, labels, sub, obj, cat, scores) in enumerate(per_image):
+        if f32:
+            boxes, scores = boxes.astype(np.float32).astype(np.float64), scores.astype(np.float32).astype(np.float64)
+        n_ids = vocab.n_verbs if REPR_RESULTS[name] == "verb" else vocab.n_hois
+        bad = (cat < 0) | (cat >= n_ids)
+        if bad.any():
+            raise FormatError(f"{REPR_RESULTS[name]} id outside 0..{n_ids - 1}", file=path, record=i,
+                              field=f"hoi_prediction[{int(np.flatnonzero(bad)[0])}].category_id")
+        if REPR_RESULTS[name] == "hoi":  # the HOI class names the object; the box label is not used
+            verbs, objects = vocab.hoi_verb_object[cat, 0], vocab.hoi_verb_object[cat, 1]
+            keep = np.ones(len(cat), dtype=bool)
+        else:
+            # CDN zeroes the scores of (verb, object) pairs that are no HOI class; QPIC's
+            # evaluator then skips them (their triplet has no ground truth): dropped here
+            verbs, objects = cat, inv80[labels[obj]]
+            keep = vocab.hoi_index(verbs, objects) >= 0
+        parts.append((boxes[sub[keep]], boxes[obj[keep]], objects[keep], verbs[keep], scores[keep]))
+        counts[i] = int(keep.sum())
+    cat_ = [np.concatenate([p[k] for p in parts]) if parts else np.zeros((0, 4) if k < 2 else 0)
+            for k in range(5)]
+    warnings = []
+    gts = data.get("gts")
+    if ground_truth is not None and isinstance(gts, list):
+        embedded = {g.get("filename") for g in gts if isinstance(g, dict)}
+        given = set(ground_truth.file_names)
+        if embedded != given:
+            warnings.append(f"{path.name}: its embedded ground truth ({len(embedded):,} images) differs from "
+                            f"the one given ({len(given):,} images, {len(embedded & given):,} in common); "
+                            "scoring against the one given")
+    return (_Columns(names, counts, cat_[0], cat_[1], cat_[2].astype(np.int64), cat_[3].astype(np.int64),
+                     None, cat_[4].astype(np.float64)), name, warnings)
+
+
+def _repr_variant(per_image: list[tuple[np.ndarray, ...]], vocab: LabelSpace) -> str:
+    """``cdn`` or ``gen-vlkt`` from the content: HOI ids beyond the verbs are GEN-VLKT's; CDN
+    zeroes every triplet whose (verb, box label) is no HOI class, so a positive score on one
+    means the ids are HOI classes. ``--format`` decides when a file could be either."""
+    inv80 = np.full(80, -1, dtype=np.int64)
+    inv80[vocab.coco80] = np.arange(vocab.n_objects)
+    for _boxes, labels, _sub, obj, cat, scores in per_image:
+        if len(cat) and (cat.max() >= vocab.n_verbs or cat.min() < 0):
+            return "gen-vlkt"
+        pos = scores > 0
+        if pos.any() and (vocab.hoi_index(cat[pos], inv80[labels[obj[pos]]]) < 0).any():
+            return "gen-vlkt"
+    return "cdn"
+
+
+def _take(items: list[Any], key: str, dtype: type, path: Path, record: int, where: str) -> np.ndarray:
+    """``items[*][key]`` as one array; a missing or malformed value is named by record and field."""
+    try:
+        return np.asarray([it[key] for it in items], dtype=dtype)
+    except (KeyError, TypeError, ValueError, IndexError):
+        for j, it in enumerate(items):
+            v = it.get(key) if isinstance(it, dict) else None
+            try:
+                np.asarray(v, dtype=dtype)
+                if v is None or isinstance(v, (str, bool, dict)):
+                    raise ValueError
+            except (TypeError, ValueError):
+                raise FormatError("missing" if v is None else f"expected {'numbers' if key == 'bbox' else 'a number'}, got {v!r}",
+                                  file=path, record=record, field=f"{where}[{j}].{key}") from None
+        raise FormatError(f"malformed '{key}' values", file=path, record=record, field=where) from None
 
 
 def _assemble(c: _Columns, vocab: LabelSpace, path: Path, fmt: str, lenient: bool) -> LoadedPredictions:

@@ -1,0 +1,275 @@
+"""What HOI detectors write themselves, read by ``eval hico --pred`` with format detection.
+
+Each file is built here the way the repository's evaluator builds it (from the layouts in issue
+16; the repositories' code was not available here), from ``noisy_predictions`` on the bundled
+HICO-DET test set, and must score per-class APs equal to the same predictions in hoibench's own
+format, in the Default and Known-Object settings.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from hoibench._exceptions import FormatError
+from hoibench.cli import cli
+from hoibench.data import HOIDataset, HOIPredictions
+from hoibench.datasets import load_dataset
+from hoibench.formats import (
+    detect_prediction_format,
+    load_predictions,
+    write_hicodet,
+    write_predictions,
+)
+from hoibench.formats._literal import parse_numpy_repr
+from tests.hico_synth import noisy_predictions
+
+MAX_HOIS = 100  # CDN / GEN-VLKT HICOEvaluator max_hois
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory):
+    """A subset of the bundled test set (as a file), and noisy detections with float32 values
+    (what the models' heads produce), at least 100 valid ones per image so that the evaluators'
+    top 100 are real detections, not zero-score fillers."""
+    gt = load_dataset("hico-det:test")
+    gt = gt.subset(np.arange(0, gt.n_images, 25))
+    d = tmp_path_factory.mktemp("native")
+    write_hicodet(gt, d / "gt.json")
+    p = noisy_predictions(gt, seed=4, per_image=(110, 130))
+    valid_per_image = np.bincount(np.repeat(np.arange(p.n_images), np.diff(p.offsets))[p.hois >= 0],
+                                  minlength=p.n_images)
+    assert valid_per_image.min() >= MAX_HOIS  # else zero-score fillers would enter the top 100
+    f32 = HOIPredictions.from_arrays(
+        p.vocab, p.file_names, np.diff(p.offsets), p.boxes_h.astype(np.float32).astype(np.float64),
+        p.boxes_o.astype(np.float32).astype(np.float64), p.objects, p.verbs,
+        p.scores.astype(np.float32).astype(np.float64))
+    return gt, f32, d
+
+
+def _embedded_gts(gt: HOIDataset) -> list[dict]:
+    """The 'gts' list of results.json (QPIC's evaluator layout; COCO-80 labels)."""
+    out = []
+    for i, fn in enumerate(gt.file_names):
+        b0, b1 = int(gt.box_offsets[i]), int(gt.box_offsets[i + 1])
+        p0, p1 = int(gt.pair_offsets[i]), int(gt.pair_offsets[i + 1])
+        out.append({"filename": fn,
+                    "annotations": [{"bbox": b, "category_id": int(c)} for b, c in
+                                    zip(gt.boxes[b0:b1].astype(np.float32), gt.vocab.coco80[gt.box_labels[b0:b1]])],
+                    "hoi_annotation": [{"subject_id": np.int64(s - b0), "object_id": np.int64(o - b0),
+                                        "category_id": np.int64(v)} for s, o, v in
+                                       zip(gt.pair_subject[p0:p1], gt.pair_object[p0:p1], gt.pair_verb[p0:p1])]})
+    return out
+
+
+def cdn_results_json(p: HOIPredictions, gts: list[dict]) -> str:
+    """CDN's ``--json_file``: ``json.dumps(str({'preds': self.preds, 'gts': self.gts}))``.
+
+    Per image, the post-processor's outputs for one query per detection (boxes: subjects then
+    objects, labels 0 = person then COCO-80 object labels, verb_scores one row per query with the
+    detection's score on its verb), then HICOEvaluator: every (query, verb) triplet, scores times
+    the verb-object correctness mask, sorted by score (Python's stable sort, reverse=True), the
+    first max_hois kept. The sort is done with numpy's stable argsort (same order) for speed.
+    """
+    v = p.vocab
+    correct = np.zeros((v.n_verbs, 80))
+    correct[v.hoi_verb_object[:, 0], v.coco80[v.hoi_verb_object[:, 1]]] = 1
+    preds = []
+    for i, fn in enumerate(p.file_names):
+        s = p.image_slice(i)
+        n = s.stop - s.start
+        boxes = np.concatenate([p.boxes_h[s], p.boxes_o[s]]).astype(np.float32)
+        labels = np.concatenate([np.zeros(n, np.int64), v.coco80[p.objects[s]].astype(np.int64)])
+        verb_scores = np.zeros((n, v.n_verbs), np.float32)
+        verb_scores[np.arange(n), p.verbs[s]] = p.scores[s]
+        sub_ids, obj_ids = np.arange(n), np.arange(n, 2 * n)
+        bboxes = [{"bbox": b, "category_id": c} for b, c in zip(boxes, labels)]
+        verb_labels = np.tile(np.arange(v.n_verbs), (n, 1)).ravel()
+        subject_ids = np.tile(sub_ids, (v.n_verbs, 1)).T.ravel()
+        object_ids = np.tile(obj_ids, (v.n_verbs, 1)).T.ravel()
+        hoi_scores = verb_scores.ravel()
+        hoi_scores *= correct[verb_labels, labels[object_ids]].astype(np.float32)
+        top = np.argsort(-hoi_scores, kind="stable")[:MAX_HOIS]
+        hois = [{"subject_id": subject_ids[k], "object_id": object_ids[k], "category_id": verb_labels[k],
+                 "score": hoi_scores[k]} for k in top]
+        preds.append({"filename": fn, "predictions": bboxes, "hoi_prediction": hois})
+    return json.dumps(str({"preds": preds, "gts": gts}))
+
+
+def gen_vlkt_results_json(p: HOIPredictions, gts: list[dict]) -> str:
+    """GEN-VLKT's / HOICLIP's ``results.json`` (``datasets/hico_eval_triplet.py``, as issue 16
+    describes it): CDN's layout, but the post-processor scores (query, HOI class) and
+    ``category_id`` is the HOI class id; boxes are stored as ``list(bbox)`` (numpy 2 prints
+    ``np.float32(...)`` for each coordinate). One query per detection, its score on its HOI class;
+    the top max_hois (query, class) scores kept in stable descending order. Detections whose
+    (verb, object) is no HOI class cannot be expressed and must be left out by the caller.
+    """
+    v = p.vocab
+    hois_of = p.hois
+    assert (hois_of >= 0).all()
+    preds = []
+    for i, fn in enumerate(p.file_names):
+        s = p.image_slice(i)
+        n = s.stop - s.start
+        boxes = np.concatenate([p.boxes_h[s], p.boxes_o[s]]).astype(np.float32)
+        labels = np.concatenate([np.zeros(n, np.int64), v.coco80[p.objects[s]].astype(np.int64)])
+        hoi_scores = np.zeros((n, v.n_hois), np.float32)
+        hoi_scores[np.arange(n), hois_of[s]] = p.scores[s]
+        bboxes = [{"bbox": list(b), "category_id": c} for b, c in zip(boxes, labels)]
+        hoi_labels = np.tile(np.arange(v.n_hois), (n, 1)).ravel()
+        subject_ids = np.tile(np.arange(n), (v.n_hois, 1)).T.ravel()
+        object_ids = np.tile(np.arange(n, 2 * n), (v.n_hois, 1)).T.ravel()
+        flat = hoi_scores.ravel()
+        top = np.argsort(-flat, kind="stable")[:MAX_HOIS]
+        hois = [{"subject_id": subject_ids[k], "object_id": object_ids[k], "category_id": hoi_labels[k],
+                 "score": flat[k]} for k in top]
+        preds.append({"filename": fn, "predictions": bboxes, "hoi_prediction": hois})
+    return json.dumps(str({"preds": preds, "gts": gts}))
+
+
+def only_valid(p: HOIPredictions) -> HOIPredictions:
+    """``p`` without the detections whose (verb, object) is no HOI class."""
+    k = p.hois >= 0
+    counts = np.bincount(np.repeat(np.arange(p.n_images), np.diff(p.offsets))[k], minlength=p.n_images)
+    return HOIPredictions.from_arrays(p.vocab, p.file_names, counts, p.boxes_h[k], p.boxes_o[k],
+                                      p.objects[k], p.verbs[k], p.scores[k])
+
+
+def evaluate(gt_file, pred_file, *extra: str) -> dict:
+    r = CliRunner().invoke(cli, ["eval", "hico", "--gt", str(gt_file), "--pred", str(pred_file),
+                                 "--protocol", "qpic", *extra, "--json", "-"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output[r.output.index("{"):])
+
+
+def assert_same_aps(a: dict, b: dict) -> None:
+    x = np.array([np.nan if v is None else v for v in a["per_class_ap"]], dtype=float)
+    y = np.array([np.nan if v is None else v for v in b["per_class_ap"]], dtype=float)
+    np.testing.assert_array_equal(np.isnan(x), np.isnan(y))
+    np.testing.assert_allclose(x[~np.isnan(x)], y[~np.isnan(y)], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("known_object", [False, True], ids=["default", "known-object"])
+def test_cdn_results_json_scores_like_hoibench_format(case, known_object):
+    gt, p, d = case
+    path = d / "cdn_results.json"
+    if not path.exists():
+        path.write_text(cdn_results_json(p, _embedded_gts(gt)))
+        write_predictions(p, d / "own.json")
+    assert "np.float32(" in path.read_text() or "array(" in path.read_text()
+    extra = ("--known-object",) if known_object else ()
+    got = evaluate(d / "gt.json", path, *extra)
+    assert got["prediction_format"] == "cdn"
+    want = evaluate(d / "gt.json", d / "own.json", *extra)
+    assert want["prediction_format"] == "hoibench"
+    assert_same_aps(got, want)
+    assert 0 < got["full"] == pytest.approx(want["full"], abs=1e-12)
+
+
+@pytest.mark.parametrize("known_object", [False, True], ids=["default", "known-object"])
+def test_gen_vlkt_results_json_scores_like_hoibench_format(case, known_object):
+    gt, p, d = case
+    path = d / "gen_vlkt_results.json"
+    if not path.exists():
+        q = only_valid(p)
+        path.write_text(gen_vlkt_results_json(q, _embedded_gts(gt)))
+        write_predictions(q, d / "own_valid.json")
+    text = path.read_text()
+    assert "np.float32(" in text and "np.int64(" in text  # numpy 2 scalar reprs
+    assert detect_prediction_format(path) == "gen-vlkt"
+    extra = ("--known-object",) if known_object else ()
+    got = evaluate(d / "gt.json", path, *extra)
+    assert got["prediction_format"] == "gen-vlkt"
+    want = evaluate(d / "gt.json", d / "own_valid.json", *extra)
+    assert_same_aps(got, want)
+    assert 0 < got["full"] == pytest.approx(want["full"], abs=1e-12)
+    # read as CDN's verb ids, the same file is refused (HOI ids beyond the 117 verbs)
+    with pytest.raises(FormatError, match=r"hoi_prediction\[\d+\]\.category_id: verb id outside 0..116"):
+        load_predictions(path, format="cdn")
+
+
+def test_gen_vlkt_with_only_low_hoi_ids_needs_format_or_is_told_apart(tmp_path):
+    # HOI ids < 117 on boxes whose label makes them invalid as CDN verbs: GEN-VLKT
+    text = NUMPY1_REPR.replace("'category_id': 76", "'category_id': 3").replace("'score': 0.0", "'score': 0.5")
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(text))
+    loaded = load_predictions(path)
+    assert loaded.format == "gen-vlkt"
+    assert loaded.predictions.objects.tolist() == [int(loaded.predictions.vocab.hoi_verb_object[3, 1]),
+                                                   int(loaded.predictions.vocab.hoi_verb_object[4, 1])]
+    path.write_text(json.dumps(NUMPY1_REPR.replace("'category_id': 76", "'category_id': 600")))
+    with pytest.raises(FormatError, match=r"record 0: hoi_prediction\[0\]\.category_id: hoi id outside 0..599"):
+        load_predictions(path)
+
+
+def head(p: HOIPredictions, k: int) -> HOIPredictions:
+    """The detections of the first ``k`` images of ``p``."""
+    n = int(p.offsets[k])
+    return HOIPredictions.from_arrays(p.vocab, p.file_names[:k], np.diff(p.offsets[:k + 1]), p.boxes_h[:n],
+                                      p.boxes_o[:n], p.objects[:n], p.verbs[:n], p.scores[:n])
+
+
+def test_fast_and_careful_parsers_agree_on_a_built_file(case, tmp_path, monkeypatch):
+    import hoibench.formats._literal as lit
+
+    gt, p, _ = case
+    text = json.loads(cdn_results_json(head(p, 4), _embedded_gts(gt.subset(np.arange(3)))))
+    fast = parse_numpy_repr(text, tmp_path / "r.json")
+    monkeypatch.setattr(lit, "_as_json", lambda text: None)
+    assert parse_numpy_repr(text, tmp_path / "r.json") == fast
+    assert len(fast["preds"]) == 4 and len(fast["preds"][0]["hoi_prediction"]) == MAX_HOIS
+
+
+def test_cdn_embedded_ground_truth_is_ignored_with_a_warning(case, tmp_path):
+    gt, p, d = case
+    path = tmp_path / "results.json"
+    path.write_text(cdn_results_json(head(p, 20), _embedded_gts(gt.subset(np.arange(5)))))
+    assert detect_prediction_format(path) == "cdn"
+    loaded = load_predictions(path, ground_truth=gt)
+    assert len(loaded.warnings) == 1 and "5 images" in loaded.warnings[0] and f"{gt.n_images:,} images" in loaded.warnings[0]
+    r = CliRunner().invoke(cli, ["eval", "hico", "--gt", str(d / "gt.json"), "--pred", str(path), "--protocol", "qpic"])
+    assert r.exit_code == 0, r.output
+    assert "warning:" in r.output and "embedded ground truth" in r.output
+    assert load_predictions(path, ground_truth=None).warnings == []
+
+
+NUMPY1_REPR = ("{'preds': [{'filename': 'a.jpg', 'predictions': [{'bbox': array([ 1.5,  2. , 30.25, 40.  ], "
+               "dtype=float32), 'category_id': 0}, {'bbox': array([5., 6., 70., 80.], dtype=float32), "
+               "'category_id': 17}], 'hoi_prediction': [{'subject_id': 0, 'object_id': 1, 'category_id': 76, "
+               "'score': 0.8}, {'subject_id': 0, 'object_id': 1, 'category_id': 4, 'score': 0.0}]}], 'gts': []}")
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["json-path", "ast-path"])
+def test_literal_parser_numpy1_and_numpy2_reprs(fast, tmp_path):
+    text = NUMPY1_REPR if fast else NUMPY1_REPR.replace("0.8}", "np.float32(nan)}")
+    v = parse_numpy_repr(text, tmp_path / "x")
+    assert v["preds"][0]["predictions"][0]["bbox"] == [1.5, 2.0, 30.25, 40.0]
+    s = v["preds"][0]["hoi_prediction"][0]["score"]
+    assert (s == 0.8) if fast else np.isnan(s)
+    two = str({"a": [np.float32(0.25), np.int64(3), np.array([[1, -2]], dtype=np.int32)], "b": -1e-05})
+    assert parse_numpy_repr(two, tmp_path / "x") == {"a": [0.25, 3, [[1, -2]]], "b": -1e-05}
+    assert parse_numpy_repr(str({"n": "it's"}), tmp_path / "x") == {"n": "it's"}  # ast path
+
+
+@pytest.mark.parametrize("text", ["{'a': __import__('os').system('true')}", "{'a': (lambda: 1)()}",
+                                  "{'a': np.load('x')}", "{'a': array([1], dtype=os.system)}", "{'a': x}",
+                                  "{'a': [1, 2, ...]}", "{'a': open('f')}"])
+def test_literal_parser_executes_nothing(text, tmp_path):
+    with pytest.raises(FormatError, match=r"x.json: (not a literal|an array was printed truncated)"):
+        parse_numpy_repr(text, tmp_path / "x.json")
+
+
+def test_cdn_reader_names_record_and_field(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(NUMPY1_REPR.replace("'object_id': 1, 'category_id': 76", "'object_id': 5, 'category_id': 76")))
+    with pytest.raises(FormatError, match=r"r.json: record 0: hoi_prediction.subject_id: box index outside"):
+        load_predictions(path)
+    path.write_text(json.dumps(NUMPY1_REPR.replace("'score': 0.8", "'score': 'high'")))
+    with pytest.raises(FormatError, match=r"record 0: hoi_prediction\[0\]\.score: expected a number"):
+        load_predictions(path)
+    path.write_text(json.dumps(NUMPY1_REPR.replace("'category_id': 76", "'category_id': 117")))
+    with pytest.raises(FormatError, match=r"record 0: hoi_prediction\[0\]\.category_id: verb id outside"):
+        load_predictions(path, format="cdn")
