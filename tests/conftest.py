@@ -8,9 +8,20 @@ from pathlib import Path
 
 import pytest
 
+from hoibench.cli import main
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SHARED_DATA = Path(os.environ.get("HOIBENCH_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def one_line_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """Run the ``hoibench`` entry point; it must exit non-zero with one ``error:`` line."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert exc.value.code != 0 and len(err) == 1 and err[0].startswith("error: "), err
+    return err[0]
 
 
 def shared_file(rel: str) -> Path:

@@ -28,6 +28,7 @@ from hoibench.cli import cli
 from hoibench.data import HOIDataset, HOIImage
 from hoibench.formats import read_ppdm, unseen_combinations, unseen_hoi_classes, write_ppdm
 from hoibench.vocab import hico_det, vcoco
+from tests.conftest import one_line_error
 
 H = hico_det()
 
@@ -521,21 +522,12 @@ def _qpic_vcoco_files(tmp_path) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def _one_line_error(argv: list[str], capsys) -> str:
-    from hoibench.cli import main
-
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
-    assert exc.value.code != 0 and len(err) == 1 and err[0].startswith("error: "), err
-    return err[0]
-
 
 @pytest.mark.parametrize("preset", ["v-coco-sg1", "v-coco-sg2", "vcoco-sg3"])
 def test_vcoco_preset_refuses_the_bundled_data_in_one_line(preset, tmp_path, capsys):
     out = ["--out", str(tmp_path / "o")]
     for extra in ([], ["--dataset", "v-coco"]):
-        line = _one_line_error(["split", "sg", "--preset", preset, *extra, *out], capsys)
+        line = one_line_error(["split", "sg", "--preset", preset, *extra, *out], capsys)
         assert "QPIC's V-COCO files" in line and "trainval_vcoco.json and test_vcoco.json" in line
     assert not (tmp_path / "o").exists()  # nothing named like a released split was written
     with pytest.raises(ConfigError, match="QPIC's V-COCO files"):
@@ -568,11 +560,11 @@ def test_vcoco_bundled_split_under_its_own_name(tmp_path, capsys):
     assert r.exit_code == 0, r.output
     stats = json.loads(r.output)
     assert stats["name"] == "v-coco-bundled-sg" and stats["table1"]["combinations"] == {"train": 165, "test": 71}
-    assert "is the released split v-coco-sg1's name" in _one_line_error(
+    assert "is the released split v-coco-sg1's name" in one_line_error(
         ["split", "sg", "--dataset", "v-coco", "--seed", "564", "--name", "vcoco-sg1", "--out",
          str(tmp_path / "x")], capsys)
     # the preset's seed on the bundled data fails VERIFY: non-zero exit, one line, files kept to inspect
-    line = _one_line_error(["split", "sg", "--dataset", "v-coco", "--seed", "564", "--ratio", "0.7", "--policy",
+    line = one_line_error(["split", "sg", "--dataset", "v-coco", "--seed", "564", "--ratio", "0.7", "--policy",
                             "released", "--out", str(tmp_path / "f")], capsys)
     assert "v-coco-sg-seed564 fails VERIFY released (seed 564)" in line
     assert json.loads((tmp_path / "f" / "stats.json").read_text())["verify_problems"]
@@ -583,7 +575,7 @@ def test_cli_exits_non_zero_when_verify_fails(tmp_path, capsys):
     ds = HOIDataset.concat([read_ppdm(tr), read_ppdm(te)])
     failing = next(s for s in range(50) if build_sg_split(ds, random_state=s, ratio=0.75,
                                                           policy="paper").verify_problems)
-    line = _one_line_error(["split", "sg", "--dataset", tr, "--dataset", te, "--seed", str(failing), "--ratio",
+    line = one_line_error(["split", "sg", "--dataset", tr, "--dataset", te, "--seed", str(failing), "--ratio",
                             "0.75", "--out", str(tmp_path / "o")], capsys)
     assert f"fails VERIFY paper (seed {failing})" in line
     passing = build_sg_split(ds, random_state="auto", ratio=0.75, policy="paper").seed

@@ -15,12 +15,13 @@ from click.testing import CliRunner
 
 from hoibench._exceptions import ConfigError
 from hoibench.benchmarks import BenchmarkBuild, build_zero_shot_split
-from hoibench.cli import cli, main
+from hoibench.cli import cli
 from hoibench.data import HOIDataset, HOIImage, HOIPredictions
 from hoibench.datasets import hico_class_subsets, load_dataset, zero_shot_classes
 from hoibench.formats import read_ppdm, write_ppdm, write_predictions
 from hoibench.formats.ppdm import to_ppdm_list
 from hoibench.vocab import hico_det
+from tests.conftest import one_line_error
 
 V = hico_det()
 PERSON, HORSE = V.object_index("person"), V.object_index("horse")
@@ -146,25 +147,17 @@ def test_b_right_folder_and_two_files_as_source(tmp_path):
     assert (tmp_path / "o1" / "trainval_hico.json").read_bytes() == (tmp_path / "o2" / "trainval_hico.json").read_bytes()
 
 
-def _one_line_error(argv: list[str], capsys) -> str:
-    """Run the ``hoibench`` entry point; it must exit non-zero with one ``error:`` line."""
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
-    assert exc.value.code != 0 and len(err) == 1 and err[0].startswith("error: "), err
-    return err[0]
-
 
 def test_bad_protocols_and_sources_give_one_line(tmp_path, capsys):
     out = ["--out", str(tmp_path / "o")]
-    assert "zero-shot protocol must be one of" in _one_line_error(
+    assert "zero-shot protocol must be one of" in one_line_error(
         ["split", "zero-shot", "--protocol", "nonsense", *out], capsys)
     (tmp_path / "classes.json").write_text(json.dumps({"kind": "balanced_classes", "classes": [{"hoi": 1}]}))
-    assert "balanced classes.json" in _one_line_error(
+    assert "balanced classes.json" in one_line_error(
         ["split", "zero-shot", "--protocol", str(tmp_path / "classes.json"), *out], capsys)
-    assert "needs a train and a test set" in _one_line_error(
+    assert "needs a train and a test set" in one_line_error(
         ["split", "zero-shot", "--protocol", "rf-uc", "--dataset", "hico-det:train", *out], capsys)
-    assert "trainval_hico.json and test_hico.json" in _one_line_error(
+    assert "trainval_hico.json and test_hico.json" in one_line_error(
         ["split", "zero-shot", "--protocol", "rf-uc", "--dataset", str(tmp_path), *out], capsys)
     vc = load_dataset("v-coco", "test")
     with pytest.raises(ConfigError, match="HICO-DET's 600 classes"):

@@ -29,8 +29,7 @@ from hoibench._io import atomic_write_json, ensure_dir, read_json
 from hoibench._progress import make_progress
 from hoibench._version import __version__
 from hoibench.benchmarks import build_balanced_split, hico_det_selection_counts
-from hoibench.benchmarks.mcq import build_mcq_benchmark, question_statistics
-from hoibench.benchmarks.mcq._stats import PAPER_REFERENCE as paper
+from hoibench.benchmarks.mcq import PAPER_REFERENCE, build_mcq_benchmark, question_statistics
 from hoibench.benchmarks.sg import PAPER_TABLE1, build_preset, paper_row, split_table1
 from hoibench.data import HOIDataset
 from hoibench.datasets import hico_class_subsets, load_dataset
@@ -305,24 +304,24 @@ def _mcq_stats_table(questions: list[Any], test: HOIDataset, train_counts: np.nd
 
     st = question_statistics(questions, dataset=test, train_counts=train_counts)
     scene = st.get("scene_composition", {})
-    hico = paper["hico_det_test"]
+    hico = PAPER_REFERENCE["hico_det_test"]
     removed = build_info.get("removed_easy", {})
     rows = [
-        ("images", st["images"], paper["images"], None),
+        ("images", st["images"], PAPER_REFERENCE["images"], None),
         ("questions per setting", ", ".join(f"{k}: {v}" for k, v in st["settings"].items()), None, None),
         ("correct answers per question", ", ".join(f"{k}: {v}" for k, v in st["correct_answers_histogram"].items()),
          None, None),
         ("classes among the correct choices", st.get("classes_correct"), None, None),
         ("scenes removed as easy", ", ".join(f"{k}: {v}" for k, v in sorted(removed.items())), None, None),
         ("share: single person, single object", scene.get("single_person_single_object"),
-         paper["single_person_single_object"], hico["single_person_single_object"]),
+         PAPER_REFERENCE["single_person_single_object"], hico["single_person_single_object"]),
         ("share: several people, different interactions", scene.get("multi_person_different_hoi"),
-         paper["multi_person_different_hoi"], hico["multi_person_different_hoi"]),
+         PAPER_REFERENCE["multi_person_different_hoi"], hico["multi_person_different_hoi"]),
         ("share: same interaction within multi-person scenes", scene.get("same_hoi_within_multi_person"),
-         paper["same_hoi_within_multi_person"], hico["same_hoi_within_multi_person"]),
-        ("KL(train ‖ benchmark)", st.get("kl_train_benchmark"), paper["kl_train_benchmark"], hico["kl_train_test"]),
+         PAPER_REFERENCE["same_hoi_within_multi_person"], hico["same_hoi_within_multi_person"]),
+        ("KL(train ‖ benchmark)", st.get("kl_train_benchmark"), PAPER_REFERENCE["kl_train_benchmark"], hico["kl_train_test"]),
         ("head/tail ratio (top-20 / bottom-20 train classes)", st.get("head_tail_ratio"),
-         paper["head_tail_ratio"], hico["head_tail_ratio"]),
+         PAPER_REFERENCE["head_tail_ratio"], hico["head_tail_ratio"]),
     ]
     return Table("stats-mcq", "Multiple-choice benchmark: Table 1 and class distribution (001)",
                  ("statistic", "this benchmark", "paper's benchmark", "HICO-DET test (paper)"),
