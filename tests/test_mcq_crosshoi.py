@@ -23,6 +23,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import math
 import os
 import sys
 import types
@@ -34,7 +35,7 @@ import pytest
 
 from hoibench import ConfigError, ValidationError
 from hoibench.data import MCAnswer, MCQuestion, reference_class_keys
-from hoibench.evaluation import MCQ_METRIC_NAMES, mcq_metrics
+from hoibench.evaluation import MCQ_METRIC_NAMES, MCQResult, mcq_metrics
 from hoibench.formats import read_answers, read_questions
 from tests.conftest import shared_file
 
@@ -533,4 +534,9 @@ def test_default_tables_follow_each_questions_label_space() -> None:
     # a V-COCO question in hoibench's own spelling (role verbs) is outside the table: said, not hidden
     bq = q("v-coco", "hold_obj a/an cup", "throw_obj a/an cup")
     with pytest.warns(UserWarning, match="1 v-coco questions have no choice text in the released script's"):
-        mcq_metrics([MCAnswer(bq.id, frozenset({"hold_obj a/an cup"}))], [bq], protocol="crosshoi")
+        untabled = mcq_metrics([MCAnswer(bq.id, frozenset({"hold_obj a/an cup"}))], [bq], protocol="crosshoi",
+                               n_bootstrap=10, random_state=0)
+    # no class counts: Macro-F1 is undefined (the script divides by zero), never a 0.0 that looks real
+    assert untabled.n_classes == 0 and math.isnan(untabled.macro_f1) and untabled.instance_f1 == 1.0
+    assert untabled.to_json()["macro_f1"] is None and untabled.to_json()["ci"]["macro_f1"] is None
+    assert math.isnan(MCQResult.from_json(json.loads(json.dumps(untabled.to_json()))).macro_f1)

@@ -120,7 +120,9 @@ class MCQResult:
         out.update(protocol=self.protocol, zero_division=self.zero_division,
                    **{k: getattr(self, k) for k in _COUNTS}, missing_ids=list(self.missing_ids))
         if self.ci is not None:
-            out["ci"] = {k: [float(lo), float(hi)] for k, (lo, hi) in self.ci.items()}
+            # null where undefined (a NaN metric has a NaN interval), as the reader takes it
+            out["ci"] = {k: None if math.isnan(lo) or math.isnan(hi) else [float(lo), float(hi)]
+                         for k, (lo, hi) in self.ci.items()}
             out["confidence"] = self.confidence
             out["n_bootstrap"] = self.n_bootstrap
         if self.per_class:
@@ -365,7 +367,10 @@ class _Arrays:
         present = c_den > 0
         f1c = _safe_div(2.0 * c_tp, c_den, 0.0)
         n_present = present.sum(axis=1)
-        macro = _safe_div((f1c * present).sum(axis=1), n_present.astype(np.float64), zero)
+        # crosshoi: Macro-F1 over no class is undefined (the released script divides by zero);
+        # paper: zero_division, as every other ratio of that protocol
+        macro = _safe_div((f1c * present).sum(axis=1), n_present.astype(np.float64),
+                          zero if self.protocol == "paper" else np.nan)
         return np.stack([macro, instance, micro, exact, prec, rec], axis=1)
 
 
@@ -470,7 +475,8 @@ class MCQMetrics(Metric[MCQResult]):
         for space, n in untabled.items():
             warnings.warn(f"crosshoi protocol: {n} {space} questions have no choice text in the released "
                           f"script's class table for {space}; Macro-F1 leaves their texts out, as the script "
-                          "does (pass class_keys= to count other texts)", stacklevel=2)
+                          "does, and is undefined (NaN) when no text of any question counts (pass "
+                          "class_keys= to count other texts)", stacklevel=2)
 
     def _arrays(self) -> _Arrays:
         r = self._rows
