@@ -29,6 +29,9 @@ LAZY_COMMANDS: dict[str, str] = {
     "augment": "hoibench.cli.augment:augment",
     "report": "hoibench.cli.report:report",
     "demo": "hoibench.cli.demo:demo",
+    "release": "hoibench.cli.release:release",
+    "verify": "hoibench.cli.verify:verify",
+    "export": "hoibench.cli.export:export",
 }
 
 
