@@ -94,6 +94,20 @@ def test_pairs_read_back_through_the_runner_parsers(train_set) -> None:
         assert re.fullmatch(r"[A-D](,[A-D])*", ex.answer)
 
 
+def test_object_box_questions_are_asked_as_the_runner_asks_them(train_set) -> None:
+    """A setting-2 question with an object box (CrossHOI-Bench's hum_obj_box file) gets the
+    template's person-and-object prompt, both boxes in the model's frame."""
+    questions, images = train_set
+    q = next(q for q in read_questions(questions) if q.setting == 2)
+    q = replace(q, object_box=(100.0, 100.0, 300.0, 300.0))
+    ex = next(training_examples([q], images=images))
+    frame = model_frame("qwen2.5", q.width, q.height)
+    tpl = load_template("crosshoi")
+    want = render_question(q, tpl, box_text=frame.format(frame.to_model(q.person_box)),
+                           object_box_text=frame.format(frame.to_model(q.object_box)))
+    assert ex.prompt == want.text and "Object bbox: [100.62, 99.17, 301.88, 297.5]" in ex.prompt
+
+
 def test_llamafactory_export_loads_with_datasets(train_set, tmp_path, capsys) -> None:
     datasets = pytest.importorskip("datasets")
     questions, images = train_set

@@ -100,9 +100,15 @@ class ExportReport:
     summary: Mapping[str, Any]
 
 
-def _letters_answer(q: MCQuestion, template: PromptTemplate, box_text: str | None, seed: int,
+def _letters_answer(q: MCQuestion, template: PromptTemplate, frame: ModelFrame, seed: int,
                     answer_format: str) -> tuple[str, str]:
-    rendered = render_question(q, template, box_text=box_text, answer_format=answer_format, seed=seed)
+    box_text = object_text = None
+    if q.setting == 2:  # the boxes as MCQRunner writes them (the object's only where the template asks)
+        box_text = frame.format(frame.to_model(q.person_box))  # type: ignore[arg-type]
+        if q.object_box is not None and template.question_person_object:
+            object_text = frame.format(frame.to_model(q.object_box))
+    rendered = render_question(q, template, box_text=box_text, object_box_text=object_text,
+                               answer_format=answer_format, seed=seed)
     correct = q.correct_texts
     letters = ",".join(k for k, text in rendered.letters.items() if text is not None and text in correct)
     return rendered.text, (f"<answer>{letters}</answer>" if answer_format == "answer_tag" else letters)
@@ -160,8 +166,7 @@ def training_examples(questions: Sequence[MCQuestion], *, images: str | Path, mo
         if q.setting == 3:
             prompt, answer = tpl.detection, _detection_answer(q, frame, questions_file)
         else:
-            box_text = None if q.setting == 1 else frame.format(frame.to_model(q.person_box))  # type: ignore[arg-type]
-            prompt, answer = _letters_answer(q, tpl, box_text, seed, answer_format)
+            prompt, answer = _letters_answer(q, tpl, frame, seed, answer_format)
         written = str(path) if image_path is None else str(image_path(q, frame, path))
         yield TrainingExample(q.id, q.setting, q.file_name, written, prompt, answer,
                               (frame.sent_width, frame.sent_height))
