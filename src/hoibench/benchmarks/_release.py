@@ -15,6 +15,7 @@ import functools
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -155,8 +156,6 @@ def build_release(folder: str | os.PathLike[str], names: Iterable[str] | None = 
                   progress: Callable[[str, float], None] | None = None) -> dict[str, Any]:
     """Build the frozen benchmarks ``names`` (default: all) into ``folder``; returns their
     manifest as built. ``progress(name, seconds)`` is called after each benchmark."""
-    import time
-
     root = ensure_dir(folder)
     chosen = select_benchmarks(names)
     for b in chosen:
