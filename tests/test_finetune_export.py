@@ -116,7 +116,8 @@ def test_llamafactory_export_loads_with_datasets(train_set, tmp_path, capsys) ->
     info = json.loads((out / "dataset_info.json").read_text())
     entry = info["hoibench_mcq_train"]
     assert entry["formatting"] == "sharegpt" and entry["columns"] == {"messages": "conversations", "images": "images"}
-    ds = datasets.load_dataset("json", data_files=str(out / entry["file_name"]), split="train")  # as LLaMA-Factory
+    ds = datasets.load_dataset("json", data_files=str(out / entry["file_name"]), split="train",
+                               cache_dir=str(tmp_path / "cache"))  # as LLaMA-Factory reads it
     n = len(read_questions(questions))
     assert len(ds) == n == summary["examples"]
     assert summary["framework_settings"]["image_max_pixels"] == 12_845_056
@@ -168,8 +169,12 @@ def test_trl_sft_trainer_runs_two_steps_on_the_export(tmp_path, capsys, monkeypa
     pytest.importorskip("torch")
     pytest.importorskip("trl")
     datasets = pytest.importorskip("datasets")
-    from transformers import Qwen2VLImageProcessorPil
     from trl import SFTConfig, SFTTrainer
+
+    try:  # transformers 5 without torchvision: the PIL image processor
+        from transformers import Qwen2VLImageProcessorPil as ImageProcessor
+    except ImportError:  # pragma: no cover - transformers 4
+        from transformers import Qwen2VLImageProcessor as ImageProcessor
 
     from tests.test_vlm_transformers import _tiny_qwen2_vl
 
@@ -178,8 +183,9 @@ def test_trl_sft_trainer_runs_two_steps_on_the_export(tmp_path, capsys, monkeypa
     _export(capsys, questions, images, out, "trl")
     model, processor, _ = _tiny_qwen2_vl(monkeypatch)
     # the Qwen2/2.5-VL default pixel limits, as in the export (the helper's are smaller)
-    processor.image_processor = Qwen2VLImageProcessorPil()
-    ds = datasets.load_dataset("json", data_files=str(out / "hoibench_mcq_train.jsonl"), split="train")
+    processor.image_processor = ImageProcessor()
+    ds = datasets.load_dataset("json", data_files=str(out / "hoibench_mcq_train.jsonl"), split="train",
+                               cache_dir=str(tmp_path / "cache"))
     ds = ds.select(range(4)).remove_columns(["id"])
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
     args = SFTConfig(output_dir=str(tmp_path / "run"), max_steps=2, per_device_train_batch_size=2,

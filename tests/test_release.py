@@ -90,7 +90,7 @@ def test_hf_export_loads_with_datasets(fast_release, tmp_path, capsys) -> None:
     counts = json.loads(capsys.readouterr().out)
     card = (out / "README.md").read_text()
     assert card.startswith("---\n") and "config_name: b-right-seed0" in card and "Annotations only" in card
-    test = datasets.load_dataset(str(out), "b-right-seed0", split="test")
+    test = datasets.load_dataset(str(out), "b-right-seed0", split="test", cache_dir=str(tmp_path / "cache"))
     src = json.loads((fast_release / FAST / "test_hico.json").read_text())
     assert len(test) == len(src) == counts["b-right-seed0"]["test"]
     assert test[0]["file_name"] == src[0]["file_name"]
@@ -107,7 +107,7 @@ def test_hf_export_of_questions_and_refusal_of_a_changed_release(tmp_path) -> No
     build.write((release / "mcq" / "train").mkdir(parents=True) or release / "mcq" / "train" / "questions.jsonl")
     manifest = folder_manifest(release, select_benchmarks(["mcq/train"]))
     export_hf(release, tmp_path / "hf", ["mcq/train"], manifest=manifest)
-    ds = datasets.load_dataset(str(tmp_path / "hf"), "mcq-train", split="train")
+    ds = datasets.load_dataset(str(tmp_path / "hf"), "mcq-train", split="train", cache_dir=str(tmp_path / "cache"))
     assert len(ds) == len(build.questions)
     by_id = {q.id: q for q in build.questions}
     for row in ds:
