@@ -37,7 +37,8 @@ def test_manifest_ships_and_covers_every_benchmark() -> None:
     man = load_manifest()
     assert man["release"] == RELEASE
     assert list(man["benchmarks"]) == [b.name for b in RELEASE_BENCHMARKS]
-    for name, entry in man["benchmarks"].items():
+    for b, (name, entry) in zip(RELEASE_BENCHMARKS, man["benchmarks"].items(), strict=True):
+        assert (entry["command"], entry["description"]) == (b.command, b.description), name
         assert entry["files"], name
         assert all(len(f["sha256"]) == 64 and f["bytes"] > 0 for f in entry["files"].values())
     # that it ships in the wheel: tests/test_packaging.py (package-data covers every data file)

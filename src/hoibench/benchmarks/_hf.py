@@ -145,7 +145,15 @@ def _card(configs: list[Any], counts: dict[str, dict[str, int]], manifest: dict[
               "```python", "from datasets import load_dataset",
               f"ds = load_dataset(\"path/to/this/folder\", \"{configs[0][0] if configs else 'mcq-benchmark'}\")",
               "```", "", "## Licence", "", LICENCE_TEXT, "", "## Citation", "",
-              "Cite hoibench (`CITATION.cff`) and the paper that defines the benchmark you use: HICO-DET-SG "
-              "(systematic generalization), B-RIGHT (class-balanced HOI), or the multiple-choice HOI "
-              "benchmark.", ""]
+              "Cite hoibench (its `CITATION.cff`, with the release) and the paper that defines the benchmark "
+              "you use:", "",
+              "- HICO-DET-SG: K. Takemoto, M. Yamada, T. Sasaki, H. Akima. *HICO-DET-SG and V-COCO-SG: New "
+              "Data Splits for Evaluating the Systematic Generalization Performance of Human-Object "
+              "Interaction Detection Models*. arXiv:2305.09948.",
+              "- Multiple-choice HOI: Q. Lei, B. Wang, R. T. Tan. *CrossHOI-Bench: A Unified Benchmark for HOI "
+              "Evaluation across Vision-Language Models and HOI-Specific Methods*. CVPR 2026 "
+              "(arXiv:2508.18753).",
+              "- B-RIGHT: Y. Jang, J. Kim, H. Kim, E. Lee, E. Kim, S. Baek, J. Yoo. *B-RIGHT: Benchmark "
+              "Re-evaluation for Integrity in Generalized Human-Object Interaction Testing*. arXiv:2501.16724.",
+              ""]
     return "\n".join(lines)

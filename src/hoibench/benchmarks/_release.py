@@ -98,20 +98,20 @@ def _mcq_train(out: Path) -> object:
 
 RELEASE_BENCHMARKS: tuple[ReleaseBenchmark, ...] = (
     *(ReleaseBenchmark(f"sg/hico-det-sg{i}", f"hoibench split sg --preset hico-det-sg{i} --out DIR/sg/hico-det-sg{i}",
-                       f"HICO-DET-SG split {i} (systematic generalization, paper 000), as released",
+                       f"HICO-DET-SG split {i} (systematic generalization; Takemoto et al. 2023), as released",
                        _sg(f"hico-det-sg{i}")) for i in (1, 2, 3)),
     *(ReleaseBenchmark(f"b-right/seed{s}", f"hoibench split balanced --seed {s} --zero-shot --out DIR/b-right/seed{s}",
-                       f"B-RIGHT class-balanced train, test and zero-shot test sets, seed {s} (paper 002)",
+                       f"B-RIGHT class-balanced train, test and zero-shot test sets, seed {s} (Jang et al. 2025)",
                        _balanced(s))
       for s in range(4)),
     *(ReleaseBenchmark(f"zero-shot/{p}", f"hoibench split zero-shot --protocol {p} --out DIR/zero-shot/{p}",
                        f"HICO-DET zero-shot split {p.upper()} (gen-vlkt's unseen classes)", _zero_shot(p))
       for p in ("rf-uc", "nf-uc", "uo", "uv")),
     ReleaseBenchmark("mcq/benchmark", "hoibench mcq build --split test --seed 0 --out DIR/mcq/benchmark/questions.jsonl",
-                     "Multiple-choice HOI benchmark, settings 1 and 2 (paper 001), no negative-filtering judge",
+                     "Multiple-choice HOI benchmark, settings 1 and 2 (Lei et al., CrossHOI-Bench), no negative-filtering judge",
                      _mcq_benchmark),
     ReleaseBenchmark("mcq/train", "hoibench mcq build --split train --seed 0 --out DIR/mcq/train/questions.jsonl",
-                     "Multiple-choice HOI training questions of App. C.3 (paper 001)", _mcq_train),
+                     "Multiple-choice HOI training questions (Lei et al., App. C.3)", _mcq_train),
 )
 
 
