@@ -302,3 +302,132 @@ def compare(gt_spec: str, pred_paths: tuple[str, ...], names: tuple[str, ...], p
         console.print(f"## {t.title}\n\n{t.to_markdown()}", markup=False)
     figures = [rank_distribution_figure(cmp, metric)] if out_dir else []
     _write(out_dir, tables, figures)
+
+
+# ------------------------------------------------------------------ the papers' remaining figures
+@analyze.command("scenes")
+@click.option("--questions", "questions_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--answers", "answers_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Answers JSONL of one model (repeat per model).")
+@click.option("--name", "names", multiple=True, help="Model names in --answers order (default: the file's "
+                                                     "header 'model', else its stem).")
+@click.option("--dataset", required=True, metavar="DATASET_OR_FILE",
+              help="Annotations of the questions' images (e.g. hico-det:test).")
+@click.option("--setting", type=click.IntRange(1, 3), default=None, help="Score only questions of this setting.")
+@click.option("--person-iou", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
+              help="Subject boxes overlapping this much are one person.")
+@click.option("--border-margin", type=click.FloatRange(min=0), default=2.0, show_default=True,
+              help="Pixels from the border within which a person's box counts as truncated.")
+@click.option("--overlap", type=click.FloatRange(0, 1, min_open=True), default=0.3, show_default=True,
+              help="Share of the target's box another person's box must cover to count as occluding.")
+@click.option("--metric", type=click.Choice(["macro_f1", "instance_f1", "micro_f1", "exact_match",
+                                              "avg_precision", "avg_recall"]),
+              default="instance_f1", show_default=True, help="Metric of the figure.")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write mcq-scenes.{md,csv,json} and mcq-scenes-METRIC.png (METRIC with - for _) here.")
+def scenes(questions_path: str, answers_paths: tuple[str, ...], names: tuple[str, ...], dataset: str,
+           setting: int | None, person_iou: float, border_margin: float, overlap: float, metric: str,
+           out_dir: str | None) -> None:
+    """Multiple-choice metrics by scene type: single person, several people with different or the
+    same interactions, occluded or truncated (Finding 2, Figures 5-6)."""
+    from hoibench._io import atomic_write_json
+    from hoibench.analysis import mcq_scene_breakdown
+    from hoibench.cli._paper_inputs import model_answers
+    from hoibench.datasets import resolve_dataset
+    from hoibench.reports import scene_breakdown_figure, scene_breakdown_table
+
+    qs, by_model = model_answers(questions_path, answers_paths, names, setting)
+    bd = mcq_scene_breakdown(by_model, qs, resolve_dataset(dataset), person_iou=person_iou,
+                             border_margin=border_margin, overlap=overlap)
+    table = scene_breakdown_table(bd)
+    console.print(table.to_markdown(), markup=False)
+    if bd.not_annotated:
+        console.print(f"note: {bd.not_annotated} questions have no annotated image in {dataset}")
+    if out_dir:
+        atomic_write_json(Path(out_dir) / "mcq-scenes.json", bd.to_dict(), indent=True)
+    _write(out_dir, [table], [scene_breakdown_figure(bd, metric=metric)] if out_dir else [])
+
+
+@analyze.command("sg-tables")
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write sg-table-FAMILY.{md,csv} and sg-figure-FAMILY.png here.")
+def sg_tables(results: tuple[str, ...], out_dir: str | None) -> None:
+    """Train and test mAP per SG split with the mean and std over the splits (SG paper Tables 3/4,
+    Figure 2). Benchmarks are named hico-det, hico-det-sg1, ..., with ':train' for train data."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.analysis import sg_split_tables
+    from hoibench.reports import sg_split_figure, sg_split_table
+    from hoibench.results import read_results
+
+    found = sg_split_tables(read_results(list(results)))
+    if not found:
+        raise ConfigError(f"no result on an SG split (a benchmark named like hico-det-sg1) in {', '.join(results)}")
+    tables = [sg_split_table(t) for t in found]
+    for t in tables:
+        console.print(f"## {t.title}\n\n{t.to_markdown()}", markup=False)
+    _write(out_dir, tables, [sg_split_figure(t) for t in found if any(p == "test" for _, p in t.values)]
+           if out_dir else [])
+
+
+@analyze.command("class-counts")
+@click.option("--dataset", "specs", required=True, multiple=True, metavar="FOLDER_OR_FILE",
+              help="A split folder (trainval_hico.json + test_hico.json: B-RIGHT, SG, zero-shot), a "
+                   "bundled dataset (hico-det), or the train file then the test file.")
+@click.option("--unseen", default=None, metavar="PROTOCOL_OR_FILE",
+              help="Unseen classes (rf-uc, nf-uc, uo, uv, a split folder or an id list); default: the "
+                   "folder's test_combinations.json when it has one.")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write class-counts.{md,csv}, class-counts-per-class.csv and class-counts.png here.")
+def class_counts(specs: tuple[str, ...], unseen: str | None, out_dir: str | None) -> None:
+    """Per-class train and test instances and their ratio (B-RIGHT Figure 2); with unseen classes,
+    the imbalance of a zero-shot split (Figure S6)."""
+    from hoibench.cli._paper_inputs import class_counts_of
+    from hoibench.reports import Table, class_counts_figure, class_counts_table
+
+    counts = class_counts_of(specs, unseen)
+    name = Path(specs[0]).name if len(specs) == 1 else Path(specs[0]).stem
+    table = class_counts_table(counts, name="class-counts", title=f"Class imbalance of {name}")
+    console.print(table.to_markdown(), markup=False)
+    per_class = Table.from_records("class-counts-per-class", f"Instances per class: {name}", counts.rows(),
+                                   columns=("hoi", "name", "train", "test", "train_over_test", "unseen"))
+    figures = [class_counts_figure(counts, name="class-counts", title=f"Instances per class: {name}")] if out_dir else []
+    _write(out_dir, [table, per_class], figures)
+
+
+@analyze.command("augmentation-counts")
+@click.argument("folders", nargs=-1, required=True, metavar="[SPLIT=]DIR...")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write augmentation-images.{md,csv} and augmentation-instances.{md,csv} here.")
+def augmentation_counts_cmd(folders: tuple[str, ...], out_dir: str | None) -> None:
+    """Generated and crawled images and HOI instances per split from augmentation output folders
+    (B-RIGHT Tables S2/S3); SPLIT=DIR groups several folders (run and filter) under one split."""
+    from hoibench.analysis import augmentation_counts
+    from hoibench.cli._paper_inputs import split_folders
+    from hoibench.reports import augmentation_tables
+
+    tables = augmentation_tables(augmentation_counts(split_folders(folders)))
+    for t in tables:
+        console.print(f"## {t.title}\n\n{t.to_markdown()}", markup=False)
+    _write(out_dir, tables, [])
+
+
+@analyze.command("mcq-vs-map")
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--map-benchmark", default="hico-det", show_default=True, help="Benchmark of the mAP results.")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write mcq-vs-map.{md,csv,png} here.")
+def mcq_vs_map_cmd(results: tuple[str, ...], map_benchmark: str, out_dir: str | None) -> None:
+    """Instance-F1 in setting 3 against HICO-DET mAP per model (multiple-choice paper Figure 1b)."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.analysis import mcq_vs_map
+    from hoibench.reports import mcq_vs_map_figure, mcq_vs_map_table
+    from hoibench.results import read_results
+
+    points = mcq_vs_map(read_results(list(results)), map_benchmark=map_benchmark)
+    if not points:
+        raise ConfigError(f"no model has both a setting-3 multiple-choice result and an mAP result on "
+                          f"{map_benchmark} in {', '.join(results)}")
+    table = mcq_vs_map_table(points)
+    console.print(table.to_markdown(), markup=False)
+    _write(out_dir, [table], [mcq_vs_map_figure(points)] if out_dir else [])

@@ -24,6 +24,19 @@ from hoibench.reports._figures import (
     vcoco_ap_figure,
 )
 from hoibench.reports._mcq_figures import class_distribution_figure
+from hoibench.reports._paper_figures import (
+    PaperInputs,
+    add_paper_sections,
+    augmentation_tables,
+    class_counts_figure,
+    class_counts_table,
+    mcq_vs_map_figure,
+    mcq_vs_map_table,
+    scene_breakdown_figure,
+    scene_breakdown_table,
+    sg_split_figure,
+    sg_split_table,
+)
 from hoibench.reports._report import Report, ReportFiles, Section
 from hoibench.reports._standard import (
     build_report,
@@ -43,16 +56,21 @@ from hoibench.reports._tables import Table, format_cell
 
 __all__ = [
     "Figure",
+    "PaperInputs",
     "Report",
     "ReportFiles",
     "Section",
     "Table",
+    "add_paper_sections",
+    "augmentation_tables",
     "binned_head_to_tail",
     "build_report",
     "class_ap_boxplot",
     "class_ap_boxplot_figure",
     "class_ap_head_to_tail",
     "class_ap_spread_table",
+    "class_counts_figure",
+    "class_counts_table",
     "class_distribution_figure",
     "format_cell",
     "grouped_bars",
@@ -64,6 +82,8 @@ __all__ = [
     "mcq_figures",
     "mcq_summary_table",
     "mcq_table",
+    "mcq_vs_map_figure",
+    "mcq_vs_map_table",
     "paired_difference_table",
     "rank_distribution_figure",
     "rank_distribution_table",
@@ -71,8 +91,12 @@ __all__ = [
     "ranking_shift_markdown",
     "ranking_shift_rows",
     "ranking_shift_table",
+    "scene_breakdown_figure",
+    "scene_breakdown_table",
     "sensitivity_figure",
     "sensitivity_table",
+    "sg_split_figure",
+    "sg_split_table",
     "stats_table",
     "vcoco_ap_figure",
     "vcoco_figures",
