@@ -241,7 +241,7 @@ def class_counts_figure(c: ClassSplitCounts, *, name: str, title: str, train_lab
                label=f"{train_label} instances (unseen class)")
         ax.scatter(x[c.unseen], np.maximum(c.test[c.unseen], 0.8), s=6, color="#D55E00", marker="x",
                    label=f"{test_label} instances (unseen class)", zorder=3)
-    ax.scatter(x[seen], np.maximum(c.test[seen], 0.8), s=4, color="#E69F00", label=f"{test_label} instances",
+    ax.scatter(x[seen], np.maximum(c.test[seen], 0.8), s=4, color="#000000", label=f"{test_label} instances",
                zorder=3)
     ax.set_yscale("log")
     ax.set_xlabel("HOI classes, most frequent in train first")
