@@ -98,7 +98,7 @@ def test_sg_tables_leave_missing_values_undefined_and_refuse_duplicates(tmp_path
     table = sg_split_table(t)
     assert table.rows[0][table.columns.index("A (test)")] is None
     with pytest.raises(Exception, match="second test result"):
-        sg_split_tables(recs + [recs[0]])
+        sg_split_tables([*recs, recs[0]])
     path = tmp_path / "r.json"
     path.write_text(json.dumps([_map("A", "hico-det", 1.0)]))
     assert "no result on an SG split" in one_line_error(["analyze", "sg-tables", str(path)], capsys)

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-__all__ = ["class_counts_of", "load_paper_inputs", "model_answers", "paper_input_options",
+__all__ = ["class_counts_of", "detection_pages", "load_paper_inputs", "model_answers", "paper_input_options",
            "split_folders"]
 
 
@@ -74,6 +74,14 @@ def paper_input_options(func: Any) -> Any:
                      help="Answers of one model to --questions (repeat per model)."),
         click.option("--dataset", "paper_dataset", default=None, metavar="DATASET_OR_FILE",
                      help="Annotations of the questions' images (scene types), e.g. hico-det:test."),
+        click.option("--images", "paper_images", default=None, type=click.Path(exists=True, file_okay=False),
+                     help="Image folder: adds qualitative pages (sampled questions of --questions with "
+                          "each model's answer; top detections of --detections)."),
+        click.option("--detections", "paper_detections", multiple=True, type=click.Path(exists=True, dir_okay=False),
+                     help="Detections of one model (any format eval hico reads) for the qualitative pages."),
+        click.option("--detection-class", "paper_detection_class", default=None, metavar="HOI",
+                     help="HOI class of the detection pages: index or 'verb object' [default: the class of "
+                          "the top-scored detection]."),
         click.option("--class-counts", "paper_class_counts", multiple=True, metavar="DIR",
                      help="A B-RIGHT, SG or zero-shot split folder: per-class train/test counts (B-RIGHT "
                           "Figure 2, Figure S6 for a zero-shot folder)."),
@@ -91,21 +99,61 @@ def load_paper_inputs(options: dict[str, Any]) -> Any:
     from hoibench._exceptions import ConfigError
     from hoibench.analysis import augmentation_counts, mcq_scene_breakdown
     from hoibench.datasets import resolve_dataset
-    from hoibench.reports import PaperInputs
+    from hoibench.reports import PaperInputs, mcq_qualitative_section
 
     questions, answers = options.get("paper_questions"), tuple(options.get("paper_answers") or ())
-    dataset = options.get("paper_dataset")
+    dataset, images = options.get("paper_dataset"), options.get("paper_images")
+    detections = tuple(options.get("paper_detections") or ())
     counts, aug = options.get("paper_class_counts") or (), options.get("paper_augmentation") or ()
-    if not (questions or answers or dataset or counts or aug):
+    if not (questions or answers or dataset or images or detections or counts or aug):
         return None
-    scenes = None
-    if questions or answers or dataset:
-        if not (questions and answers and dataset):
-            raise ConfigError("the scene-type section needs --questions, --answers and --dataset together")
+    if bool(questions) != bool(answers):
+        raise ConfigError("--questions and --answers go together")
+    if dataset and not questions:
+        raise ConfigError("--dataset (scene types) needs --questions and --answers")
+    if (detections or options.get("paper_detection_class")) and not images:
+        raise ConfigError("--detections and --detection-class need --images (qualitative pages)")
+    if images and not (questions or detections):
+        raise ConfigError("--images needs --questions with --answers, or --detections")
+    scenes, pages = None, []
+    if questions:
         qs, by_model = model_answers(questions, answers, ())
-        scenes = mcq_scene_breakdown(by_model, qs, resolve_dataset(dataset))
+        if dataset:
+            scenes = mcq_scene_breakdown(by_model, qs, resolve_dataset(dataset))
+        if images:
+            pages.append(mcq_qualitative_section(qs, by_model, images))
+    for path in detections:
+        pages.append(detection_pages(path, images, options.get("paper_detection_class")))
     return PaperInputs(
         scenes=scenes,
         class_counts=tuple((Path(d).name, class_counts_of((d,), None)) for d in counts),
         augmentation=augmentation_counts(split_folders(tuple(aug))) if aug else None,
+        qualitative=tuple(pages),
     )
+
+
+def detection_pages(path: str, images: str, hoi_class: str | None, *, top_k: int = 6) -> Any:
+    """The qualitative section of one detections file: ``hoi_class`` as an index or ``verb
+    object`` text (default: the class of the top-scored detection)."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.formats import load_predictions
+    from hoibench.reports import detection_qualitative_section
+    from hoibench.vocab import hico_det
+
+    preds = load_predictions(path, vocab=hico_det()).predictions
+    if hoi_class is None:
+        valid = preds.hois >= 0
+        if not valid.any():
+            raise ConfigError(f"{path}: no detection of an HOI class")
+        hoi = int(preds.hois[valid][int(preds.scores[valid].argmax())])
+    elif hoi_class.strip().isdigit():
+        hoi = int(hoi_class)
+    else:
+        names = {preds.vocab.hoi_name(h): h for h in range(preds.vocab.n_hois)}
+        key = " ".join(hoi_class.replace("_", " ").split())
+        if key not in names:
+            raise ConfigError(f"--detection-class {hoi_class!r} is not an HOI class name (e.g. "
+                              f"{preds.vocab.hoi_name(0)!r}) nor an index")
+        hoi = names[key]
+    return detection_qualitative_section(preds, hoi, images, top_k=top_k,
+                                         model=Path(path).name.split(".")[0])

@@ -431,3 +431,45 @@ def mcq_vs_map_cmd(results: tuple[str, ...], map_benchmark: str, out_dir: str | 
     table = mcq_vs_map_table(points)
     console.print(table.to_markdown(), markup=False)
     _write(out_dir, [table], [mcq_vs_map_figure(points)] if out_dir else [])
+
+
+@analyze.command("qualitative")
+@click.option("--images", "images_dir", required=True, type=click.Path(exists=True, file_okay=False),
+              help="Folder of the images (also searched: train2015/, test2015/).")
+@click.option("--questions", "questions_path", default=None, type=click.Path(exists=True, dir_okay=False))
+@click.option("--answers", "answers_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Answers JSONL of one model to --questions (repeat per model).")
+@click.option("--name", "names", multiple=True, help="Model names in --answers order.")
+@click.option("--sample", "n_sample", type=click.IntRange(min=1), default=6, show_default=True,
+              help="Questions drawn for the pages.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sample of questions.")
+@click.option("--detections", "detections", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Detections of one model (any format eval hico reads); repeat per model.")
+@click.option("--detection-class", "hoi_class", default=None, metavar="HOI",
+              help="HOI class of the detection pages: index or 'verb object' [default: the class of "
+                   "the top-scored detection].")
+@click.option("--top", "top_k", type=click.IntRange(min=1), default=6, show_default=True,
+              help="Detections drawn per file.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Write report.html (self-contained), figures/ and tables/ here.")
+def qualitative(images_dir: str, questions_path: str | None, answers_paths: tuple[str, ...],
+                names: tuple[str, ...], n_sample: int, seed: int, detections: tuple[str, ...],
+                hoi_class: str | None, top_k: int, out_dir: str) -> None:
+    """Qualitative pages: sampled questions drawn with the target box, the choices, the correct
+    set and each model's answer (Figures 4-6); top-scored detections of a class on their images."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.cli._paper_inputs import detection_pages, model_answers
+    from hoibench.reports import Report, mcq_qualitative_section
+
+    if bool(questions_path) != bool(answers_paths):
+        raise ConfigError("--questions and --answers go together")
+    if not questions_path and not detections:
+        raise ConfigError("give --questions with --answers, or --detections")
+    rep = Report(title="hoibench qualitative pages", meta={"images": images_dir, "seed": seed})
+    if questions_path:
+        qs, by_model = model_answers(questions_path, answers_paths, names)
+        rep.sections.append(mcq_qualitative_section(qs, by_model, images_dir, n=n_sample, seed=seed))
+    for path in detections:
+        rep.sections.append(detection_pages(path, images_dir, hoi_class, top_k=top_k))
+    files = rep.write(out_dir)
+    console.print(f"{len(rep.figures)} pages in {files.html}")

@@ -37,6 +37,11 @@ from hoibench.reports._paper_figures import (
     sg_split_figure,
     sg_split_table,
 )
+from hoibench.reports._qualitative import (
+    detection_qualitative_section,
+    find_image,
+    mcq_qualitative_section,
+)
 from hoibench.reports._report import Report, ReportFiles, Section
 from hoibench.reports._standard import (
     build_report,
@@ -72,6 +77,8 @@ __all__ = [
     "class_counts_figure",
     "class_counts_table",
     "class_distribution_figure",
+    "detection_qualitative_section",
+    "find_image",
     "format_cell",
     "grouped_bars",
     "head_to_tail_figure",
@@ -80,6 +87,7 @@ __all__ = [
     "map_bars_figure",
     "map_table",
     "mcq_figures",
+    "mcq_qualitative_section",
     "mcq_summary_table",
     "mcq_table",
     "mcq_vs_map_figure",
