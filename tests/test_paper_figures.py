@@ -235,3 +235,40 @@ def test_augmentation_counts_by_hand(tmp_path, capsys) -> None:
     capsys.readouterr()
     assert "not an augmentation output folder" in one_line_error(
         ["analyze", "augmentation-counts", str(tmp_path / "nope")], capsys)
+
+
+def test_head_to_tail_by_training_question_frequency(tmp_path, capsys) -> None:
+    from collections import Counter
+
+    from hoibench.analysis import head_to_tail_recall, question_class_counts
+    from hoibench.data import Choice, MCAnswer, MCQuestion
+    from hoibench.formats import write_questions
+    from hoibench.formats.questions import write_answers
+
+    vocab = hico_det()
+    rng = np.random.default_rng(4)
+
+    def question(qid: str, hois: list[int], correct: set[int]) -> MCQuestion:
+        return MCQuestion(qid, f"{qid}.jpg", 1, tuple(Choice(vocab.hoi_name(h), h, int(vocab.hoi_verb_object[h][0]),
+                                                             int(vocab.hoi_verb_object[h][1])) for h in hois),
+                          frozenset(correct))
+
+    pool = list(range(0, 120, 6))
+    qs = [question(f"t{i}", list(rng.choice(pool, 4, replace=False)), {0, 1}) for i in range(30)]
+    train = [question(f"tr{i}", list(rng.choice(pool, 4, replace=False)), {int(rng.integers(0, 4))})
+             for i in range(80)]
+    answers = [MCAnswer(q.id, frozenset(c.text for c in q.choices if rng.random() < 0.5)) for q in qs]
+    by_hand = Counter(q.choices[i].hoi for q in train for i in q.correct)
+    counts = question_class_counts(train, vocab.n_hois)
+    assert {h: int(c) for h, c in enumerate(counts) if c} == dict(by_hand)
+    want = head_to_tail_recall(qs, answers, counts, n_bins=4)
+    write_questions(tmp_path / "q.jsonl", qs)
+    write_questions(tmp_path / "train.jsonl", train)
+    write_answers(tmp_path / "a.jsonl", answers)
+    main(["analyze", "head-to-tail", "--questions", str(tmp_path / "q.jsonl"), "--answers", str(tmp_path / "a.jsonl"),
+          "--train-questions", str(tmp_path / "train.jsonl"), "--bins", "4", "--out", str(tmp_path / "out")])
+    with open(tmp_path / "out" / "head-to-tail-train-questions.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [float(r["recall"]) for r in rows] == pytest.approx([100 * b.recall for b in want.bins])
+    assert [int(r["train_questions_max"]) for r in rows] == [b.max_count for b in want.bins]
+    capsys.readouterr()

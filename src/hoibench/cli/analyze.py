@@ -473,3 +473,42 @@ def qualitative(images_dir: str, questions_path: str | None, answers_paths: tupl
         rep.sections.append(detection_pages(path, images_dir, hoi_class, top_k=top_k))
     files = rep.write(out_dir)
     console.print(f"{len(rep.figures)} pages in {files.html}")
+
+
+@analyze.command("head-to-tail")
+@click.option("--questions", "questions_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--answers", "answers_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--train-questions", "train_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Training questions (hoibench mcq build --split train): class frequency = questions "
+                   "with the class among their correct choices.")
+@click.option("--bins", type=click.IntRange(min=1), default=10, show_default=True, help="Frequency bins, head to tail.")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write head-to-tail-train-questions.{md,csv,png} here.")
+def head_to_tail(questions_path: str, answers_path: str, train_path: str, bins: int, out_dir: str | None) -> None:
+    """Recall of the correct choices binned by class frequency in a training-question set (the
+    multiple-choice paper's Figure 3 for a model fine-tuned on those questions)."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.analysis import head_to_tail_recall, question_class_counts
+    from hoibench.formats import read_answers, read_questions
+    from hoibench.reports import Table, head_to_tail_figure
+    from hoibench.vocab import hico_det
+
+    qs = list(read_questions(questions_path))
+    train = list(read_questions(train_path))
+    if any(q.label_space != "hico-det" for q in (*qs, *train)):
+        raise ConfigError("head-to-tail by training questions needs HICO-DET questions (label_space hico-det)")
+    counts = question_class_counts(train, hico_det().n_hois)
+    answers = read_answers(answers_path, qs)
+    perms = answers.permutations()
+    h2t = head_to_tail_recall(qs, answers.for_permutation(perms[0]) if perms else {}, counts, n_bins=bins)
+    table = Table.from_records("head-to-tail-train-questions", "Recall by class frequency in the training questions",
+                               [{"bin": b.index + 1, "train_questions_max": b.max_count, "train_questions_min": b.min_count,
+                                 "classes": b.n_classes, "gt_answers": b.n_gt,
+                                 "recall": None if b.recall is None else 100 * b.recall} for b in h2t.bins],
+                               caption=f"Classes that are a correct choice of {questions_path}, ordered by how many "
+                                       f"training questions of {train_path} have them among their correct choices "
+                                       "(ties by class index) and cut into equal bins; recall in percent.")
+    console.print(table.to_markdown(), markup=False)
+    figures = [head_to_tail_figure(h2t, name="head-to-tail-train-questions",
+                                   title="Recall by frequency in the training questions")] if out_dir else []
+    _write(out_dir, [table], figures)
