@@ -123,3 +123,15 @@ def test_cli_and_report_agree(tmp_path, capsys) -> None:
     assert one_line_error(["analyze", "scenes", "--questions", str(tmp_path / "q.jsonl"), "--answers",
                            str(tmp_path / "alpha.jsonl"), "--name", "a", "--name", "b",
                            "--dataset", str(tmp_path / "gt.json")], capsys).startswith("error: --name")
+
+
+def test_bootstrap_intervals_per_bin_are_those_of_the_bin_alone() -> None:
+    from hoibench.reports import scene_breakdown_figure
+
+    ds, qs, answers, expected = _scene_world(seed=8, n=24)
+    bd = mcq_scene_breakdown(answers, qs, ds, n_bootstrap=40, random_state=3)
+    members = [q for q in qs if expected[q.id][0] == SCENE_BINS[0]]
+    ref = mcq_metrics({q.id: answers["alpha"][q.id] for q in members}, members, n_bootstrap=40, random_state=3)
+    assert bd.results["alpha"][SCENE_BINS[0]].ci["instance_f1"] == pytest.approx(ref.ci["instance_f1"])
+    assert "Error bars: bootstrap confidence intervals" in scene_breakdown_figure(bd).caption
+    assert "Error bars" not in scene_breakdown_figure(mcq_scene_breakdown(answers, qs, ds)).caption

@@ -323,22 +323,29 @@ def compare(gt_spec: str, pred_paths: tuple[str, ...], names: tuple[str, ...], p
 @click.option("--metric", type=click.Choice(["macro_f1", "instance_f1", "micro_f1", "exact_match",
                                               "avg_precision", "avg_recall"]),
               default="instance_f1", show_default=True, help="Metric of the figure.")
+@click.option("--bootstrap", "n_bootstrap", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Bootstrap resamples of each bin's questions for confidence intervals (0: none).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write mcq-scenes.{md,csv,json} and mcq-scenes-METRIC.png (METRIC with - for _) here.")
 def scenes(questions_path: str, answers_paths: tuple[str, ...], names: tuple[str, ...], dataset: str,
            setting: int | None, person_iou: float, border_margin: float, overlap: float, metric: str,
-           out_dir: str | None) -> None:
+           n_bootstrap: int, seed: int, out_dir: str | None) -> None:
     """Multiple-choice metrics by scene type: single person, several people with different or the
     same interactions, occluded or truncated (Finding 2, Figures 5-6)."""
     from hoibench._io import atomic_write_json
     from hoibench.analysis import mcq_scene_breakdown
+    from hoibench.cli._common import reject_unused_options
     from hoibench.cli._paper_inputs import model_answers
     from hoibench.datasets import resolve_dataset
     from hoibench.reports import scene_breakdown_figure, scene_breakdown_table
 
+    if not n_bootstrap:
+        reject_unused_options(click.get_current_context(), "without --bootstrap", "seed")
     qs, by_model = model_answers(questions_path, answers_paths, names, setting)
     bd = mcq_scene_breakdown(by_model, qs, resolve_dataset(dataset), person_iou=person_iou,
-                             border_margin=border_margin, overlap=overlap)
+                             border_margin=border_margin, overlap=overlap, n_bootstrap=n_bootstrap,
+                             random_state=seed)
     table = scene_breakdown_table(bd)
     console.print(table.to_markdown(), markup=False)
     if bd.not_annotated:

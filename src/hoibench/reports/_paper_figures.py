@@ -103,7 +103,8 @@ def sg_split_figure(t: SGSplitTable) -> Figure:
     top = max([v for v in orig + mean if v is not None] + [1.0])
     for k, (label, vals, colour) in enumerate((
             (f"{t.family} (original)", orig, benchmark_color(t.family)),
-            (f"{t.family}-SG (mean of {len(t.splits)} splits)", mean, benchmark_color(f"{t.family}-sg1")))):
+            (f"{t.family}-SG (mean of {len(t.splits)} splits)" if len(t.splits) > 1 else
+             f"{t.family}-SG (split {t.splits[0]})", mean, benchmark_color(f"{t.family}-sg1")))):
         pos = x + (k - 0.5) * w
         ok = [i for i, v in enumerate(vals) if v is not None]
         ax.bar(pos[ok], [vals[i] for i in ok], w, color=colour, edgecolor="black", linewidth=0.4, label=label)
@@ -166,7 +167,15 @@ def scene_breakdown_figure(bd: SceneBreakdown, *, metric: str = "instance_f1") -
         ax.bar(pos[ok], [vals[i] for i in ok], w, color=model_color(m), edgecolor="black", linewidth=0.4,
                label=m)
         for i, v in enumerate(vals):
-            ax.annotate(NA if v is None else f"{v:.1f}", (pos[i], v or 0), ha="center", va="bottom",
+            r = bd.results.get(m, {}).get(bd.bins[i])
+            ci = None if r is None or not r.ci or metric not in r.ci else r.ci[metric]
+            top = v or 0
+            if v is not None and ci is not None and not any(math.isnan(c) for c in ci):
+                lo, hi = to_percent(ci[0]), to_percent(ci[1])
+                ax.errorbar([pos[i]], [v], yerr=[[max(v - lo, 0)], [max(hi - v, 0)]], fmt="none",
+                            ecolor="black", capsize=2, linewidth=0.7)
+                top = max(v, hi)
+            ax.annotate(NA if v is None else f"{v:.1f}", (pos[i], top), ha="center", va="bottom",
                         fontsize=7, xytext=(0, 2), textcoords="offset points")
     ax.set_xticks(x)
     ax.set_xticklabels([f"{b}\n(n={bd.counts[b]:,})".replace(", ", ",\n", 1) for b in bd.bins], fontsize=8)
@@ -176,10 +185,13 @@ def scene_breakdown_figure(bd: SceneBreakdown, *, metric: str = "instance_f1") -
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     _legend_outside(ax)
+    with_ci = bool(bd.params.get("n_bootstrap"))
     return Figure(f"mcq-scenes-{_slug(metric)}", f"{metric} by scene type", _render(fig),
                   "Finding 2 of the multiple-choice paper: each model's score on the questions of each "
                   "scene type (n: questions in the bin; the last bin overlaps the others). n/a: no "
-                  "question in the bin.")
+                  "question in the bin."
+                  + (f" Error bars: bootstrap confidence intervals ({bd.params['n_bootstrap']} resamples "
+                     "of the bin's questions)." if with_ci else ""))
 
 
 # ---------------------------------------------------------------------- Figure 1b
