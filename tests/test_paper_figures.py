@@ -99,6 +99,13 @@ def test_sg_tables_leave_missing_values_undefined_and_refuse_duplicates(tmp_path
     assert table.rows[0][table.columns.index("A (test)")] is None
     with pytest.raises(Exception, match="second test result"):
         sg_split_tables([*recs, recs[0]])
+    # the report still builds; the section says why the tables are left out
+    rep = build_report([*recs, recs[0]])
+    (sec,) = [s for s in rep.sections if s.title.startswith("Systematic generalization")]
+    assert "left out" in sec.text and not sec.tables
+    # Known-Object results are not mixed into the Default-setting tables
+    ko = ResultRecord.from_json({**_map("A", "hico-det-sg1", 50.0), "known_object": True})
+    assert sg_split_tables([*recs, ko])[0].cell("A", "test", 1) == pytest.approx(0.10)
     path = tmp_path / "r.json"
     path.write_text(json.dumps([_map("A", "hico-det", 1.0)]))
     assert "no result on an SG split" in one_line_error(["analyze", "sg-tables", str(path)], capsys)

@@ -49,14 +49,15 @@ class MCQvsMap:
 
 def mcq_vs_map(records: Sequence[ResultRecord[Any]], *, map_benchmark: str = "hico-det",
                setting: int = 3) -> list[MCQvsMap]:
-    """Models with both a multiple-choice result in ``setting`` and an mAP result on
-    ``map_benchmark`` (case-insensitive); several of either for one model are refused."""
+    """Models with both a multiple-choice result in ``setting`` and an mAP result (Default
+    setting) on ``map_benchmark`` (case-insensitive); several of either for one model are refused."""
     mcq: dict[str, ResultRecord[MCQResult]] = {}
     maps: dict[str, ResultRecord[HICOMapResult]] = {}
     for rec in records:
         if isinstance(rec.result, MCQResult) and mcq_setting(rec) == setting:
             target: dict[str, Any] = mcq
-        elif isinstance(rec.result, HICOMapResult) and rec.benchmark.strip().lower() == map_benchmark.lower():
+        elif (isinstance(rec.result, HICOMapResult) and not rec.result.known_object
+              and rec.benchmark.strip().lower() == map_benchmark.lower()):
             target = maps
         else:
             continue
