@@ -279,3 +279,31 @@ def test_head_to_tail_by_training_question_frequency(tmp_path, capsys) -> None:
     assert [float(r["recall"]) for r in rows] == pytest.approx([100 * b.recall for b in want.bins])
     assert [int(r["train_questions_max"]) for r in rows] == [b.max_count for b in want.bins]
     capsys.readouterr()
+
+
+def _colours(png: bytes) -> set[tuple[int, int, int]]:
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as im:
+        return {tuple(c) for c in np.unique(np.asarray(im.convert("RGB")).reshape(-1, 3), axis=0).tolist()}
+
+
+def _rgb(hex_colour: str) -> tuple[int, int, int]:
+    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
+
+
+def test_figures_use_the_palette_of_their_benchmarks_and_models() -> None:
+    """One colour per benchmark and per model in every figure: the bars' fill is the palette's."""
+    from hoibench.reports import mcq_vs_map_figure, sg_split_figure
+    from hoibench.reports._style import benchmark_color, model_color
+
+    objs, _ = _sg_records(seed=2)
+    (t,) = sg_split_tables([ResultRecord.from_json(d) for d in objs])
+    found = _colours(sg_split_figure(t).png)
+    assert {_rgb(benchmark_color("hico-det")), _rgb(benchmark_color("hico-det-sg1"))} <= found
+    points = mcq_vs_map([ResultRecord.from_json(d) for d in (_mcq("A", "s setting 3", 0.4), _map("A", "hico-det", 20.0),
+                                                             _mcq("B", "s setting 3", 0.3), _map("B", "hico-det", 30.0))])
+    found = _colours(mcq_vs_map_figure(points).png)
+    assert {_rgb(model_color("A")), _rgb(model_color("B"))} <= found

@@ -179,6 +179,11 @@ def test_qualitative_report_in_headless_chromium_full_page_screenshot(tmp_path, 
     found = re.search(r"PAGE height=(\d+) images=(\d+) decoded=(\d+) END", dom.stdout)
     assert found, dom.stderr[-2000:]
     height, n_img, decoded = map(int, found.groups())
+    # every figure of the report is in the rendered page
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    names = {f["name"] for s in report["sections"] for f in s["figures"]}
+    assert names == set(re.findall(r'data-figure="([^"]+)"', dom.stdout))
+    assert {"qualitative-mcq-1", "qualitative-detections-10"} <= names
     assert n_img == decoded and n_img >= 6  # 4 questions, 1 detection grid, the mAP bars
     shot = tmp_path / "qualitative-report-screenshot.png"
     _chromium([f"--screenshot={shot}", f"--window-size=1280,{height}", html.as_uri()], tmp_path / "profile-shot")

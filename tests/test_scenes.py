@@ -135,3 +135,19 @@ def test_bootstrap_intervals_per_bin_are_those_of_the_bin_alone() -> None:
     assert bd.results["alpha"][SCENE_BINS[0]].ci["instance_f1"] == pytest.approx(ref.ci["instance_f1"])
     assert "Error bars: bootstrap confidence intervals" in scene_breakdown_figure(bd).caption
     assert "Error bars" not in scene_breakdown_figure(mcq_scene_breakdown(answers, qs, ds)).caption
+
+
+def test_scene_figure_draws_each_model_in_its_palette_colour() -> None:
+    import io
+
+    from PIL import Image
+
+    from hoibench.reports import scene_breakdown_figure
+    from hoibench.reports._style import model_color
+
+    ds, qs, answers, _ = _scene_world(seed=9, n=16)
+    with Image.open(io.BytesIO(scene_breakdown_figure(mcq_scene_breakdown(answers, qs, ds)).png)) as im:
+        pixels = {tuple(c) for c in np.unique(np.asarray(im.convert("RGB")).reshape(-1, 3), axis=0).tolist()}
+    for model in answers:
+        c = model_color(model)
+        assert tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) in pixels
