@@ -307,3 +307,25 @@ def test_figures_use_the_palette_of_their_benchmarks_and_models() -> None:
                                                              _mcq("B", "s setting 3", 0.3), _map("B", "hico-det", 30.0))])
     found = _colours(mcq_vs_map_figure(points).png)
     assert {_rgb(model_color("A")), _rgb(model_color("B"))} <= found
+
+
+def test_report_cli_adds_class_counts_and_augmentation_sections(tmp_path, capsys) -> None:
+    train, test = _split_world(seed=6)
+    folder = tmp_path / "bright"
+    folder.mkdir()
+    write_ppdm(train, folder / "trainval_hico.json")
+    write_ppdm(test, folder / "test_hico.json")
+    _manifest(tmp_path / "aug", [{"event": "attempt", "hoi": 1, "attempt": 0, "status": "kept",
+                                  "annotation": {"pairs": [[0, 1, 2], [0, 1, 3]]}}])
+    (tmp_path / "r.json").write_text(json.dumps(_map("A", "b-right", 30.0)))
+    main(["report", str(tmp_path / "r.json"), "--class-counts", str(folder), "--augmentation", f"1={tmp_path / 'aug'}",
+          "--out", str(tmp_path / "out")])
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    tables = {t["name"]: t for s in report["sections"] for t in s["tables"]}
+    want = class_split_counts(train, test).summary()["all"]["train"]
+    row = tables["class-counts-bright"]["rows"][0]
+    assert row[:4] == ["all", "train", want["classes"], want["instances"]]
+    assert tables["augmentation-instances"]["rows"] == [["1", 2, 0, 2]]
+    capsys.readouterr()
+    assert "need --images" in one_line_error(["report", str(tmp_path / "r.json"), "--detection-class", "3",
+                                              "--out", str(tmp_path / "o")], capsys)

@@ -105,7 +105,8 @@ def load_paper_inputs(options: dict[str, Any]) -> Any:
     dataset, images = options.get("paper_dataset"), options.get("paper_images")
     detections = tuple(options.get("paper_detections") or ())
     counts, aug = options.get("paper_class_counts") or (), options.get("paper_augmentation") or ()
-    if not (questions or answers or dataset or images or detections or counts or aug):
+    if not (questions or answers or dataset or images or detections or counts or aug
+            or options.get("paper_detection_class")):
         return None
     if bool(questions) != bool(answers):
         raise ConfigError("--questions and --answers go together")
