@@ -158,6 +158,9 @@ def test_analyze_qualitative_writes_a_self_contained_page(tmp_path, capsys) -> N
     assert page.count("<figure") == 3
     del argv
     capsys.readouterr()
+    assert "--top has no effect without --detections" in one_line_error(
+        ["analyze", "qualitative", "--images", str(tmp_path / "img"), "--questions", str(tmp_path / "q.jsonl"),
+         "--answers", str(tmp_path / "alpha.jsonl"), "--top", "3", "--out", str(tmp_path / "q2")], capsys)
 
 
 _SIZE_SCRIPT = """<script>window.addEventListener('load', function () {

@@ -465,6 +465,7 @@ def qualitative(images_dir: str, questions_path: str | None, answers_paths: tupl
     """Qualitative pages: sampled questions drawn with the target box, the choices, the correct
     set and each model's answer (Figures 4-6); top-scored detections of a class on their images."""
     from hoibench._exceptions import ConfigError
+    from hoibench.cli._common import reject_unused_options
     from hoibench.cli._paper_inputs import detection_pages, model_answers
     from hoibench.reports import Report, mcq_qualitative_section
 
@@ -472,6 +473,10 @@ def qualitative(images_dir: str, questions_path: str | None, answers_paths: tupl
         raise ConfigError("--questions and --answers go together")
     if not questions_path and not detections:
         raise ConfigError("give --questions with --answers, or --detections")
+    if not questions_path:
+        reject_unused_options(click.get_current_context(), "without --questions", "names", "n_sample", "seed")
+    if not detections:
+        reject_unused_options(click.get_current_context(), "without --detections", "hoi_class", "top_k")
     rep = Report(title="hoibench qualitative pages", meta={"images": images_dir, "seed": seed})
     if questions_path:
         qs, by_model = model_answers(questions_path, answers_paths, names)
