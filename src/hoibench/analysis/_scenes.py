@@ -11,7 +11,7 @@ uses), and the question falls into one of three exclusive *layout* bins
 
 and, independently, into ``occluded or truncated`` when its target person (every person for a
 setting-1 question, which has no target) has a box within ``border_margin`` pixels of the image
-border or is covered by another person's box over more than ``overlap`` of its area. That is as
+border or is covered by another annotated person's box over more than ``overlap`` of its area. That is as
 much as the boxes tell about occlusion; a person hidden behind an object is not seen.
 """
 
@@ -81,7 +81,8 @@ def question_scene_types(questions: Sequence[MCQuestion], dataset: HOIDataset, *
 
     ``border_margin``: pixels from the border within which a box counts as truncated;
     ``overlap``: share of the target's box another person's box must cover to count as occluding.
-    The target is the annotated person closest (IoU) to the question's person box.
+    The target is the question's person box; the other people are the annotated ones whose box
+    overlaps it below ``person_iou`` (IoU).
     """
     if not 0 < person_iou <= 1:
         raise ConfigError(f"person_iou must be in (0, 1]; got {person_iou}")
@@ -110,13 +111,15 @@ def question_scene_types(questions: Sequence[MCQuestion], dataset: HOIDataset, *
         width = float(q.width or im.width)
         height = float(q.height or im.height)
         if q.person_box is not None:
-            target_ids = [int(np.argmax(box_iou(np.asarray([q.person_box], dtype=float), boxes)[0]))]
+            # the question's own box; the others are the annotated people that are not it
+            target = np.asarray(q.person_box, dtype=float)
+            pairs = [(target, boxes[box_iou(target[None], boxes)[0] < person_iou])]
         else:
-            target_ids = list(range(n))
+            pairs = [(boxes[t], np.delete(boxes, t, axis=0)) for t in range(n)]
         truncated = occluded = False
-        for t in target_ids:
-            truncated |= _touches_border(boxes[t], width, height, border_margin)
-            occluded |= bool((_coverage(boxes[t], np.delete(boxes, t, axis=0)) > overlap).any())
+        for box, others in pairs:
+            truncated |= _touches_border(box, width, height, border_margin)
+            occluded |= bool((_coverage(box, others) > overlap).any())
         out.append(SceneType(q.id, n, layout, truncated, occluded))
     return out
 
