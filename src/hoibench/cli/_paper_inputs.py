@@ -33,7 +33,8 @@ def model_answers(questions_path: str, answers_paths: tuple[str, ...], names: tu
         answers = read_answers(path, qs)
         name = names[k] if names else str(answers.header.get("model") or Path(path).name.split(".")[0])
         if name in out:
-            raise ConfigError(f"{path}: a second answers file for model {name!r}; use --name")
+            raise ConfigError(f"{path}: a second answers file for model {name!r}; give each model its own "
+                              "name (--name where the command has it, else the files' header 'model')")
         perms = answers.permutations()
         out[name] = answers.for_permutation(perms[0]) if perms else {}
     return qs, out
