@@ -209,11 +209,15 @@ def mcq_vs_map_figure(points: Sequence[MCQvsMap]) -> Figure:
         raise ValidationError("figure mcq-vs-map: no model has both results")
     fig, ax = _figure(6.0, 4.0)
     for p in points:
-        ax.scatter([to_percent(p.hico_map)], [to_percent(p.instance_f1)], s=50, color=model_color(p.model),
-                   edgecolor="black", linewidth=0.5, label=p.model, zorder=3)
+        x, y = to_percent(p.hico_map), to_percent(p.instance_f1)
+        ax.scatter([x], [y], s=50, color=model_color(p.model), edgecolor="black", linewidth=0.5, label=p.model,
+                   zorder=3)
+        # the name beside the point: two models never rely on colour alone
+        ax.annotate(p.model, (x, y), xytext=(5, 4), textcoords="offset points", fontsize=7)
+    right = max(max(to_percent(p.hico_map) for p in points) * 1.25, 1.0)
     ax.set_xlabel("HICO-DET mAP (%)")
     ax.set_ylabel("Instance-F1, setting 3 (%)")
-    ax.set_xlim(0, max(max(to_percent(p.hico_map) for p in points) * 1.2, 1.0))
+    ax.set_xlim(-0.03 * right, right)
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
     ax.set_title("Multiple-choice benchmark vs HICO-DET")
