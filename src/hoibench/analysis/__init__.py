@@ -1,9 +1,18 @@
 """Analyses of results and benchmarks: class-AP spread, ranking shifts, TP->FP sensitivity
-(B-RIGHT), bootstrap model comparison, and the multiple-choice error analyses.
+(B-RIGHT), bootstrap model comparison, the multiple-choice error analyses, and the numbers of the
+papers' remaining figures and tables (scene types, SG Tables 3/4, B-RIGHT Figures 2/S6 and Tables
+S2/S3, the multiple-choice Figure 1b).
 
 Numbers only: their tables and figures are in :mod:`hoibench.reports`.
 """
 
+from hoibench.analysis._bright_figures import (
+    AugmentationCounts,
+    ClassSplitCounts,
+    augmentation_counts,
+    class_split_counts,
+    imbalance,
+)
 from hoibench.analysis._class_ap import (
     ClassAPSpread,
     class_ap_spread,
@@ -26,6 +35,7 @@ from hoibench.analysis._mcq_errors import (
     misattribution_share,
     train_class_counts,
 )
+from hoibench.analysis._mcq_paper import MCQvsMap, mcq_setting, mcq_vs_map, question_class_counts
 from hoibench.analysis._ranking import (
     RankShift,
     RankStability,
@@ -33,6 +43,13 @@ from hoibench.analysis._ranking import (
     kendall_tau,
     rank_stability,
     ranking_shift,
+)
+from hoibench.analysis._scenes import (
+    SCENE_BINS,
+    SceneBreakdown,
+    SceneType,
+    mcq_scene_breakdown,
+    question_scene_types,
 )
 from hoibench.analysis._sensitivity import (
     SensitivityResult,
@@ -42,33 +59,51 @@ from hoibench.analysis._sensitivity import (
     sensitivity_from_matches,
     tp_fp_sensitivity,
 )
+from hoibench.analysis._sg_tables import SGSplitTable, parse_sg_benchmark, sg_split_tables
 
 __all__ = [
+    "SCENE_BINS",
+    "AugmentationCounts",
     "ClassAPSpread",
+    "ClassSplitCounts",
     "HeadToTailBin",
     "HeadToTailRecall",
+    "MCQvsMap",
     "MapBootstrapResult",
     "Misattribution",
     "ModelComparison",
     "RankShift",
     "RankStability",
+    "SGSplitTable",
+    "SceneBreakdown",
+    "SceneType",
     "SensitivityResult",
     "TPFPSensitivity",
     "WeightedHICOMap",
+    "augmentation_counts",
     "class_ap_spread",
     "class_ap_spreads",
     "class_ap_values",
+    "class_split_counts",
     "compare_hico_models",
     "competition_ranks",
     "flip_top_true_positive",
     "head_to_tail_recall",
     "hico_map_bootstrap",
     "ideal_sensitivity",
+    "imbalance",
     "kendall_tau",
+    "mcq_scene_breakdown",
+    "mcq_setting",
+    "mcq_vs_map",
     "misattribution_share",
+    "parse_sg_benchmark",
+    "question_class_counts",
+    "question_scene_types",
     "rank_stability",
     "ranking_shift",
     "sensitivity_from_matches",
+    "sg_split_tables",
     "tp_fp_sensitivity",
     "train_class_counts",
     "variance_reduction",

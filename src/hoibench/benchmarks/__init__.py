@@ -8,7 +8,9 @@ from hoibench.benchmarks._distribution import (
     SceneComposition,
     distinct_boxes,
     head_tail_ratio,
+    image_people,
     kl_divergence,
+    people_share_hoi,
     scene_composition,
 )
 from hoibench.benchmarks.balanced import (
@@ -54,7 +56,9 @@ __all__ = [
     "distinct_boxes",
     "head_tail_ratio",
     "hico_det_selection_counts",
+    "image_people",
     "kl_divergence",
+    "people_share_hoi",
     "scene_composition",
     "select_test_combinations",
     "sg_combinations",

@@ -302,3 +302,225 @@ def compare(gt_spec: str, pred_paths: tuple[str, ...], names: tuple[str, ...], p
         console.print(f"## {t.title}\n\n{t.to_markdown()}", markup=False)
     figures = [rank_distribution_figure(cmp, metric)] if out_dir else []
     _write(out_dir, tables, figures)
+
+
+# ------------------------------------------------------------------ the papers' remaining figures
+@analyze.command("scenes")
+@click.option("--questions", "questions_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--answers", "answers_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Answers JSONL of one model (repeat per model).")
+@click.option("--name", "names", multiple=True, help="Model names in --answers order (default: the file's "
+                                                     "header 'model', else its stem).")
+@click.option("--dataset", required=True, metavar="DATASET_OR_FILE",
+              help="Annotations of the questions' images (e.g. hico-det:test).")
+@click.option("--setting", type=click.IntRange(1, 3), default=None, help="Score only questions of this setting.")
+@click.option("--person-iou", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
+              help="Subject boxes overlapping this much are one person.")
+@click.option("--border-margin", type=click.FloatRange(min=0), default=2.0, show_default=True,
+              help="Pixels from the border within which a person's box counts as truncated.")
+@click.option("--overlap", type=click.FloatRange(0, 1, min_open=True), default=0.3, show_default=True,
+              help="Share of the target's box another person's box must cover to count as occluding.")
+@click.option("--metric", type=click.Choice(["macro_f1", "instance_f1", "micro_f1", "exact_match",
+                                              "avg_precision", "avg_recall"]),
+              default="instance_f1", show_default=True, help="Metric of the figure.")
+@click.option("--bootstrap", "n_bootstrap", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Bootstrap resamples of each bin's questions for confidence intervals (0: none).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write mcq-scenes.{md,csv,json} and mcq-scenes-METRIC.png (METRIC with - for _) here.")
+def scenes(questions_path: str, answers_paths: tuple[str, ...], names: tuple[str, ...], dataset: str,
+           setting: int | None, person_iou: float, border_margin: float, overlap: float, metric: str,
+           n_bootstrap: int, seed: int, out_dir: str | None) -> None:
+    """Multiple-choice metrics by scene type: single person, several people with different or the
+    same interactions, occluded or truncated (Finding 2, Figures 5-6)."""
+    from hoibench._io import atomic_write_json
+    from hoibench.analysis import mcq_scene_breakdown
+    from hoibench.cli._common import reject_unused_options
+    from hoibench.cli._paper_inputs import model_answers
+    from hoibench.datasets import resolve_dataset
+    from hoibench.reports import scene_breakdown_figure, scene_breakdown_table
+
+    if not n_bootstrap:
+        reject_unused_options(click.get_current_context(), "without --bootstrap", "seed")
+    qs, by_model = model_answers(questions_path, answers_paths, names, setting)
+    bd = mcq_scene_breakdown(by_model, qs, resolve_dataset(dataset), person_iou=person_iou,
+                             border_margin=border_margin, overlap=overlap, n_bootstrap=n_bootstrap,
+                             random_state=seed)
+    table = scene_breakdown_table(bd)
+    console.print(table.to_markdown(), markup=False)
+    if bd.not_annotated:
+        console.print(f"note: {bd.not_annotated} questions have no annotated image in {dataset}")
+    if out_dir:
+        atomic_write_json(Path(out_dir) / "mcq-scenes.json", bd.to_dict(), indent=True)
+    _write(out_dir, [table], [scene_breakdown_figure(bd, metric=metric)] if out_dir else [])
+
+
+@analyze.command("sg-tables")
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write sg-table-FAMILY.{md,csv} and sg-figure-FAMILY.png here.")
+def sg_tables(results: tuple[str, ...], out_dir: str | None) -> None:
+    """Train and test mAP per SG split with the mean and std over the splits (SG paper Tables 3/4,
+    Figure 2). Benchmarks are named hico-det, hico-det-sg1, ..., with ':train' for train data."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.analysis import sg_split_tables
+    from hoibench.reports import sg_split_figure, sg_split_table
+    from hoibench.results import read_results
+
+    found = sg_split_tables(read_results(list(results)))
+    if not found:
+        raise ConfigError(f"no result on an SG split (a benchmark named like hico-det-sg1) in {', '.join(results)}")
+    tables = [sg_split_table(t) for t in found]
+    for t in tables:
+        console.print(f"## {t.title}\n\n{t.to_markdown()}", markup=False)
+    _write(out_dir, tables, [sg_split_figure(t) for t in found if any(p == "test" for _, p in t.values)]
+           if out_dir else [])
+
+
+@analyze.command("class-counts")
+@click.option("--dataset", "specs", required=True, multiple=True, metavar="FOLDER_OR_FILE",
+              help="A split folder (trainval_hico.json + test_hico.json: B-RIGHT, SG, zero-shot), a "
+                   "bundled dataset (hico-det), or the train file then the test file.")
+@click.option("--unseen", default=None, metavar="PROTOCOL_OR_FILE",
+              help="Unseen classes (rf-uc, nf-uc, uo, uv, a split folder or an id list); default: the "
+                   "folder's test_combinations.json when it has one.")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write class-counts.{md,csv}, class-counts-per-class.csv and class-counts.png here.")
+def class_counts(specs: tuple[str, ...], unseen: str | None, out_dir: str | None) -> None:
+    """Per-class train and test instances and their ratio (B-RIGHT Figure 2); with unseen classes,
+    the imbalance of a zero-shot split (Figure S6)."""
+    from hoibench.cli._paper_inputs import class_counts_of
+    from hoibench.reports import Table, class_counts_figure, class_counts_table
+
+    counts = class_counts_of(specs, unseen)
+    name = Path(specs[0]).name if len(specs) == 1 else Path(specs[0]).stem
+    table = class_counts_table(counts, name="class-counts", title=f"Class imbalance of {name}")
+    console.print(table.to_markdown(), markup=False)
+    per_class = Table.from_records("class-counts-per-class", f"Instances per class: {name}", counts.rows(),
+                                   columns=("hoi", "name", "train", "test", "train_over_test", "unseen"))
+    figures = [class_counts_figure(counts, name="class-counts", title=f"Instances per class: {name}")] if out_dir else []
+    _write(out_dir, [table, per_class], figures)
+
+
+@analyze.command("augmentation-counts")
+@click.argument("folders", nargs=-1, required=True, metavar="[SPLIT=]DIR...")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write augmentation-images.{md,csv} and augmentation-instances.{md,csv} here.")
+def augmentation_counts_cmd(folders: tuple[str, ...], out_dir: str | None) -> None:
+    """Generated and crawled images and HOI instances per split from augmentation output folders
+    (B-RIGHT Tables S2/S3); SPLIT=DIR groups several folders (run and filter) under one split."""
+    from hoibench.analysis import augmentation_counts
+    from hoibench.cli._paper_inputs import split_folders
+    from hoibench.reports import augmentation_tables
+
+    tables = augmentation_tables(augmentation_counts(split_folders(folders)))
+    for t in tables:
+        console.print(f"## {t.title}\n\n{t.to_markdown()}", markup=False)
+    _write(out_dir, tables, [])
+
+
+@analyze.command("mcq-vs-map")
+@click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--map-benchmark", default="hico-det", show_default=True, help="Benchmark of the mAP results.")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write mcq-vs-map.{md,csv,png} here.")
+def mcq_vs_map_cmd(results: tuple[str, ...], map_benchmark: str, out_dir: str | None) -> None:
+    """Instance-F1 in setting 3 against HICO-DET mAP per model (multiple-choice paper Figure 1b)."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.analysis import mcq_vs_map
+    from hoibench.reports import mcq_vs_map_figure, mcq_vs_map_table
+    from hoibench.results import read_results
+
+    points = mcq_vs_map(read_results(list(results)), map_benchmark=map_benchmark)
+    if not points:
+        raise ConfigError(f"no model has both a setting-3 multiple-choice result and an mAP result on "
+                          f"{map_benchmark} in {', '.join(results)}")
+    table = mcq_vs_map_table(points)
+    console.print(table.to_markdown(), markup=False)
+    _write(out_dir, [table], [mcq_vs_map_figure(points)] if out_dir else [])
+
+
+@analyze.command("qualitative")
+@click.option("--images", "images_dir", required=True, type=click.Path(exists=True, file_okay=False),
+              help="Folder of the images (also searched: train2015/, test2015/).")
+@click.option("--questions", "questions_path", default=None, type=click.Path(exists=True, dir_okay=False))
+@click.option("--answers", "answers_paths", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Answers JSONL of one model to --questions (repeat per model).")
+@click.option("--name", "names", multiple=True, help="Model names in --answers order.")
+@click.option("--sample", "n_sample", type=click.IntRange(min=1), default=6, show_default=True,
+              help="Questions drawn for the pages.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sample of questions.")
+@click.option("--detections", "detections", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Detections of one model (any format eval hico reads); repeat per model.")
+@click.option("--detection-class", "hoi_class", default=None, metavar="HOI",
+              help="HOI class of the detection pages: index or 'verb object' [default: the class of "
+                   "the top-scored detection].")
+@click.option("--top", "top_k", type=click.IntRange(min=1), default=6, show_default=True,
+              help="Detections drawn per file.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Write report.html (self-contained), figures/ and tables/ here.")
+def qualitative(images_dir: str, questions_path: str | None, answers_paths: tuple[str, ...],
+                names: tuple[str, ...], n_sample: int, seed: int, detections: tuple[str, ...],
+                hoi_class: str | None, top_k: int, out_dir: str) -> None:
+    """Qualitative pages: sampled questions drawn with the target box, the choices, the correct
+    set and each model's answer (Figures 4-6); top-scored detections of a class on their images."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.cli._common import reject_unused_options
+    from hoibench.cli._paper_inputs import detection_pages, model_answers
+    from hoibench.reports import Report, mcq_qualitative_section
+
+    if bool(questions_path) != bool(answers_paths):
+        raise ConfigError("--questions and --answers go together")
+    if not questions_path and not detections:
+        raise ConfigError("give --questions with --answers, or --detections")
+    if not questions_path:
+        reject_unused_options(click.get_current_context(), "without --questions", "names", "n_sample", "seed")
+    if not detections:
+        reject_unused_options(click.get_current_context(), "without --detections", "hoi_class", "top_k")
+    rep = Report(title="hoibench qualitative pages", meta={"images": images_dir, "seed": seed})
+    if questions_path:
+        qs, by_model = model_answers(questions_path, answers_paths, names)
+        rep.sections.append(mcq_qualitative_section(qs, by_model, images_dir, n=n_sample, seed=seed))
+    for path in detections:
+        rep.sections.append(detection_pages(path, images_dir, hoi_class, top_k=top_k))
+    files = rep.write(out_dir)
+    console.print(f"{len(rep.figures)} pages in {files.html}")
+
+
+@analyze.command("head-to-tail")
+@click.option("--questions", "questions_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--answers", "answers_path", required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--train-questions", "train_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Training questions (hoibench mcq build --split train): class frequency = questions "
+                   "with the class among their correct choices.")
+@click.option("--bins", type=click.IntRange(min=1), default=10, show_default=True, help="Frequency bins, head to tail.")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write head-to-tail-train-questions.{md,csv,png} here.")
+def head_to_tail(questions_path: str, answers_path: str, train_path: str, bins: int, out_dir: str | None) -> None:
+    """Recall of the correct choices binned by class frequency in a training-question set (the
+    multiple-choice paper's Figure 3 for a model fine-tuned on those questions)."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.analysis import head_to_tail_recall, question_class_counts
+    from hoibench.formats import read_answers, read_questions
+    from hoibench.reports import Table, head_to_tail_figure
+    from hoibench.vocab import hico_det
+
+    qs = list(read_questions(questions_path))
+    train = list(read_questions(train_path))
+    if any(q.label_space != "hico-det" for q in (*qs, *train)):
+        raise ConfigError("head-to-tail by training questions needs HICO-DET questions (label_space hico-det)")
+    counts = question_class_counts(train, hico_det().n_hois)
+    answers = read_answers(answers_path, qs)
+    perms = answers.permutations()
+    h2t = head_to_tail_recall(qs, answers.for_permutation(perms[0]) if perms else {}, counts, n_bins=bins)
+    table = Table.from_records("head-to-tail-train-questions", "Recall by class frequency in the training questions",
+                               [{"bin": b.index + 1, "train_questions_max": b.max_count, "train_questions_min": b.min_count,
+                                 "classes": b.n_classes, "gt_answers": b.n_gt,
+                                 "recall": None if b.recall is None else 100 * b.recall} for b in h2t.bins],
+                               caption=f"Classes that are a correct choice of {questions_path}, ordered by how many "
+                                       f"training questions of {train_path} have them among their correct choices "
+                                       "(ties by class index) and cut into equal bins; recall in percent.")
+    console.print(table.to_markdown(), markup=False)
+    figures = [head_to_tail_figure(h2t, name="head-to-tail-train-questions",
+                                   title="Recall by frequency in the training questions")] if out_dir else []
+    _write(out_dir, [table], figures)

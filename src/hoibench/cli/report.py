@@ -5,10 +5,12 @@ split statistics)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from hoibench.cli._common import console
+from hoibench.cli._paper_inputs import paper_input_options
 
 __all__ = ["report"]
 
@@ -22,8 +24,9 @@ __all__ = ["report"]
               help="Benchmark that ranking shifts are measured from (default: the first mAP benchmark).")
 @click.option("--bins", "n_bins", default=10, show_default=True, type=click.IntRange(1, 100),
               help="Bins of the head-to-tail recall histogram.")
+@paper_input_options
 def report(results: tuple[Path, ...], out_dir: Path, title: str, reference: str | None,
-           n_bins: int) -> None:
+           n_bins: int, **paper: Any) -> None:
     """Build a report from RESULTS files (several models, several benchmarks).
 
     Each file holds one result object, a JSON list of them, or JSON lines, each naming its
@@ -31,12 +34,13 @@ def report(results: tuple[Path, ...], out_dir: Path, title: str, reference: str 
     --json``, metrics of ``hoibench mcq score --json``, class recall, or the stats.json of
     ``hoibench split sg|balanced`` (see docs/interfaces.md).
     """
+    from hoibench.cli._paper_inputs import load_paper_inputs
     from hoibench.reports import build_report
     from hoibench.results import read_results
 
     loaded = read_results(list(results))
     rep = build_report(loaded, title=title, reference_benchmark=reference, n_bins=n_bins,
-                       meta={"results": [str(p) for p in results]})
+                       meta={"results": [str(p) for p in results]}, paper_inputs=load_paper_inputs(paper))
     files = rep.write(out_dir)
     console.print(f"{len(rep.tables)} tables, {len(rep.figures)} figures from {len(loaded)} results")
     click.echo(str(files.html))

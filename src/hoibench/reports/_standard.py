@@ -39,6 +39,7 @@ from hoibench.reports._figures import (
     head_to_tail_recall_plot,
     vcoco_ap_figure,
 )
+from hoibench.reports._paper_figures import PaperInputs, add_paper_sections
 from hoibench.reports._report import Report
 from hoibench.reports._tables import Table
 from hoibench.results import BenchmarkStats, ResultRecord
@@ -336,6 +337,7 @@ def build_report(
     reference_benchmark: str | None = None,
     n_bins: int = 10,
     train_counts: np.ndarray | None = None,
+    paper_inputs: PaperInputs | None = None,
 ) -> Report:
     """A report with every section the given results allow.
 
@@ -354,8 +356,11 @@ def build_report(
     train_counts:
         Per-class train counts for the class-AP head-to-tail plot (default: HICO-DET's official
         counts when the mAP results are HICO-DET's 600 classes).
+    paper_inputs:
+        Inputs of the papers' sections that are not result files (scene types, class counts,
+        augmentation counts, qualitative pages); SG Tables 3/4 and Figure 1b need only ``records``.
     """
-    if not records and not stats_tables:
+    if not records and not stats_tables and paper_inputs is None:
         raise ValidationError("a report needs at least one result")
     sections = (HICOMapResult, VCOCOResult, MCQResult, ClassRecall, BenchmarkStats)
     for r in records:
@@ -430,4 +435,5 @@ def build_report(
                 _recall_panels(recalls), name="head-to-tail", title="Head-to-tail recall", n_bins=n_bins,
                 value_label="recall",
                 caption="Blue: mean train instances per class in each bin; red: mean recall."))
+    add_paper_sections(report, records, paper_inputs)
     return report
