@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from hoibench._exceptions import ConfigError, MissingExtraError
 from hoibench.augment._config import DetectorConfig, GeneratorConfig
+from hoibench.models import clip_box
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -215,7 +216,7 @@ class TransformersDetector(Detector):
             index = [int(i) for i in res["labels"].tolist()]
         boxes = res["boxes"].cpu().tolist()
         scores = res["scores"].cpu().tolist()
-        dets = [Detection(_clip(b, image.width, image.height), q, float(s))
+        dets = [Detection(clip_box(b, image.width, image.height), q, float(s))
                 for b, q, s in zip(boxes, index, scores, strict=True) if q >= 0]
         return limit_detections(dets, self.cfg.max_per_label)
 
@@ -236,13 +237,6 @@ def _match_query(label: str, queries: Sequence[str]) -> int:
         if q.lower() in label or label in q.lower():
             return i
     return -1
-
-
-def _clip(box: Sequence[float], width: int, height: int) -> tuple[float, float, float, float]:
-    x1, y1, x2, y2 = (float(v) for v in box)
-    w, h = float(width), float(height)
-    return (round(min(max(x1, 0.0), w), 2), round(min(max(y1, 0.0), h), 2),
-            round(min(max(x2, 0.0), w), 2), round(min(max(y2, 0.0), h), 2))
 
 
 def limit_detections(dets: Sequence[Detection], max_per_label: int) -> list[Detection]:

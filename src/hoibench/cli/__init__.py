@@ -29,6 +29,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "augment": "hoibench.cli.augment:augment",
     "report": "hoibench.cli.report:report",
     "demo": "hoibench.cli.demo:demo",
+    "detect": "hoibench.cli.detect:detect",
 }
 
 
