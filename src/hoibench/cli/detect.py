@@ -54,7 +54,8 @@ def people(images: str, model: str, out: str, questions_path: str | None, labels
         names = list_images(images)
     if limit is not None:
         names = names[:limit]
-    detector = ObjectDetector.from_pretrained(model, threshold=threshold, device=device)
+    detector = ObjectDetector.from_pretrained(model, threshold=threshold, device=device,
+                                              progress=not no_progress)
     summary = detect_people(detector, images, out, names=names, labels=labels, batch_size=batch_size,
                             follow_symlinks=follow_symlinks, overwrite=overwrite,
                             progress=not no_progress)

@@ -55,13 +55,18 @@ class ObjectDetector:
         self.id2label: dict[int, str] = {int(k): str(v) for k, v in model.config.id2label.items()}
 
     @classmethod
-    def from_pretrained(cls, name: str, *, threshold: float = 0.5, device: str = "auto") -> ObjectDetector:
-        """Load a checkpoint by hub id or local folder (``facebook/detr-resnet-50``)."""
+    def from_pretrained(cls, name: str, *, threshold: float = 0.5, device: str = "auto",
+                        progress: bool = True) -> ObjectDetector:
+        """Load a checkpoint by hub id or local folder (``facebook/detr-resnet-50``);
+        ``progress=False`` silences transformers' weight-loading bar."""
         try:
             import torch
             from transformers import AutoImageProcessor, AutoModelForObjectDetection
+            from transformers.utils import logging as hf_logging
         except ImportError as exc:
             raise MissingExtraError(exc.name or "transformers", "transformers", "object detection") from None
+        if not progress:
+            hf_logging.disable_progress_bar()
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         model = AutoModelForObjectDetection.from_pretrained(name).to(device).eval()
@@ -83,7 +88,7 @@ class ObjectDetector:
         inputs = self.processor(images=rgb, return_tensors="pt").to(self.device)
         with torch.no_grad():
             outputs = self.model(**inputs)
-        sizes = torch.tensor([[im.height, im.width] for im in rgb])
+        sizes = torch.tensor([[im.height, im.width] for im in rgb], device=self.device)
         results = self.processor.post_process_object_detection(outputs, threshold=self.threshold,
                                                                target_sizes=sizes)
         out = []
