@@ -258,6 +258,24 @@ def test_hico_det_balanced_split(bright, hico):
     assert st["train"]["verbs"] == st["test"]["verbs"] == 87
 
 
+def test_n_zero_shot_classes_keeps_the_best_covered_candidates(bright, hico):
+    capped = build_balanced_split(hico, random_state=1, zero_shot=True, n_zero_shot_classes=107,
+                                  selection_counts=hico_det_selection_counts())
+    assert capped.params["n_zero_shot_classes"] == 107 and bright.params["n_zero_shot_classes"] is None
+    # the same train and test sets; the zero-shot classes are the first 107 of the uncapped ranking
+    assert capped.train.dataset.file_names == bright.train.dataset.file_names
+    assert capped.test.dataset.file_names == bright.test.dataset.file_names
+    assert capped.zero_shot.classes.tolist() == bright.zero_shot.classes[:107].tolist()
+    st = capped.zero_shot.stats()
+    assert st["classes"] == 107 and st["instances"] == 1070 and st["min"] == st["max"] == 10
+    assert 700 < st["images"] < 800  # paper: 733-751 (docs/b-right.md has the measured table)
+    ds = synthetic(n_images=200, n_classes=10, seed=5)
+    with pytest.raises(ConfigError, match="n_zero_shot_classes applies only"):
+        build_balanced_split(ds, top_k=8, l_train=5, l_test=2, n_zero_shot_classes=3)
+    with pytest.raises(ConfigError, match="cannot keep n_zero_shot_classes=500"):
+        build_balanced_split(ds, top_k=8, l_train=5, l_test=2, zero_shot=True, n_zero_shot_classes=500)
+
+
 def test_hico_det_cli_is_byte_reproducible(tmp_path):
     from hoibench.cli import cli
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hoibench import ConfigError
+from hoibench import ConfigError, FormatError
 from hoibench.benchmarks import head_tail_ratio, kl_divergence, scene_composition
 from hoibench.benchmarks.mcq import (
     NegativeFilter,
     answers_from_detections,
     build_mcq_benchmark,
     build_mcq_training_set,
+    load_judge_template,
     question_statistics,
     similar_verbs,
+    temporal_partners,
     time_sensitive_classes,
 )
 from hoibench.data import HOIDataset, HOIImage, HOIPredictions, MCQuestion
@@ -111,16 +113,39 @@ def test_builder_rules_on_synthetic_scenes() -> None:
     assert b.header["negative_filter"] is None and "no judge" in b.header["negative_filter_note"]
 
 
-def test_temporal_positives_make_twins_correct() -> None:
-    ds = synthetic_dataset()
-    b = build_mcq_benchmark(ds, random_state=0, redistribute=False, temporal_positives=True)
-    q = next(q for q in b.questions if q.id == "board.jpg#s1")
-    correct = {q.choices[i].hoi for i in q.correct}
-    twins = {hoi("exit", "airplane"), hoi("direct", "airplane")}
-    assert hoi("board", "airplane") in correct and correct & twins
-    assert set(q.meta["temporal_positives"]) == {q.choices[i].text for i in q.correct
-                                                  if q.choices[i].hoi in twins}
-    assert len(q.correct) < len(q.choices)
+def test_temporal_pairs_are_time_sensitive_classes_of_one_object() -> None:
+    partners = temporal_partners(V)
+    ts = set(time_sensitive_classes(V).tolist())
+    assert partners[hoi("board", "airplane")] == {hoi("exit", "airplane")}
+    assert partners[hoi("catch", "frisbee")] == {hoi("throw", "frisbee")}
+    assert hoi("direct", "airplane") not in partners  # time-sensitive, but no temporal partner
+    assert partners[hoi("swing", "baseball_bat")] == {hoi("wield", "baseball_bat")}
+    hv = V.hoi_verb_object
+    for a, bs in partners.items():
+        assert a in ts and bs <= ts and a not in bs
+        assert all(hv[b, 1] == hv[a, 1] and a in partners[b] for b in bs)  # same object, symmetric
+
+
+def test_temporal_positives_add_only_temporal_partners() -> None:
+    ims = [_image("board.jpg", [([0, 0, 50, 100], [("board", "airplane", [60, 0, 600, 300])])]),
+           _image("swing.jpg", [([0, 0, 50, 100], [("swing", "baseball_bat", [60, 0, 90, 30])])])]
+    ds = HOIDataset.from_images(V, ims, name="temporal")
+    for seed in range(5):
+        b = build_mcq_benchmark(ds, random_state=seed, redistribute=False, remove_easy=False,
+                                temporal_positives=True)
+        assert b.header["params"]["temporal_pairs"] == "1"
+        for q in b.questions:
+            correct = {q.choices[i].hoi for i in q.correct}
+            wrong = {c.hoi for i, c in enumerate(q.choices) if i not in q.correct}
+            if q.file_name == "board.jpg":
+                assert correct == {hoi("board", "airplane"), hoi("exit", "airplane")}
+                assert hoi("direct", "airplane") not in wrong  # still never a negative
+                assert q.meta["temporal_positives"] == ["exit a/an airplane"]
+            else:  # the old rule made throw / break / wield baseball bat all correct
+                assert correct == {hoi("swing", "baseball_bat"), hoi("wield", "baseball_bat")}
+                assert not wrong & {hoi("throw", "baseball_bat"), hoi("break", "baseball_bat")}
+    off = build_mcq_benchmark(ds, random_state=0, redistribute=False, remove_easy=False)
+    assert all(len(q.correct) == 1 for q in off.questions) and off.header["params"]["temporal_pairs"] is None
 
 
 def test_builder_is_deterministic_and_seed_dependent() -> None:
@@ -151,6 +176,35 @@ def test_redistribution_caps_classes() -> None:
         for i in q.correct:
             counts[q.choices[i].hoi] = counts.get(q.choices[i].hoi, 0) + 1
     assert max(counts.values()) <= 3 and len(capped.questions) <= 6
+
+
+def test_judge_template_is_versioned_recorded_and_replaceable(tmp_path) -> None:
+    default = load_judge_template()
+    assert (default.name, default.version) == ("judge", "1.0")
+    assert default.render("ride a/an horse", None) == (
+        'Look at the image. Could the following describe an interaction that is actually happening '
+        'in it: "ride a/an horse"? Answer with one word: yes or no.')
+    assert "the person in the box [1.0, 2.1, 3.0, 4.0]" in default.render("x", (1, 2.06, 3, 4))
+    mine = tmp_path / "strict.yaml"
+    mine.write_text('name: strict\nversion: 2\nprompt: "Is {choice} visible{target}? yes/no"\n'
+                    'target: " for box {box}"\n')
+    judge = ScriptedBackend(lambda req: "no", model="j")
+    b = build_mcq_benchmark(synthetic_dataset(), random_state=0, redistribute=False, judges=NegativeFilter(
+        first=judge, image_root="/images", template=load_judge_template(mine)))
+    assert b.header["negative_filter"]["template"] == {
+        "name": "strict", "version": "2", "prompt": "Is {choice} visible{target}? yes/no", "target": " for box {box}"}
+    texts = [c.messages[0].parts[1].text for c in judge.calls]
+    assert any(t.endswith("visible? yes/no") for t in texts) and any(" for box [" in t for t in texts)
+    for body, problem in (('name: x\nversion: 1\nprompt: "no choice here"\n', "{choice}"),
+                          ('name: x\nversion: 1\nprompt: "{choice} {box}"\n', "unknown placeholder {box}"),
+                          ('name: x\nprompt: "{choice}"\n', "version: missing"),
+                          ("[1, 2", "not valid YAML")):
+        mine.write_text(body)
+        with pytest.raises(FormatError, match=problem.replace("{", r"\{").replace("}", r"\}")) as exc:
+            load_judge_template(mine)
+        assert "\n" not in str(exc.value) and "strict.yaml" in str(exc.value)
+    with pytest.raises(ConfigError, match="neither a YAML file"):
+        load_judge_template("nope")
 
 
 def test_judge_cascade_filters_negatives() -> None:
@@ -205,7 +259,8 @@ def test_statistics_and_distribution_helpers() -> None:
     assert head_tail_ratio(train, np.array([2, 2, 0, 0, 1, 1]), k=2) == 2.0  # tail = last two count-1 classes
 
 
-def test_hico_det_distribution_facts() -> None:  # bundled data: always runs
+def test_hico_det_distribution_facts_from_the_cli(capsys) -> None:  # bundled data: always runs
+    from hoibench.cli import main
     from hoibench.datasets import load_dataset
 
     test = load_dataset("hico-det:test")
@@ -213,8 +268,16 @@ def test_hico_det_distribution_facts() -> None:  # bundled data: always runs
     train = V.train_counts_official()
     assert kl_divergence(train, counts) == pytest.approx(0.0876, abs=5e-5)
     assert head_tail_ratio(train, counts) == pytest.approx(80.19, abs=5e-3)
-    sc = scene_composition(test)
-    assert sc.single_person_single_object == pytest.approx(0.607, abs=0.001)
+    main(["mcq", "stats", "--dataset", "hico-det:test", "--json"])
+    import json
+
+    row = json.loads(capsys.readouterr().out)
+    assert row["images"] == 9658 and row["classes"] == 600
+    assert row["kl_train_test"] == kl_divergence(train, counts)
+    assert row["head_tail_ratio"] == head_tail_ratio(train, counts)
+    assert row["scene_composition"] == scene_composition(test).as_dict()
+    assert row["scene_composition"]["single_person_single_object"] == pytest.approx(0.607, abs=0.001)
+    assert row["paper"]["kl_train_test"] == 0.088
 
 
 def test_answers_from_detections_top_k_and_person_match() -> None:

@@ -73,6 +73,15 @@ def test_build_stats_score_from_detections_on_fixture(tmp_path: Path) -> None:
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     st = json.loads(r.stdout)
     assert st["questions"] == len(qs) and "scene_composition" in st and st["paper"]["images"] == 1274
+    # build and stats report the class distribution of the same questions (setting 2's correct choices)
+    same = ("distribution_setting", "classes_correct", "kl_train_benchmark", "kl_train_benchmark_full_support",
+            "head_tail_ratio")
+    assert {k: report[k] for k in same} == {k: st[k] for k in same} and st["distribution_setting"] == 2
+    s2_only = [q for q in qs if q.setting == 2]
+    assert st["classes_correct"] == len({q.choices[i].hoi for q in s2_only for i in q.correct})
+    assert st["classes_correct_all_settings"] == len({q.choices[i].hoi for q in qs for i in q.correct})
+    st1 = json.loads(run("stats", str(out), "--annotations", str(ann), "--json", "--setting", "1").stdout)
+    assert st1["distribution_setting"] == 1 and st1["classes_correct"] == st1["classes_correct_all_settings"]
     r = run_process("stats", str(out), "--plot", str(tmp_path / "dist.pdf"))
     assert r.returncode == 2 and "dist.pdf: --plot writes a PNG image" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "dist.pdf").exists()
@@ -132,6 +141,25 @@ def test_build_stats_score_from_detections_on_fixture(tmp_path: Path) -> None:
     r = run("score", "--questions", str(s2), "--answers", str(dets), "--json", str(res))
     assert r.returncode == 0, r.stderr
     assert json.loads(res.read_text())["exact_match"] == pytest.approx(1.0)
+
+
+def test_build_split_train_means_trainval_for_v_coco_and_stats_arguments(tmp_path: Path) -> None:
+    from hoibench.cli.mcq_bench import _dataset_for
+
+    assert _dataset_for("v-coco", "train").name == "v-coco:trainval"
+    assert _dataset_for("vcoco", "train").name == "v-coco:trainval"
+    assert _dataset_for("hico-det", "train").name == "hico-det:train"
+    assert _dataset_for("v-coco", "test").name == "v-coco:test"
+    r = run_process("stats")
+    assert r.returncode == 2 and "give a question FILE or --dataset" in r.stderr
+    ann = FIXTURES / "mini_instances_test2015.json"
+    r = run_process("stats", "--dataset", str(ann), "--setting", "2")
+    assert r.returncode == 2 and "--setting has no effect with --dataset" in r.stderr
+    r = run("stats", "--dataset", str(ann), "--json")
+    assert r.returncode == 0, r.stderr
+    row = json.loads(r.stdout)
+    assert row["images"] == 26 and 0 < row["classes"] <= 600 and "kl_train_test" in row
+    assert row["paper"] is None  # the paper's HICO-DET row is only shown for hico-det:test
 
 
 def test_score_errors_are_one_line(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from hoibench.augment._config import (
     ChatStageConfig,
     DetectorConfig,
     GeneratorConfig,
+    WatermarkConfig,
     load_config,
 )
 from hoibench.augment._manifest import Manifest, read_manifests
@@ -21,6 +22,7 @@ from hoibench.augment._models import (
     FakeDetector,
     ImageGenerator,
     TransformersDetector,
+    WatermarkFilter,
     build_detector,
     build_generator,
 )
@@ -34,6 +36,14 @@ from hoibench.augment._pipeline import (
     write_augmented,
 )
 from hoibench.augment._prompts import PromptSet, verb_gerund
+from hoibench.augment._review import (
+    ReviewCard,
+    ReviewServer,
+    read_decisions,
+    review_cards,
+    write_decisions,
+    write_review_page,
+)
 from hoibench.augment._shard import parse_shard, run_sharded, shard_targets
 from hoibench.augment._targets import TargetClass, read_deficits
 
@@ -53,9 +63,13 @@ __all__ = [
     "Manifest",
     "PairVerdict",
     "PromptSet",
+    "ReviewCard",
+    "ReviewServer",
     "StageError",
     "TargetClass",
     "TransformersDetector",
+    "WatermarkConfig",
+    "WatermarkFilter",
     "augment_deficits",
     "build_detector",
     "build_generator",
@@ -65,12 +79,16 @@ __all__ = [
     "filter_images",
     "load_config",
     "parse_shard",
+    "read_decisions",
     "read_deficits",
     "read_manifests",
+    "review_cards",
     "run_sharded",
     "shard_targets",
     "verb_gerund",
     "write_augmented",
+    "write_decisions",
+    "write_review_page",
 ]
 
 for _name in __all__:  # public names report the package, not the private module

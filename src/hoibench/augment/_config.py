@@ -21,6 +21,7 @@ __all__ = [
     "ChatStageConfig",
     "DetectorConfig",
     "GeneratorConfig",
+    "WatermarkConfig",
     "load_config",
 ]
 
@@ -77,6 +78,19 @@ class DetectorConfig:
 
 
 @dataclass(frozen=True)
+class WatermarkConfig:
+    """Watermark removal before verification (``002`` supp. F: crawled images with watermarks are
+    removed), as one more query of an open-vocabulary detector. An image is rejected when any
+    ``queries`` box scores at least ``threshold``. ``detector``: a detector of its own (null: the
+    pipeline's ``detector``). Off by default; the paper applies it to crawled images."""
+
+    enabled: bool = False
+    queries: tuple[str, ...] = ("watermark", "text logo")
+    threshold: float = 0.3
+    detector: DetectorConfig | None = None
+
+
+@dataclass(frozen=True)
 class AugmentConfig:
     """Everything a run depends on besides its inputs.
 
@@ -94,6 +108,7 @@ class AugmentConfig:
     box_format: str = "pixel"
     generator: GeneratorConfig = GeneratorConfig()
     detector: DetectorConfig = DetectorConfig()
+    watermark: WatermarkConfig = WatermarkConfig()
     describe_vlm: ChatStageConfig = ChatStageConfig()
     region_vlm: ChatStageConfig = ChatStageConfig()
     llm: ChatStageConfig = ChatStageConfig()
@@ -110,18 +125,34 @@ class AugmentConfig:
             raise ConfigError(f"max_attempts must be >= 1; got {self.max_attempts}")
         if self.detector.max_per_label < 1:
             raise ConfigError(f"detector.max_per_label must be >= 1; got {self.detector.max_per_label}")
+        wm = self.watermark
+        if not 0.0 <= wm.threshold <= 1.0:
+            raise ConfigError(f"watermark.threshold must be in [0, 1]; got {wm.threshold!r}")
+        if wm.enabled and (not wm.queries or not all(q.strip() for q in wm.queries)):
+            raise ConfigError("watermark.queries must be a non-empty list of texts")
+        if wm.detector is not None:
+            _choice("watermark.detector.kind", wm.detector.kind, ("grounding_dino", "owlv2", "fake"))
 
     def replace(self, **changes: Any) -> AugmentConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Plain JSON values (tuples as lists), as ``run.json`` stores and compares them."""
+        return _plain(dataclasses.asdict(self))
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings outputs depend on (``max_attempts`` only bounds how far a run goes)."""
         d = self.to_dict()
         d.pop("max_attempts")
         return d
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
@@ -159,11 +190,18 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
             raise ConfigError(f"{path}: expected a mapping of names to "
                               f"{'values' if value_type is Any else value_type.__name__ + 's'}")
         return dict(value)
+    if origin is tuple:  # tuple[str, ...] from a YAML list
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{path}: expected a list of texts; got {value!r}")
+        return tuple(value)
     if args and type(None) in args:  # Optional[X]
         if value is None:
             return None
         tp = next(a for a in args if a is not type(None))
-    ok = {int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+        if dataclasses.is_dataclass(tp):
+            return _build(tp, value, path)
+    ok = {bool: lambda v: isinstance(v, bool),
+          int: lambda v: isinstance(v, int) and not isinstance(v, bool),
           float: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
           str: lambda v: isinstance(v, str)}[tp](value)
     if not ok:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from hoibench._exceptions import ConfigError, MissingExtraError
 from hoibench.augment._config import DetectorConfig, GeneratorConfig
+from hoibench.models import clip_box
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -24,6 +25,7 @@ __all__ = [
     "FakeDetector",
     "ImageGenerator",
     "TransformersDetector",
+    "WatermarkFilter",
     "build_detector",
     "build_generator",
 ]
@@ -215,7 +217,7 @@ class TransformersDetector(Detector):
             index = [int(i) for i in res["labels"].tolist()]
         boxes = res["boxes"].cpu().tolist()
         scores = res["scores"].cpu().tolist()
-        dets = [Detection(_clip(b, image.width, image.height), q, float(s))
+        dets = [Detection(clip_box(b, image.width, image.height), q, float(s))
                 for b, q, s in zip(boxes, index, scores, strict=True) if q >= 0]
         return limit_detections(dets, self.cfg.max_per_label)
 
@@ -238,13 +240,6 @@ def _match_query(label: str, queries: Sequence[str]) -> int:
     return -1
 
 
-def _clip(box: Sequence[float], width: int, height: int) -> tuple[float, float, float, float]:
-    x1, y1, x2, y2 = (float(v) for v in box)
-    w, h = float(width), float(height)
-    return (round(min(max(x1, 0.0), w), 2), round(min(max(y1, 0.0), h), 2),
-            round(min(max(x2, 0.0), w), 2), round(min(max(y2, 0.0), h), 2))
-
-
 def limit_detections(dets: Sequence[Detection], max_per_label: int) -> list[Detection]:
     """Keep the ``max_per_label`` best boxes of each query (bounds the pairs asked about)."""
     out: list[Detection] = []
@@ -254,12 +249,24 @@ def limit_detections(dets: Sequence[Detection], max_per_label: int) -> list[Dete
     return out
 
 
+#: words that make a query a watermark query for :class:`FakeDetector`
+_MARK_WORDS = ("watermark", "logo", "text")
+
+
 class FakeDetector(Detector):
     """Fixed boxes: one person on the left half and one box per other query on the right half
-    (a query equal to ``person`` gets a second person). For tests and dry runs of the plumbing."""
+    (a query equal to ``person`` gets a second person). For tests and dry runs of the plumbing.
+
+    Watermark queries (naming ``watermark``, ``logo`` or ``text``) are answered from the image:
+    a box in the bottom-right 16×16 corner when that corner is pure white, else nothing."""
 
     def detect(self, image: Image.Image, queries: Sequence[str]) -> list[Detection]:
         w, h = image.width, image.height
+        if queries and all(any(m in q.lower() for m in _MARK_WORDS) for q in queries):
+            corner = image.convert("RGB").crop((max(w - 16, 0), max(h - 16, 0), w, h))
+            white = all(lo == 255 for lo, _ in corner.getextrema())
+            return [Detection((float(max(w - 16, 0)), float(max(h - 16, 0)), float(w), float(h)), 0, 0.95)] \
+                if white else []
         dets = [Detection((0.0, 0.0, w / 2, float(h)), 0, 0.9)]
         for i, _ in enumerate(queries):
             if i == 0:
@@ -271,6 +278,26 @@ class FakeDetector(Detector):
 
     def fingerprint(self) -> dict[str, Any]:
         return {"model": "fake-detector"}
+
+
+@dataclass(frozen=True)
+class WatermarkFilter:
+    """Supp. F's watermark removal behind the detector interface: the open-vocabulary detector is
+    asked for ``queries`` ("watermark", "text logo"); a box scoring ``threshold`` or more marks
+    the image as watermarked."""
+
+    detector: Detector
+    queries: tuple[str, ...] = ("watermark", "text logo")
+    threshold: float = 0.3
+
+    def check(self, image: Image.Image) -> tuple[bool, list[Detection]]:
+        """Whether ``image`` carries a watermark, and the boxes found (best first)."""
+        found = sorted(self.detector.detect(image, list(self.queries)), key=lambda d: -d.score)
+        return any(d.score >= self.threshold for d in found), found
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"detector": self.detector.fingerprint(), "queries": list(self.queries),
+                "threshold": self.threshold}
 
 
 def build_detector(cfg: DetectorConfig) -> Detector:

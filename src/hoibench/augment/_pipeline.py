@@ -36,10 +36,12 @@ from hoibench.augment._models import (
     Detection,
     Detector,
     ImageGenerator,
+    WatermarkFilter,
     build_detector,
     build_generator,
 )
 from hoibench.augment._prompts import PromptSet
+from hoibench.augment._review import DECISIONS_FILE, final_records, read_decisions, review_cards
 from hoibench.augment._shard import shard_targets
 from hoibench.augment._targets import TargetClass
 from hoibench.data import DatasetBuilder, HOIDataset
@@ -86,11 +88,13 @@ class AugmentPipeline:
     """
 
     def __init__(self, *, generator: ImageGenerator | None, detector: Detector, chat: ChatStages,
-                 config: AugmentConfig) -> None:
+                 config: AugmentConfig, watermark: WatermarkFilter | None = None) -> None:
         self.generator = generator
         self.detector = detector
         self.chat = chat
         self.config = config
+        #: the watermark stage (``config.watermark.enabled``), run before detection
+        self.watermark = watermark
 
     @classmethod
     def from_config(cls, config: AugmentConfig, *, out_dir: str | os.PathLike[str] | None = None,
@@ -104,38 +108,50 @@ class AugmentPipeline:
         backends.setdefault("describe_vlm", ScriptedBackend(_unused, model="unused"))
         if generate and generator is None:
             generator = build_generator(config.generator)
-        return cls(generator=generator if generate else None,
-                   detector=build_detector(config.detector), chat=_chat_stages(config, backends),
-                   config=config)
+        detector = build_detector(config.detector)
+        return cls(generator=generator if generate else None, detector=detector,
+                   chat=_chat_stages(config, backends), config=config,
+                   watermark=_watermark(config, detector))
 
     @classmethod
     def with_stages(cls, *, generator: ImageGenerator | None, detector: Detector,
                     describe_vlm: ChatBackend, region_vlm: ChatBackend, llm: ChatBackend,
-                    config: AugmentConfig | None = None) -> AugmentPipeline:
-        """A pipeline from ready-made stages and the prompts and settings of ``config``."""
+                    config: AugmentConfig | None = None,
+                    watermark_detector: Detector | None = None) -> AugmentPipeline:
+        """A pipeline from ready-made stages and the prompts and settings of ``config``
+        (``watermark_detector`` replaces the configured one when ``config.watermark.enabled``)."""
         config = config or AugmentConfig()
         chat = _chat_stages(config, {"describe_vlm": describe_vlm, "region_vlm": region_vlm, "llm": llm})
-        return cls(generator=generator, detector=detector, chat=chat, config=config)
+        return cls(generator=generator, detector=detector, chat=chat, config=config,
+                   watermark=_watermark(config, detector, watermark_detector))
 
     def models(self) -> dict[str, Any]:
         """Model versions and settings (recorded in ``run.json``)."""
         return {"generator": None if self.generator is None else self.generator.fingerprint(),
-                "detector": self.detector.fingerprint(), **self.chat.fingerprint()}
+                "detector": self.detector.fingerprint(),
+                "watermark": None if self.watermark is None else self.watermark.fingerprint(),
+                **self.chat.fingerprint()}
 
     # ------------------------------------------------------------------------- steps 4 to 6
     def inspect(self, image_path: Path, image: Image.Image, target: TargetClass, vocab: LabelSpace,
                 key: Sequence[object]) -> dict[str, Any]:
         """Detect, verify and pseudo-label one image for ``target``; the manifest fields."""
         verb, obj = vocab.verbs[target.verb], vocab.objects[target.object]
+        w, h = image.width, image.height
+        rec: dict[str, Any] = {"width": w, "height": h, "detections": [], "pairs": [], "labels": [],
+                               "annotation": None, "target_instances": 0}
+        if self.watermark is not None:
+            marked, marks = self.watermark.check(image)
+            rec["watermark"] = [_det_dict(d) for d in marks]
+            if marked:
+                return {**rec, "status": "rejected", "reason": "watermark detected"}
         person_target = target.object == vocab.person
         queries = ["person"] if person_target else ["person", obj.replace("_", " ")]
         dets = self.detector.detect(image, queries)
         obj_query = 0 if person_target else 1
         pairs = [(i, j) for i, hd in enumerate(dets) if hd.query == 0
                  for j, od in enumerate(dets) if od.query == obj_query and i != j]
-        w, h = image.width, image.height
-        rec: dict[str, Any] = {"width": w, "height": h, "detections": [_det_dict(d) for d in dets],
-                               "pairs": [], "labels": [], "annotation": None, "target_instances": 0}
+        rec["detections"] = [_det_dict(d) for d in dets]
         if not pairs:
             return {**rec, "status": "rejected", "reason": "no person-object pair detected"}
         verdicts = self.chat.verify(image_path, width=w, height=h, verb=verb, obj=obj, key=key,
@@ -168,6 +184,16 @@ class AugmentPipeline:
 
 
 _ROLES = ("describe_vlm", "region_vlm", "llm")
+
+
+def _watermark(config: AugmentConfig, detector: Detector,
+               override: Detector | None = None) -> WatermarkFilter | None:
+    """The watermark stage a config asks for: its own detector, or the pipeline's."""
+    wm = config.watermark
+    if not wm.enabled:
+        return None
+    det = override or (build_detector(wm.detector) if wm.detector is not None else detector)
+    return WatermarkFilter(det, tuple(wm.queries), wm.threshold)
 
 
 def _unused(_request: ChatRequest) -> str:
@@ -343,6 +369,8 @@ class AugmentResult:
     images_root: Path
     generated: int = 0
     reused: int = 0
+    #: the people's review that was applied (:func:`collect_augmented`), or None
+    review: dict[str, Any] | None = None
 
     @property
     def unfilled(self) -> list[dict[str, Any]]:
@@ -418,7 +446,7 @@ def augment_deficits(
                         retriever=retriever, limit=limit, counts=counts, bar=bar)
     result = collect_augmented(out, vocab)
     return AugmentResult(result.dataset, result.classes, result.images_root,
-                         generated=counts["generated"], reused=counts["reused"])
+                         generated=counts["generated"], reused=counts["reused"], review=result.review)
 
 
 def _fill_class(pipeline: AugmentPipeline, target: TargetClass, st: _ClassState, *, vocab: LabelSpace,
@@ -551,33 +579,36 @@ def filter_images(
 
 # ------------------------------------------------------------------------------------ outputs
 def collect_augmented(out_dir: str | os.PathLike[str], vocab: LabelSpace, *,
-                      write: bool = True) -> AugmentResult:
+                      write: bool = True, reviewed_only: bool = False) -> AugmentResult:
     """Merge the manifests of every shard into the augmented dataset and the per-class summary,
     and (``write=True``) write them: ``annotations/trainval_augment.json`` (PPDM/QPIC layout),
-    ``annotations/instances_augment.json`` (hicodet layout) and ``summary.json``."""
+    ``annotations/instances_augment.json`` (hicodet layout) and ``summary.json``.
+
+    The review's decisions (``review_decisions.json``, :func:`write_review_page`) are honoured:
+    a rejected image leaves the dataset; with ``reviewed_only`` so does every kept image nobody
+    accepted. The summary counts accepted, rejected and unreviewed images."""
     out = Path(out_dir)
     run = read_json(out / RUN_FILE)
-    records = read_manifests(out)
     needs = {int(h): int(n) for h, n in run["classes"]}
     limit_cfg = run.get("config", {})
-    kept: dict[tuple[int, object], dict[str, Any]] = {}
+    kept = final_records(read_manifests(out))
+    decided = read_decisions(out, review_cards(out)) if (out / DECISIONS_FILE).exists() else {}
+    review = {"file": DECISIONS_FILE if decided or (out / DECISIONS_FILE).exists() else None,
+              "reviewed_only": reviewed_only, "accepted": 0, "rejected": 0, "unreviewed": 0}
     per_class: dict[int, dict[str, Any]] = {h: {"attempts": 0, "kept_images": 0, "filled": 0}
                                             for h in needs}
-    for rec in records:
-        if rec["event"] not in ("attempt", "filtered"):
-            continue
-        k = (int(rec["hoi"]), rec["attempt"] if rec["event"] == "attempt" else rec["image"])
-        kept[k] = rec
+    b = DatasetBuilder(vocab)
     for (hoi, _), rec in kept.items():
         row = per_class.setdefault(hoi, {"attempts": 0, "kept_images": 0, "filled": 0})
         row["attempts"] += 1
-        if rec["status"] == "kept":
-            row["kept_images"] += 1
-            row["filled"] += int(rec["target_instances"])
-    b = DatasetBuilder(vocab)
-    for _, rec in sorted(kept.items(), key=lambda kv: (kv[0][0], str(kv[0][1]).zfill(12))):
         if rec["status"] != "kept":
             continue
+        verdict = decided.get((hoi, str(rec["image"])))
+        review["accepted" if verdict == "accept" else "rejected" if verdict == "reject" else "unreviewed"] += 1
+        if verdict == "reject" or (reviewed_only and verdict is None):
+            continue
+        row["kept_images"] += 1
+        row["filled"] += int(rec["target_instances"])
         ann = rec["annotation"]
         pairs = ann["pairs"]
         name = rec["image"].split("/", 1)[1] if rec["event"] == "attempt" else rec["image"]
@@ -592,7 +623,7 @@ def collect_augmented(out_dir: str | os.PathLike[str], vocab: LabelSpace, *,
             "open" if need == 0 else "unfilled")
         classes.append({"hoi": hoi, "name": vocab.hoi_name(hoi), "need": need, **row, "status": status})
     root = out / IMAGES_DIR if run["kind"] == "augment_generate" else Path(run.get("images_root", out))
-    result = AugmentResult(ds, classes, root)
+    result = AugmentResult(ds, classes, root, review=review)
     if write:
         write_augmented(result, out, seed=limit_cfg.get("seed"))
     return result
@@ -607,4 +638,4 @@ def write_augmented(result: AugmentResult, out_dir: str | os.PathLike[str], *, s
     atomic_write_json(out / SUMMARY_FILE, {
         "kind": "augment_summary", "seed": seed, "images_root": str(result.images_root),
         "images": result.dataset.n_images, "instances": result.dataset.n_pairs,
-        "classes": result.classes}, indent=True)
+        "review": result.review, "classes": result.classes}, indent=True)

@@ -32,6 +32,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "release": "hoibench.cli.release:release",
     "verify": "hoibench.cli.verify:verify",
     "export": "hoibench.cli.export:export",
+    "detect": "hoibench.cli.detect:detect",
 }
 
 

@@ -1,5 +1,6 @@
 """``hoibench augment``: fill balanced-split deficits with generated images (``run``), filter and
-pseudo-label crawled images (``filter``), merge the outputs of several shards (``collect``)."""
+pseudo-label crawled images (``filter``), have people review the kept images (``review``), merge
+the outputs of several shards and the review's decisions (``collect``)."""
 
 from __future__ import annotations
 
@@ -171,9 +172,48 @@ def filter_cmd(images_dir: str, follow_symlinks: bool, out_dir: str, hoi: int | 
 @click.option("--out", "out_dir", required=True, type=click.Path(exists=True, file_okay=False),
               help="Output folder of a (sharded) run.")
 @click.option("--dataset", default="hico-det", show_default=True, help="Label space source.")
-def collect_cmd(out_dir: str, dataset: str) -> None:
-    """Merge the manifests of every shard into the dataset files and summary."""
+@click.option("--reviewed-only", is_flag=True,
+              help="Keep only images a reviewer accepted (default: drop the rejected ones).")
+def collect_cmd(out_dir: str, dataset: str, reviewed_only: bool) -> None:
+    """Merge the manifests of every shard into the dataset files and summary, honouring the
+    review's decisions (review_decisions.json)."""
     from hoibench.augment import collect_augmented
     from hoibench.datasets import resolve_dataset
 
-    _report(collect_augmented(out_dir, resolve_dataset(dataset).vocab))
+    result = collect_augmented(out_dir, resolve_dataset(dataset).vocab, reviewed_only=reviewed_only)
+    _report(result)
+    review = result.review or {}
+    if review.get("file"):
+        console.print(f"review: {review['accepted']} accepted, {review['rejected']} rejected (dropped), "
+                      f"{review['unreviewed']} unreviewed ({'dropped' if reviewed_only else 'kept'})")
+
+
+@augment.command("review")
+@click.argument("out_dir", metavar="DIR", type=click.Path(exists=True, file_okay=False))
+@click.option("--dataset", default="hico-det", show_default=True, help="Label space source.")
+@click.option("--serve/--no-serve", default=True, show_default=True,
+              help="Serve the page on 127.0.0.1 and save each decision to DIR/review_decisions.json "
+                   "as it is made (--no-serve: only write DIR/review.html; its Download button "
+                   "saves the file).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="Port to serve on (0: any free port).")
+def review_cmd(out_dir: str, dataset: str, serve: bool, port: int) -> None:
+    """Write DIR/review.html: one card per kept image with its pseudo-labels, keyboard
+    accept/reject; 'augment collect' then honours the decisions."""
+    from hoibench.augment import ReviewServer, review_cards, write_review_page
+    from hoibench.datasets import resolve_dataset
+
+    page = write_review_page(out_dir, resolve_dataset(dataset).vocab)
+    console.print(f"wrote {page} ({len(review_cards(out_dir))} kept images)")
+    if not serve:
+        return
+    server = ReviewServer(out_dir, port=port)
+    console.print(f"open {server.url} ; decisions go to {Path(out_dir) / 'review_decisions.json'}; "
+                  "Ctrl-C stops")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    console.print(f"stopped; run 'hoibench augment collect --out {out_dir}' to apply the decisions")

@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from hoibench._progress import make_progress
-from hoibench.cli._common import console, echo_json, err_console
+from hoibench.cli._common import console, echo_json, err_console, reject_unused_options
 
 __all__ = ["build", "from_detections", "score", "stats"]
 
@@ -18,16 +18,22 @@ def _dataset_for(dataset: str, split: str) -> Any:
     from hoibench.datasets import is_dataset_name, resolve_dataset
 
     if is_dataset_name(dataset) and ":" not in dataset:
-        return resolve_dataset(f"{dataset}:{split}")
+        from hoibench.datasets import list_datasets, parse_dataset_name
+
+        name, _ = parse_dataset_name(dataset)
+        # V-COCO's training split is trainval: --split train means the dataset's training split
+        if split == "train" and f"{name}:train" not in list_datasets() and f"{name}:trainval" in list_datasets():
+            split = "trainval"
+        return resolve_dataset(f"{name}:{split}")
     return resolve_dataset(dataset)
 
 
 def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | None, follow_symlinks: bool,
-            cache: str) -> Any:
+            cache: str, template: str) -> Any:
     """Judges wrapped in the runners' persistent response cache: an interrupted build re-asks
     nothing that was already answered."""
     from hoibench._exceptions import ConfigError
-    from hoibench.benchmarks.mcq import NegativeFilter
+    from hoibench.benchmarks.mcq import NegativeFilter, load_judge_template
     from hoibench.models import CachedBackend, ResponseCache, make_backend
 
     if not specs:
@@ -48,7 +54,7 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
         backends.append(CachedBackend(make_backend(name, **kwargs), shared_cache))
     return NegativeFilter(first=backends[0], refine=backends[1] if len(backends) > 1 else None,
                           cross_check=backends[2] if len(backends) > 2 else None, image_root=images,
-                          follow_symlinks=follow_symlinks)
+                          follow_symlinks=follow_symlinks, template=load_judge_template(template))
 
 
 @click.command("build")
@@ -69,7 +75,8 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
 @click.option("--easy-min-train-count", type=int, default=100, show_default=True,
               help="Only scenes whose classes all have this many train pairs count as easy.")
 @click.option("--temporal-positives", is_flag=True,
-              help="Also mark the other time-sensitive classes of a time-sensitive positive correct.")
+              help="Also mark the temporally confusable partner of a time-sensitive positive correct "
+                   "(board <-> exit airplane; data/temporal_pairs.json).")
 @click.option("--judge", "judge_specs", multiple=True, metavar="BACKEND:MODEL",
               help="Negative-filtering judges in order: first, refine, cross-check (default: none).")
 @click.option("--judge-base-url", "judge_base_urls", multiple=True, help="Server URL(s) of openai judges.")
@@ -79,28 +86,30 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
               help="Follow symlinks under --images that lead out of it (judges only).")
 @click.option("--judge-cache", type=click.Path(dir_okay=False), default=None,
               help="SQLite cache of judge replies (resume) [default: OUT.judges.sqlite].")
+@click.option("--judge-template", default="judge", show_default=True, metavar="NAME_OR_YAML",
+              help="The judges' question: the packaged template or a YAML file (see docs/mcq.md).")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True, help="Questions JSONL.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int, head_exponent: float,
           no_redistribute: bool,
           no_remove_easy: bool, easy_min_train_count: int, temporal_positives: bool, judge_specs: tuple[str, ...],
           judge_base_urls: tuple[str, ...], images: str | None, follow_symlinks: bool, judge_cache: str | None,
-          out_path: str,
+          judge_template: str, out_path: str,
           as_json: bool) -> None:
     """Build multiple-choice questions from annotations (JSONL with a provenance header)."""
     from hoibench._exceptions import ConfigError
-    from hoibench.cli._common import reject_unused_options
 
     ctx = click.get_current_context()
     if split == "train":
         reject_unused_options(ctx, "with --split train (one question per setting and image)", "settings",
                               "max_per_class", "head_exponent", "no_redistribute", "no_remove_easy",
-                              "easy_min_train_count", "temporal_positives", "judge_specs")
+                              "easy_min_train_count", "temporal_positives", "judge_specs",
+                              "judge_template")
     if no_redistribute:
         reject_unused_options(ctx, "with --no-redistribute", "max_per_class", "head_exponent")
     if not judge_specs:
         reject_unused_options(ctx, "without --judge", "judge_base_urls", "images", "follow_symlinks",
-                              "judge_cache")
+                              "judge_cache", "judge_template")
     from hoibench.benchmarks.mcq import build_mcq_benchmark, build_mcq_training_set
 
     try:
@@ -110,7 +119,7 @@ def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int
     ds = _dataset_for(dataset, split)
     provenance = {"dataset_spec": dataset, "split": split, "n_images": ds.n_images, "n_pairs": ds.n_pairs}
     judges = _judges(judge_specs, judge_base_urls, images, follow_symlinks,
-                     judge_cache or f"{out_path}.judges.sqlite")
+                     judge_cache or f"{out_path}.judges.sqlite", judge_template)
     with make_progress(transient=True) as bar:
         task = bar.add_task(f"analysing {ds.name} images", total=ds.n_images)
 
@@ -154,7 +163,10 @@ def _annotations_for(questions: Any, annotations: str | None) -> Any:
 
 
 @click.command("stats")
-@click.argument("questions_path", metavar="FILE", type=click.Path(dir_okay=False))
+@click.argument("questions_path", metavar="[FILE]", required=False, type=click.Path(dir_okay=False))
+@click.option("--dataset", "dataset_spec", default=None, metavar="DATASET_OR_FILE",
+              help="Instead of a question file: the figures of a whole annotated split "
+                   "(hico-det:test prints the HICO-DET row of Table 1, KL and head/tail).")
 @click.option("--annotations", default=None, metavar="DATASET_OR_FILE",
               help="Annotations of the images for Table 1 (default: from the header, or the bundled "
                    "HICO-DET test set for HICO test images).")
@@ -162,13 +174,25 @@ def _annotations_for(questions: Any, annotations: str | None) -> Any:
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Save the class distribution (train vs correct choices) as a PNG image.")
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
-def stats(questions_path: str, annotations: str | None, setting: int | None, plot_path: str | None,
-          as_json: bool) -> None:
-    """Statistics of a question file (ours or CrossHOI-Bench) next to the paper's numbers."""
+def stats(questions_path: str | None, dataset_spec: str | None, annotations: str | None, setting: int | None,
+          plot_path: str | None, as_json: bool) -> None:
+    """Statistics of a question file (ours or CrossHOI-Bench), or of an annotated split with
+    --dataset, next to the paper's numbers."""
+    from hoibench._exceptions import ConfigError
     from hoibench.benchmarks.mcq import PAPER_REFERENCE, question_statistics
     from hoibench.formats import read_questions
     from hoibench.vocab import hico_det
 
+    if (questions_path is None) == (dataset_spec is None):
+        raise ConfigError("give a question FILE or --dataset (one of them)")
+    if dataset_spec is not None:
+        reject_unused_options(click.get_current_context(), "with --dataset (a whole split, no questions)",
+                              "annotations", "setting", "plot_path")
+        _dataset_stats(dataset_spec, as_json)
+        return
+    assert questions_path is not None
+    if not Path(questions_path).exists():
+        raise ConfigError(f"{questions_path}: no such question file")
     qs = read_questions(questions_path)
     ds = _annotations_for(qs, annotations)
     selected = [q for q in qs if setting is None or q.setting == setting]
@@ -177,9 +201,8 @@ def stats(questions_path: str, annotations: str | None, setting: int | None, plo
         train = hico_det().train_counts_official()
     result = question_statistics(selected, dataset=ds, train_counts=train)
     if plot_path is not None:
-        from hoibench._exceptions import ConfigError
         from hoibench._io import atomic_write_bytes
-        from hoibench.benchmarks.mcq import correct_class_counts
+        from hoibench.benchmarks.mcq import class_counts
         from hoibench.reports import class_distribution_figure
 
         if train is None:
@@ -187,7 +210,9 @@ def stats(questions_path: str, annotations: str | None, setting: int | None, plo
         suffix = Path(plot_path).suffix.lower()
         if suffix not in ("", ".png"):
             raise ConfigError(f"{plot_path}: --plot writes a PNG image; use a .png file name, not {suffix}")
-        counts, _ = correct_class_counts(selected, len(train))
+        # the same questions the KL and head/tail figures count
+        counts = class_counts([q for q in selected if q.label_space == "hico-det"
+                               and q.setting == result.get("distribution_setting")], len(train))
         figure = class_distribution_figure(train, counts, title=Path(questions_path).name)
         atomic_write_bytes(plot_path, figure.png)
     if as_json:
@@ -210,24 +235,61 @@ def stats(questions_path: str, annotations: str | None, setting: int | None, plo
     ]
     if result.get("oddities"):
         rows.append(("oddities", result["oddities"], ""))
-    for key in ("classes_correct", "classes_any_choice"):
-        if key in result:
-            rows.append((key.replace("_", " "), result[key], ""))
+    where = f"setting {result.get('distribution_setting')} correct choices"
+    if "classes_correct" in result:
+        rows.append((f"classes ({where})", result["classes_correct"], ""))
+        rows.append(("classes (correct, all settings / any choice)",
+                     f"{result['classes_correct_all_settings']} / {result['classes_any_choice']}", ""))
     if "kl_train_benchmark" in result:
-        rows.append(("KL(train ‖ benchmark)", f"{result['kl_train_benchmark']:.3f}", ref["kl_train_benchmark"]))
-        rows.append(("head/tail ratio (top-20/bottom-20 train classes)", f"{result['head_tail_ratio']:.2f}",
-                     ref["head_tail_ratio"]))
+        rows.append((f"KL(train ‖ {where})", f"{result['kl_train_benchmark']:.3f}", ref["kl_train_benchmark"]))
+        rows.append((f"head/tail ratio (top-20/bottom-20 train classes; {where})",
+                     f"{result['head_tail_ratio']:.2f}", ref["head_tail_ratio"]))
     sc = result.get("scene_composition")
     if sc:
-        rows.append(("single person, single object", f"{sc['single_person_single_object']:.1%}",
-                     f"{ref['single_person_single_object']:.1%}"))
-        rows.append(("multi-person, different HOIs", f"{sc['multi_person_different_hoi']:.1%}",
-                     f"{ref['multi_person_different_hoi']:.1%}"))
-        rows.append(("same HOI within multi-person", f"{sc['same_hoi_within_multi_person']:.1%}",
-                     f"{ref['same_hoi_within_multi_person']:.1%}"))
+        rows.extend(_scene_rows(sc, ref))
     for name, value, paper in rows:
         table.add_row(name, str(value), str(paper))
     console.print(table)
+
+
+def _scene_rows(sc: dict[str, Any], ref: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """Table 1's three shares next to the paper's (``ref``: its benchmark or its HICO-DET row)."""
+    return [(label, f"{sc[key]:.1%}", f"{ref[key]:.1%}" if key in ref else "")
+            for key, label in (("single_person_single_object", "single person, single object"),
+                               ("multi_person_different_hoi", "multi-person, different HOIs"),
+                               ("same_hoi_within_multi_person", "same HOI within multi-person"))]
+
+
+def _dataset_stats(spec: str, as_json: bool) -> None:
+    """``mcq stats --dataset``: Table 1's row, KL(train ‖ split) and head/tail of a whole split."""
+    from hoibench.benchmarks.mcq import PAPER_REFERENCE, dataset_statistics
+    from hoibench.datasets import resolve_dataset
+    from hoibench.vocab import hico_det
+
+    ds = resolve_dataset(spec)
+    train = hico_det().train_counts_official() if ds.vocab.name == "hico-det" else None
+    result = dataset_statistics(ds, train_counts=train)
+    ref = PAPER_REFERENCE["hico_det_test"] if ds.name == "hico-det:test" else {}
+    if as_json:
+        echo_json({**result, "paper": ref or None})
+        return
+    table = Table(title=f"hoibench mcq stats --dataset {spec}")
+    table.add_column("statistic")
+    table.add_column("value", justify="right")
+    table.add_column("paper", justify="right")
+    paper_images = 9658 if ref else ""
+    rows: list[tuple[str, Any, Any]] = [("images", result["images"], paper_images),
+                                        ("pairs", result["pairs"], ""), ("classes", result["classes"], "")]
+    rows.extend(_scene_rows(result["scene_composition"], ref))
+    if "kl_train_test" in result:
+        rows.append(("KL(train ‖ this split)", f"{result['kl_train_test']:.4f}", ref.get("kl_train_test", "")))
+        rows.append(("head/tail ratio (top-20/bottom-20 train classes)", f"{result['head_tail_ratio']:.2f}",
+                     ref.get("head_tail_ratio", "")))
+    for name, value, paper in rows:
+        table.add_row(name, str(value), str(paper))
+    console.print(table)
+    if train is None:
+        err_console.print(f"note: no train counts for {ds.vocab.name}: KL and head/tail are for HICO-DET only")
 
 
 def _score_table(title: str, results: list[tuple[str, Any]]) -> Table:

@@ -23,6 +23,9 @@ __all__ = ["balanced"]
               help="random_state of the balancing (one per released version).")
 @click.option("--zero-shot", is_flag=True, help="Also build the balanced zero-shot test set.")
 @click.option("--l-zero-shot", type=int, default=None, help="Instances per zero-shot class [default: --l-test].")
+@click.option("--n-zero-shot-classes", type=int, default=None,
+              help="Keep the N eligible zero-shot classes with the most remaining instances "
+                   "(107 gives the paper's count) [default: every eligible class].")
 @click.option("--extra-train", type=click.Path(dir_okay=False), default=None,
               help="Generated/crawled training images (any supported format) used to fill deficits.")
 @click.option("--counts", "counts_source", type=click.Choice(["auto", "official", "data"]),
@@ -32,7 +35,7 @@ __all__ = ["balanced"]
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Output folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print stats.json to stdout instead of a table.")
 def balanced(dataset: str, top_k: int, l_train: int, l_test: int, epochs: int, seed: int, zero_shot: bool,
-             l_zero_shot: int | None, extra_train: str | None, counts_source: str, out_dir: str,
+             l_zero_shot: int | None, n_zero_shot_classes: int | None, extra_train: str | None, counts_source: str, out_dir: str,
              as_json: bool) -> None:
     """Build B-RIGHT balanced splits: PPDM/QPIC and hicodet files, stats.json, deficits.json.
 
@@ -53,7 +56,8 @@ def balanced(dataset: str, top_k: int, l_train: int, l_test: int, epochs: int, s
     with console.status("balancing", spinner="dots"):
         result = build_balanced_split(ds, top_k=top_k, l_train=l_train, l_test=l_test, epochs=epochs,
                                       random_state=seed, extra_train=extra, zero_shot=zero_shot,
-                                      l_zero_shot=l_zero_shot, selection_counts=counts_source)  # type: ignore[arg-type]
+                                      l_zero_shot=l_zero_shot, n_zero_shot_classes=n_zero_shot_classes,
+                                      selection_counts=counts_source)  # type: ignore[arg-type]
     with console.status(f"writing {out_dir}", spinner="dots"):
         result.write(out_dir)
     if as_json:

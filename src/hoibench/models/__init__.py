@@ -19,6 +19,7 @@ from hoibench.models._backend import (
     TextPart,
 )
 from hoibench.models._cache import CachedBackend, ResponseCache, request_key
+from hoibench.models._detector import ObjectDetections, ObjectDetector, clip_box
 from hoibench.models._registry import BACKENDS, make_backend
 from hoibench.models._text import format_box, parse_yes_no
 
@@ -32,9 +33,12 @@ __all__ = [
     "ChatResponse",
     "GenerationParams",
     "ImagePart",
+    "ObjectDetections",
+    "ObjectDetector",
     "ResponseCache",
     "ScriptedBackend",
     "TextPart",
+    "clip_box",
     "format_box",
     "make_backend",
     "parse_yes_no",

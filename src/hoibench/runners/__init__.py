@@ -1,10 +1,12 @@
 """Systems under test: the multiple-choice task for VLMs (:mod:`hoibench.runners.mcq`) on the
-resumable loop that any chat-model task can run on (:func:`run_resumable`), and the built-in
+resumable loop that any chat-model task can run on (:func:`run_resumable`), the external person
+detector of setting 3 on the same loop (:func:`detect_people`), and the built-in
 baselines (an oracle-box object-prior HOI detector, prior and random answerers).
 
 The chat backends they call live one floor down, in :mod:`hoibench.models`.
 """
 
+from hoibench.runners._detect import DetectSummary, detect_people, list_images
 from hoibench.runners._loop import Batch, ChatTask, LoopResult, RecordStore, run_resumable
 from hoibench.runners.baselines import (
     ObjectPriorDetector,
@@ -17,6 +19,7 @@ from hoibench.runners.mcq import MCQRunner, RunSummary
 __all__ = [
     "Batch",
     "ChatTask",
+    "DetectSummary",
     "LoopResult",
     "MCQRunner",
     "ObjectPriorDetector",
@@ -24,6 +27,8 @@ __all__ = [
     "RandomAnswerer",
     "RecordStore",
     "RunSummary",
+    "detect_people",
+    "list_images",
     "run_resumable",
     "verb_object_counts",
 ]

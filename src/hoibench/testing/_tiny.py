@@ -10,7 +10,7 @@ from typing import Any
 
 from hoibench._exceptions import MissingExtraError
 
-__all__ = ["save_tiny_owlv2", "tiny_sdxl_pipeline"]
+__all__ = ["save_tiny_detr", "save_tiny_owlv2", "tiny_sdxl_pipeline"]
 
 
 def _byte_alphabet() -> list[str]:
@@ -108,4 +108,48 @@ def save_tiny_owlv2(folder: str | Path, *, seed: int = 0) -> Path:
                                tokenizer=tokenizer)
     Owlv2ForObjectDetection(cfg).save_pretrained(folder)
     processor.save_pretrained(folder)
+    return folder
+
+
+def save_tiny_detr(folder: str | Path, *, seed: int = 0,
+                   person_box: tuple[float, float, float, float] | None = None) -> Path:
+    """Write a tiny random DETR (a 4-stage ResNet of 8 channels, not timm; no weights downloaded)
+    and its image processor to ``folder``: the ``AutoModelForObjectDetection`` code path of
+    ``hoibench detect people``. Classes: ``N/A``, ``person``, ``bicycle``.
+
+    With ``person_box`` (relative cx, cy, w, h) the heads are set so that every query finds a
+    person there with a score near 1, whatever the image: detections a test can predict.
+    """
+    try:
+        import torch
+        from transformers import (
+            DetrConfig,
+            DetrForObjectDetection,
+            DetrImageProcessor,
+            ResNetConfig,
+        )
+    except ImportError as exc:
+        raise MissingExtraError(exc.name or "transformers", "transformers", "the tiny DETR") from None
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    backbone = ResNetConfig(num_channels=3, embedding_size=8, hidden_sizes=[8, 8, 8, 8],
+                            depths=[1, 1, 1, 1], layer_type="basic", out_features=["stage4"])
+    names = {0: "N/A", 1: "person", 2: "bicycle"}
+    cfg = DetrConfig(use_timm_backbone=False, backbone_config=backbone, use_pretrained_backbone=False,
+                     d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                     decoder_attention_heads=2, encoder_ffn_dim=16, decoder_ffn_dim=16, num_queries=10,
+                     id2label=names, label2id={v: k for k, v in names.items()})
+    model = DetrForObjectDetection(cfg).eval()
+    if person_box is not None:
+        with torch.no_grad():
+            cls = model.class_labels_classifier
+            cls.weight.zero_()
+            cls.bias.fill_(-10.0)
+            cls.bias[1] = 10.0  # person; the last logit is "no object"
+            last = model.bbox_predictor.layers[-1]
+            last.weight.zero_()
+            last.bias.copy_(torch.logit(torch.tensor(person_box, dtype=torch.float32)))
+    model.save_pretrained(folder)
+    DetrImageProcessor(size={"shortest_edge": 32, "longest_edge": 64}).save_pretrained(folder)
     return folder

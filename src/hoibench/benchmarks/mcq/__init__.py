@@ -6,29 +6,38 @@ from hoibench.benchmarks.mcq._builder import (
     MCQBuild,
     build_mcq_benchmark,
     build_mcq_training_set,
-    class_counts,
     similar_verbs,
+    temporal_partners,
     time_sensitive_classes,
 )
 from hoibench.benchmarks.mcq._detections import answers_from_detections
-from hoibench.benchmarks.mcq._judges import DEFAULT_JUDGE_PROMPT, NegativeFilter
+from hoibench.benchmarks.mcq._judges import JudgeTemplate, NegativeFilter, load_judge_template
 from hoibench.benchmarks.mcq._stats import (
     PAPER_REFERENCE,
+    class_counts,
+    class_distribution,
     correct_class_counts,
+    dataset_statistics,
+    distribution_setting,
     question_statistics,
 )
 
 __all__ = [
-    "DEFAULT_JUDGE_PROMPT",
     "PAPER_REFERENCE",
+    "JudgeTemplate",
     "MCQBuild",
     "NegativeFilter",
     "answers_from_detections",
     "build_mcq_benchmark",
     "build_mcq_training_set",
     "class_counts",
+    "class_distribution",
     "correct_class_counts",
+    "dataset_statistics",
+    "distribution_setting",
+    "load_judge_template",
     "question_statistics",
     "similar_verbs",
+    "temporal_partners",
     "time_sensitive_classes",
 ]

@@ -48,12 +48,8 @@ import numpy as np
 from hoibench._exceptions import ConfigError
 from hoibench._random import check_random_state
 from hoibench.benchmarks._build import check_seed
-from hoibench.benchmarks._distribution import (
-    head_tail_ratio,
-    image_people,
-    kl_divergence,
-    people_share_hoi,
-)
+from hoibench.benchmarks._distribution import image_people, people_share_hoi
+from hoibench.benchmarks.mcq._stats import class_distribution
 from hoibench.data import Choice, HOIDataset, MCQuestion, choice_text
 from hoibench.formats import write_questions
 from hoibench.vocab import LabelSpace
@@ -62,8 +58,8 @@ __all__ = [
     "MCQBuild",
     "build_mcq_benchmark",
     "build_mcq_training_set",
-    "class_counts",
     "similar_verbs",
+    "temporal_partners",
     "time_sensitive_classes",
 ]
 
@@ -81,6 +77,20 @@ def time_sensitive_classes(vocab: LabelSpace) -> np.ndarray:
     pairs = _data("time_sensitive.json")["classes"]
     ids = [int(vocab.hoi_index(vocab.verb_index(v), vocab.object_index(o))) for v, o in pairs]
     return np.asarray(sorted(i for i in ids if i >= 0), dtype=np.int64)
+
+
+def temporal_partners(vocab: LabelSpace) -> dict[int, frozenset[int]]:
+    """For each time-sensitive HOI class, the classes a still image cannot tell it from (the
+    pairs of ``data/temporal_pairs.json``: board ↔ exit airplane, catch ↔ throw frisbee, ...);
+    classes without a partner are absent."""
+    out: dict[int, set[int]] = {}
+    for obj, a, b, _why in _data("temporal_pairs.json")["pairs"]:
+        o = vocab.object_index(obj)
+        ia, ib = (int(vocab.hoi_index(vocab.verb_index(v), o)) for v in (a, b))
+        if ia >= 0 and ib >= 0:
+            out.setdefault(ia, set()).add(ib)
+            out.setdefault(ib, set()).add(ia)
+    return {k: frozenset(v) for k, v in out.items()}
 
 
 def similar_verbs(vocab: LabelSpace) -> list[set[int]]:
@@ -151,14 +161,17 @@ class _Tables:
     by_object: list[np.ndarray]
     time_sensitive: frozenset[int]
     similar: list[set[int]]
+    partners: dict[int, frozenset[int]]
     temporal_positives: bool = False
 
     @classmethod
     def of(cls, vocab: LabelSpace, *, temporal_positives: bool = False) -> _Tables:
         hv = vocab.hoi_verb_object
         by_object = [np.flatnonzero(hv[:, 1] == o) for o in range(vocab.n_objects)]
-        ts = frozenset(time_sensitive_classes(vocab).tolist()) if vocab.name == "hico-det" else frozenset()
-        return cls(vocab, by_object, ts, similar_verbs(vocab), temporal_positives)
+        hico = vocab.name == "hico-det"
+        ts = frozenset(time_sensitive_classes(vocab).tolist()) if hico else frozenset()
+        return cls(vocab, by_object, ts, similar_verbs(vocab), temporal_partners(vocab) if hico else {},
+                   temporal_positives)
 
     def text(self, hoi: int) -> Choice:
         v, o = self.vocab.hoi_verb_object[hoi]
@@ -172,6 +185,11 @@ class _Tables:
         for h in positives & self.time_sensitive:
             out.update(c for c in self.by_object[int(hv[h, 1])].tolist() if c in self.time_sensitive)
         return out
+
+    def temporal_alternatives(self, positives: frozenset[int]) -> set[int]:
+        """The temporally plausible alternatives of the positives (their partners in
+        ``data/temporal_pairs.json``): what ``temporal_positives`` makes correct."""
+        return set().union(*(self.partners.get(h, frozenset()) for h in positives)) - positives
 
     def pool(self, positives: frozenset[int]) -> list[int]:
         """Classes valid for the positives' objects, minus positives and their temporal twins."""
@@ -229,7 +247,7 @@ def _draft(scene: _Scene, person: _Person | None, tables: _Tables, n_choices: in
     rest = [c for c in pool if c not in set(others) | set(similar)]
     added: list[int] = []
     if tables.temporal_positives and len(positives) < n_choices - 1:
-        twins = sorted(tables.temporal_twins(frozenset(hois)) - hois)
+        twins = sorted(tables.temporal_alternatives(frozenset(hois)))
         if twins:
             room = n_choices - 1 - len(positives)  # keep at least one wrong choice
             added = sorted(int(c) for c in rng.permutation(twins)[:room])
@@ -370,9 +388,11 @@ def build_mcq_benchmark(
         Cap of class ``c`` = ``max(1, round(max_per_class · (n_c / median n)^head_exponent))``:
         0 flattens completely, 1 keeps the train distribution's shape up to the caps.
     temporal_positives:
-        Also make the temporal twins of a time-sensitive positive correct (App. A; the paper's
-        "harder positives", e.g. both boarding and exiting), leaving at least one wrong choice.
-        Default off: twins are only kept out of the negatives.
+        Also make the temporally plausible alternatives of a positive correct (the paper's
+        "harder positives", both boarding and exiting): its partners in
+        ``data/temporal_pairs.json`` (:func:`temporal_partners`), leaving at least one wrong
+        choice. Default off. Either way every time-sensitive class of a time-sensitive
+        positive's object is kept out of the negatives (a still image cannot rule it out).
     judges:
         A :class:`NegativeFilter` (or anything with ``keep(items)`` and ``describe()``), or None.
         Its ``check(dataset)``, when it has one, runs first: a dataset naming an image outside
@@ -494,31 +514,19 @@ def build_mcq_benchmark(
         "params": {"n_choices": n_choices, "person_iou": person_iou, "remove_easy": remove_easy,
                    "easy_min_train_count": easy_min_train_count, "redistribute": redistribute, "max_per_class": max_per_class,
                    "head_exponent": head_exponent, "max_other_person": max_other_person,
-                   "max_similar": max_similar, "temporal_positives": temporal_positives},
+                   "max_similar": max_similar, "temporal_positives": temporal_positives,
+                   "temporal_pairs": _data("temporal_pairs.json")["version"] if temporal_positives else None},
         "negative_filter": None if judges is None else judges.describe(),
         "negative_filter_note": ("no judge: negatives are not checked by VLMs, so unannotated but true "
                                  "interactions can appear as wrong choices") if judges is None else None,
         "box_convention": "0-based pixel xyxy",
         "provenance": dict(provenance or {}),
     }
-    s2 = [q for q in questions if q.setting == 2]
-    if train is not None and s2:
-        counts = class_counts(s2, dataset.vocab.n_hois)
-        report["classes_covered"] = int((counts > 0).sum())
-        report["kl_train_benchmark"] = kl_divergence(train, counts, support="q")
-        report["head_tail_ratio"] = head_tail_ratio(train, counts)
+    if train is not None:
+        # the figures `mcq stats` prints for the same file (one definition: class_distribution)
+        report.update(class_distribution(questions, dataset.vocab.n_hois, train_counts=train,
+                                         label_space=dataset.vocab.name))
     return MCQBuild(tuple(questions), header, report)
-
-
-def class_counts(questions: Sequence[MCQuestion], n_hois: int, *, correct_only: bool = True) -> np.ndarray:
-    """How often each in-vocabulary class is a correct choice (or, with ``correct_only=False``,
-    any choice); choices outside ``0..n_hois-1`` (free text, other label spaces) are skipped."""
-    c = np.zeros(n_hois, dtype=np.float64)
-    for q in questions:
-        for i, choice in enumerate(q.choices):
-            if 0 <= choice.hoi < n_hois and (not correct_only or i in q.correct):
-                c[choice.hoi] += 1
-    return c
 
 
 def build_mcq_training_set(

@@ -6,17 +6,23 @@ cross-checked by GPT-4o, which can keep them. :class:`NegativeFilter` is that ca
 :class:`~hoibench.models.ChatBackend` objects (the VLM runner's backends, or a
 ``ScriptedBackend`` in tests): ``first`` decides, ``refine`` may reject, ``cross_check`` may keep
 what ``refine`` rejected.
+
+The question put to every judge is a versioned template (:func:`load_judge_template`; the
+packaged ``prompts/judge.yaml`` or a user's YAML file), recorded by name, version and text in the
+question file's header, like the VLM runner's prompt templates.
 """
 
 from __future__ import annotations
 
 import os
+import string
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from hoibench._exceptions import ConfigError
+from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import ImageFolder
 from hoibench.data import HOIDataset
 from hoibench.models import (
@@ -28,12 +34,69 @@ from hoibench.models import (
     parse_yes_no,
 )
 
-__all__ = ["DEFAULT_JUDGE_PROMPT", "NegativeFilter"]
+__all__ = ["JudgeTemplate", "NegativeFilter", "load_judge_template"]
 
-DEFAULT_JUDGE_PROMPT = (
-    "Look at the image{target}. Could the following describe an interaction that is actually "
-    "happening in it: \"{choice}\"? Answer with one word: yes or no."
-)
+
+@dataclass(frozen=True)
+class JudgeTemplate:
+    """The judges' question: ``prompt`` with ``{choice}`` and ``{target}``; ``target`` (with
+    ``{box}``) fills ``{target}`` when the question is about one person, else it is empty."""
+
+    name: str
+    version: str
+    prompt: str
+    target: str = " and the person in the box {box}"
+    source: str = ""
+
+    def render(self, choice: str, box: Sequence[float] | None) -> str:
+        """The text sent with the image for one candidate negative."""
+        target = "" if box is None else self.target.format(box=[round(float(v), 1) for v in box])
+        return self.prompt.format(choice=choice, target=target)
+
+    def describe(self) -> dict[str, str]:
+        return {"name": self.name, "version": self.version, "prompt": self.prompt, "target": self.target}
+
+
+def load_judge_template(name_or_path: str | os.PathLike[str] = "judge") -> JudgeTemplate:
+    """The packaged template by name (``judge``) or a YAML file with ``name``, ``version``,
+    ``prompt`` (``{choice}``, optional ``{target}``) and optionally ``target`` (``{box}``)."""
+    import yaml
+
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") and path.exists():
+        text, where = path.read_text(encoding="utf-8"), str(path)
+    else:
+        res = resources.files("hoibench.benchmarks.mcq") / "prompts" / f"{name_or_path}.yaml"
+        if not res.is_file():
+            raise ConfigError(f"judge template {str(name_or_path)!r} is neither a YAML file nor the "
+                              "packaged template 'judge'")
+        text, where = res.read_text(encoding="utf-8"), f"prompts/{name_or_path}.yaml"
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise FormatError(f"not valid YAML ({' '.join(str(exc).split())})", file=where) from None
+    if not isinstance(raw, dict):
+        raise FormatError("a judge template must be a mapping", file=where)
+    allowed = {"name", "version", "prompt", "target", "source"}
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise FormatError(f"unknown keys {unknown}; allowed: {sorted(allowed)}", file=where)
+    for key in ("name", "version", "prompt"):
+        if not isinstance(raw.get(key), (str, int, float)) or str(raw.get(key)) == "":
+            raise FormatError("missing or empty", file=where, field=key)
+    for key, need, may in (("prompt", "choice", {"choice", "target"}), ("target", "box", {"box"})):
+        if key not in raw:
+            continue
+        try:
+            used = {f for _, f, _, _ in string.Formatter().parse(str(raw[key])) if f is not None}
+        except ValueError as exc:
+            raise FormatError(f"malformed placeholder ({exc})", file=where, field=key) from None
+        if need not in used:
+            raise FormatError(f"must contain the {{{need}}} placeholder", file=where, field=key)
+        if used - may:
+            raise FormatError(f"unknown placeholder {{{sorted(used - may)[0]}}}; allowed: "
+                              f"{', '.join(sorted(may))}", file=where, field=key)
+    return JudgeTemplate(**{k: str(v) for k, v in raw.items()})
 
 
 @dataclass
@@ -54,8 +117,8 @@ class NegativeFilter:
         leaves it, and :meth:`keep` checks every name before its first request.
     follow_symlinks:
         Follow symlinks under ``image_root`` that lead out of it (a link farm on purpose).
-    prompt:
-        Template with ``{choice}`` and ``{target}`` (the person box sentence, or empty).
+    template:
+        The question (:class:`JudgeTemplate`; default: the packaged ``judge`` template).
 
     An unparseable or failed reply counts as "plausible" (the negative is dropped): a doubtful
     negative costs one choice, a false negative costs a wrong score.
@@ -66,14 +129,14 @@ class NegativeFilter:
     cross_check: ChatBackend | None = None
     image_root: str | os.PathLike[str] = "."
     follow_symlinks: bool = False
-    prompt: str = DEFAULT_JUDGE_PROMPT
+    template: JudgeTemplate = field(default_factory=load_judge_template)
     params: GenerationParams = field(default_factory=lambda: GenerationParams(max_tokens=8))
     stats: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.cross_check is not None and self.refine is None:
             raise ConfigError("cross_check needs refine: it re-judges what refine rejected")
-        if "{choice}" not in self.prompt:
+        if "{choice}" not in self.template.prompt:
             raise ConfigError("the judge prompt must contain {choice}")
         self._images = ImageFolder(Path(self.image_root), follow_symlinks=self.follow_symlinks)
 
@@ -90,7 +153,7 @@ class NegativeFilter:
             "first": self.first.fingerprint(),
             "refine": None if self.refine is None else self.refine.fingerprint(),
             "cross_check": None if self.cross_check is None else self.cross_check.fingerprint(),
-            "prompt": self.prompt,
+            "template": self.template.describe(),
             "params": self.params.as_dict(),
         }
 
@@ -98,9 +161,7 @@ class NegativeFilter:
         paths = self._paths(items)
         out = []
         for file_name, text, box in items:
-            target = "" if box is None else f" and the person in the box {[round(v, 1) for v in box]}"
-            msg = ChatMessage.user(ImagePart(path=str(paths[file_name])),
-                                   self.prompt.format(choice=text, target=target))
+            msg = ChatMessage.user(ImagePart(path=str(paths[file_name])), self.template.render(text, box))
             out.append(ChatRequest((msg,), self.params, {"file_name": file_name, "choice": text}))
         return out
 

@@ -1,6 +1,13 @@
 """Statistics of a question set (``hoibench mcq stats``): size, classes, correct-answer histogram,
 Table 1's scene composition and the class distribution against the train split (its figure is
-:func:`hoibench.reports.class_distribution_figure`)."""
+:func:`hoibench.reports.class_distribution_figure`); and the same figures of a whole annotated
+split (``mcq stats --dataset hico-det:test``: the HICO-DET row of Table 1, KL 0.088, 80.2).
+
+The class-distribution figures count the correct choices of *one* setting
+(:func:`class_distribution`): setting 2 when the file has it (the paper's 0.629 and 7.1 are those
+of the released setting-2 file), else 3, else 1. ``mcq build`` reports the same function's
+output for the file it writes, so the two commands cannot disagree.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +19,17 @@ from typing import Any
 import numpy as np
 
 from hoibench.benchmarks._distribution import head_tail_ratio, kl_divergence, scene_composition
-from hoibench.benchmarks.mcq._builder import class_counts
 from hoibench.data import HOIDataset, MCQuestion
 
-__all__ = ["PAPER_REFERENCE", "correct_class_counts", "question_statistics"]
+__all__ = [
+    "PAPER_REFERENCE",
+    "class_counts",
+    "class_distribution",
+    "correct_class_counts",
+    "dataset_statistics",
+    "distribution_setting",
+    "question_statistics",
+]
 
 #: the paper's numbers for its benchmark (001_*.txt Table 1, sec. 2.1-2.2)
 PAPER_REFERENCE = {
@@ -28,6 +42,58 @@ PAPER_REFERENCE = {
     "hico_det_test": {"single_person_single_object": 0.602, "multi_person_different_hoi": 0.075,
                       "same_hoi_within_multi_person": 0.760, "kl_train_test": 0.088, "head_tail_ratio": 80.2},
 }
+
+
+def class_counts(questions: Sequence[MCQuestion], n_hois: int, *, correct_only: bool = True) -> np.ndarray:
+    """How often each in-vocabulary class is a correct choice (or, with ``correct_only=False``,
+    any choice); choices outside ``0..n_hois-1`` (free text, other label spaces) are skipped."""
+    c = np.zeros(n_hois, dtype=np.float64)
+    for q in questions:
+        for i, choice in enumerate(q.choices):
+            if 0 <= choice.hoi < n_hois and (not correct_only or i in q.correct):
+                c[choice.hoi] += 1
+    return c
+
+
+def distribution_setting(questions: Sequence[MCQuestion]) -> int | None:
+    """The setting whose correct choices the class-distribution figures count: 2 (one target
+    person per image, as in the paper's figures), else 3, else 1; None without questions."""
+    present = {q.setting for q in questions}
+    return next((s for s in (2, 3, 1) if s in present), None)
+
+
+def class_distribution(questions: Sequence[MCQuestion], n_hois: int, *,
+                       train_counts: np.ndarray | None = None,
+                       label_space: str = "hico-det") -> dict[str, Any]:
+    """Classes among the correct choices of :func:`distribution_setting`'s questions and, with
+    ``train_counts``, KL(train ‖ them) over the classes they cover (train renormalised there),
+    the same with full support (``inf`` when a class is missing) and the top-20/bottom-20
+    head/tail ratio. The one definition ``mcq build`` and ``mcq stats`` both report."""
+    kept = [q for q in questions if q.label_space == label_space]
+    setting = distribution_setting(kept)
+    counts = class_counts([q for q in kept if q.setting == setting], n_hois)
+    out: dict[str, Any] = {"distribution_setting": setting, "classes_correct": int((counts > 0).sum())}
+    if train_counts is not None and counts.sum() > 0:
+        out["kl_train_benchmark"] = kl_divergence(train_counts, counts, support="q")
+        out["kl_train_benchmark_full_support"] = kl_divergence(train_counts, counts)
+        out["head_tail_ratio"] = head_tail_ratio(train_counts, counts)
+    return out
+
+
+def dataset_statistics(dataset: HOIDataset, *, train_counts: np.ndarray | None = None,
+                       person_iou: float = 0.5) -> dict[str, Any]:
+    """Table 1's scene shares of every image of an annotated split and, with ``train_counts``,
+    KL(train ‖ split) and the head/tail ratio of its pairs (``hico-det:test``: the paper's
+    HICO-DET row, 60.2% / 7.5% / 76.0%, KL 0.088, 80.2)."""
+    counts = np.asarray(dataset.hoi_counts(), dtype=np.float64)
+    out: dict[str, Any] = {"dataset": dataset.name, "images": dataset.n_images, "pairs": dataset.n_pairs,
+                           "classes": int((counts > 0).sum()),
+                           "scene_composition": scene_composition(dataset, iou_threshold=person_iou).as_dict()}
+    if train_counts is not None and counts.sum() > 0:
+        out["kl_train_test"] = kl_divergence(train_counts, counts, support="q")
+        out["kl_train_test_full_support"] = kl_divergence(train_counts, counts)
+        out["head_tail_ratio"] = head_tail_ratio(train_counts, counts)
+    return out
 
 
 def question_statistics(
@@ -44,8 +110,9 @@ def question_statistics(
     dataset:
         Annotations of the questions' images (matched by file name) for Table 1's scene shares.
     train_counts:
-        Per-class train counts for KL(train ‖ benchmark) and the top-20/bottom-20 head/tail ratio;
-        the benchmark's class counts are its correct choices (in-vocabulary ones).
+        Per-class train counts for KL(train ‖ benchmark) and the top-20/bottom-20 head/tail ratio
+        of :func:`class_distribution` (the correct choices of one setting, named in
+        ``distribution_setting``; ``classes_correct_all_settings`` pools every setting).
     """
     settings = Counter(q.setting for q in questions)
     n_correct = Counter(len(q.correct) for q in questions)
@@ -63,15 +130,12 @@ def question_statistics(
         "oddities": dict(oddities),
     }
     n_hois = 600 if dataset is None else dataset.vocab.n_hois
-    counts, all_choice = correct_class_counts(questions, n_hois, label_space=None if dataset is None
-                                              else dataset.vocab.name)
+    space = "hico-det" if dataset is None else dataset.vocab.name
+    counts, all_choice = correct_class_counts(questions, n_hois, label_space=space)
     if all_choice.sum() > 0:
-        out["classes_correct"] = int((counts > 0).sum())
+        out.update(class_distribution(questions, n_hois, train_counts=train_counts, label_space=space))
+        out["classes_correct_all_settings"] = int((counts > 0).sum())
         out["classes_any_choice"] = int((all_choice > 0).sum())
-        if train_counts is not None and counts.sum() > 0:
-            out["kl_train_benchmark"] = kl_divergence(train_counts, counts, support="q")
-            out["kl_train_benchmark_full_support"] = kl_divergence(train_counts, counts)
-            out["head_tail_ratio"] = head_tail_ratio(train_counts, counts)
     if dataset is not None:
         names = sorted({q.file_name for q in questions})
         idx = []
