@@ -17,6 +17,7 @@ __all__ = ["mcq"]
     "run": "hoibench.cli.mcq_run:run",
     "analyze": "hoibench.cli.mcq_run:analyze",
     "compare": "hoibench.cli.mcq_compare:compare",
+    "export": "hoibench.cli.mcq_export:export",
 })
 def mcq() -> None:
     """Multiple-choice HOI benchmark: build questions, run VLMs, score answers."""

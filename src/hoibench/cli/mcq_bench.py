@@ -11,7 +11,8 @@ from rich.table import Table
 from hoibench._progress import make_progress
 from hoibench.cli._common import console, echo_json, err_console
 
-__all__ = ["build", "from_detections", "read_scored_questions", "score", "stats"]
+__all__ = ["ANSWER_FORMATS", "build", "from_detections", "read_any_answers", "read_scored_questions", "score",
+           "stats"]
 
 
 def _dataset_for(dataset: str, split: str) -> Any:
@@ -267,16 +268,31 @@ def read_scored_questions(questions_path: str, setting: int | None) -> list[Any]
     return qs_list
 
 
-def _read_answer_files(paths: tuple[str, ...], questions: list[Any]) -> Any:
+#: answer file formats `mcq score` and `mcq compare` read; auto: VLMEvalKit for .xlsx/.tsv
+ANSWER_FORMATS = ("auto", "hoibench", "vlmevalkit")
+
+
+def read_any_answers(path: str, questions: list[Any], answers_format: str = "auto") -> Any:
+    """An answers JSONL file, or a VLMEvalKit prediction file of an `mcq export --to vlmevalkit`
+    TSV (``auto``: by the suffix, ``.xlsx``/``.tsv``)."""
+    from hoibench.formats import read_answers
+
+    if answers_format == "vlmevalkit" or (answers_format == "auto" and Path(path).suffix.lower() in (".xlsx", ".tsv")):
+        from hoibench.tasks.vlmevalkit import read_vlmevalkit_answers
+
+        return read_vlmevalkit_answers(path, questions)
+    return read_answers(path, questions)
+
+
+def _read_answer_files(paths: tuple[str, ...], questions: list[Any], answers_format: str = "auto") -> Any:
     """One answer set from several files (each holding its own choice orders); the same question
     answered under the same order in two files is an error, not a silent choice."""
     from dataclasses import replace
 
     from hoibench._exceptions import ConfigError
-    from hoibench.formats import read_answers
     from hoibench.formats.questions import answer_permutation
 
-    sets = [read_answers(p, questions) for p in paths]
+    sets = [read_any_answers(p, questions, answers_format) for p in paths]
     if len(sets) == 1:
         return sets[0]
     # a runner's file names its order in the header only: carry it onto each answer
@@ -300,7 +316,10 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any]) -> Any:
 @click.option("--questions", "questions_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--answers", "answers_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
               help="Answers JSONL; repeat it to score several choice orders (one file per "
-                   "`mcq run --permutation K`): each order is scored and position sensitivity shown.")
+                   "`mcq run --permutation K`): each order is scored and position sensitivity shown. "
+                   "A VLMEvalKit prediction file (.xlsx/.tsv) of an `mcq export --to vlmevalkit` TSV is read too.")
+@click.option("--answers-format", type=click.Choice(ANSWER_FORMATS), default="auto", show_default=True,
+              help="auto: VLMEvalKit predictions for .xlsx/.tsv, else answers JSONL.")
 @click.option("--protocol", type=click.Choice(["paper", "crosshoi"]), default="paper", show_default=True,
               help="paper: equations 1-4; crosshoi: the released evaluation script's counting.")
 @click.option("--setting", type=click.IntRange(1, 3), default=None,
@@ -319,7 +338,8 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any]) -> Any:
 @click.option("--model", default="", help="Model name recorded in --json output.")
 @click.option("--benchmark", default="",
               help="Benchmark name recorded in --json output [default: the questions file name].")
-def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, setting: int | None, n_bootstrap: int,
+def score(questions_path: str, answers_paths: tuple[str, ...], answers_format: str, protocol: str,
+          setting: int | None, n_bootstrap: int,
           seed: int, bootstrap_unit: str, zero_division: float, json_out: str | None, per_class: bool, model: str,
           benchmark: str) -> None:
     """Score answers (JSONL: selected choice texts or letters) against questions."""
@@ -335,7 +355,7 @@ def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, se
         reject_unused_options(click.get_current_context(), f"with --protocol {protocol}", "zero_division")
 
     qs_list = read_scored_questions(questions_path, setting)
-    answers = _read_answer_files(answers_paths, qs_list)
+    answers = _read_answer_files(answers_paths, qs_list, answers_format)
     answers_path = ", ".join(answers_paths)
     answered = {a.question_id for a in answers}
     if answered and answered.isdisjoint(q.id for q in qs_list):

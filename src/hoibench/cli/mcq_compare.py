@@ -17,6 +17,8 @@ __all__ = ["compare"]
 @click.argument("answers_a", type=click.Path(dir_okay=False))
 @click.argument("answers_b", type=click.Path(dir_okay=False))
 @click.option("--questions", "questions_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--answers-format", type=click.Choice(["auto", "hoibench", "vlmevalkit"]), default="auto",
+              show_default=True, help="auto: VLMEvalKit predictions for .xlsx/.tsv, else answers JSONL.")
 @click.option("--name", "names", multiple=True, help="The two model names (default: the file names).")
 @click.option("--protocol", type=click.Choice(["paper", "crosshoi"]), default="paper", show_default=True)
 @click.option("--setting", type=click.IntRange(1, 3), default=None,
@@ -32,15 +34,14 @@ __all__ = ["compare"]
               help="paper protocol: value of a ratio with an empty denominator.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
               help="Write the comparison as JSON to this file; '-' prints it instead of the table.")
-def compare(answers_a: str, answers_b: str, questions_path: str, names: tuple[str, ...], protocol: str,
+def compare(answers_a: str, answers_b: str, questions_path: str, answers_format: str, names: tuple[str, ...], protocol: str,
             setting: int | None, permutation: int, n_bootstrap: int, bootstrap_unit: str, seed: int,
             zero_division: float, json_out: str | None) -> None:
     """Paired comparison of answers A and B: each metric's difference A − B and its interval."""
     from hoibench._exceptions import ConfigError
     from hoibench._io import atomic_write_json
-    from hoibench.cli.mcq_bench import read_scored_questions
+    from hoibench.cli.mcq_bench import read_any_answers, read_scored_questions
     from hoibench.evaluation import mcq_compare
-    from hoibench.formats import read_answers
 
     if names and len(names) != 2:
         raise ConfigError(f"--name takes the two model names, in A B order; got {len(names)}")
@@ -51,7 +52,7 @@ def compare(answers_a: str, answers_b: str, questions_path: str, names: tuple[st
     ids = {q.id for q in qs}
     sets = []
     for path in (answers_a, answers_b):
-        answers = read_answers(path, qs)
+        answers = read_any_answers(path, qs, answers_format)
         if permutation not in (answers.permutations() or [0]):
             raise ConfigError(f"{path}: no answers under choice order {permutation} "
                               f"(it holds {answers.permutations()}); pick one with --permutation")
