@@ -16,6 +16,7 @@ __all__ = ["mcq"]
     "from-detections": "hoibench.cli.mcq_bench:from_detections",
     "run": "hoibench.cli.mcq_run:run",
     "analyze": "hoibench.cli.mcq_run:analyze",
+    "compare": "hoibench.cli.mcq_compare:compare",
     "export": "hoibench.cli.mcq_export:export",
 })
 def mcq() -> None:

@@ -11,7 +11,8 @@ from rich.table import Table
 from hoibench._progress import make_progress
 from hoibench.cli._common import console, echo_json, err_console, reject_unused_options
 
-__all__ = ["build", "from_detections", "score", "stats"]
+__all__ = ["ANSWER_FORMATS", "build", "from_detections", "read_any_answers", "read_scored_questions", "score",
+           "stats"]
 
 
 def _dataset_for(dataset: str, split: str) -> Any:
@@ -312,16 +313,48 @@ def _score_table(title: str, results: list[tuple[str, Any]]) -> Table:
     return table
 
 
-def _read_answer_files(paths: tuple[str, ...], questions: list[Any]) -> Any:
+def read_scored_questions(questions_path: str, setting: int | None) -> list[Any]:
+    """The questions ``mcq score`` and ``mcq compare`` score: all, or one setting's (3: the
+    setting-2 person-box questions, as ``mcq run --setting 3`` asks them)."""
+    from hoibench._exceptions import ConfigError
+    from hoibench.formats import read_questions
+
+    qs = read_questions(questions_path)
+    if setting is not None:
+        want = 2 if setting == 3 else setting
+        qs_list = [q for q in qs if q.setting in (want, setting)]
+    else:
+        qs_list = list(qs)
+    if not qs_list:
+        raise ConfigError(f"{questions_path}: no questions of setting {setting}")
+    return qs_list
+
+
+#: answer file formats `mcq score` and `mcq compare` read; auto: VLMEvalKit for .xlsx/.tsv
+ANSWER_FORMATS = ("auto", "hoibench", "vlmevalkit")
+
+
+def read_any_answers(path: str, questions: list[Any], answers_format: str = "auto") -> Any:
+    """An answers JSONL file, or a VLMEvalKit prediction file of an `mcq export --to vlmevalkit`
+    TSV (``auto``: by the suffix, ``.xlsx``/``.tsv``)."""
+    from hoibench.formats import read_answers
+
+    if answers_format == "vlmevalkit" or (answers_format == "auto" and Path(path).suffix.lower() in (".xlsx", ".tsv")):
+        from hoibench.tasks.vlmevalkit import read_vlmevalkit_answers
+
+        return read_vlmevalkit_answers(path, questions)
+    return read_answers(path, questions)
+
+
+def _read_answer_files(paths: tuple[str, ...], questions: list[Any], answers_format: str = "auto") -> Any:
     """One answer set from several files (each holding its own choice orders); the same question
     answered under the same order in two files is an error, not a silent choice."""
     from dataclasses import replace
 
     from hoibench._exceptions import ConfigError
-    from hoibench.formats import read_answers
     from hoibench.formats.questions import answer_permutation
 
-    sets = [read_answers(p, questions) for p in paths]
+    sets = [read_any_answers(p, questions, answers_format) for p in paths]
     if len(sets) == 1:
         return sets[0]
     # a runner's file names its order in the header only: carry it onto each answer
@@ -345,7 +378,10 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any]) -> Any:
 @click.option("--questions", "questions_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--answers", "answers_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
               help="Answers JSONL; repeat it to score several choice orders (one file per "
-                   "`mcq run --permutation K`): each order is scored and position sensitivity shown.")
+                   "`mcq run --permutation K`): each order is scored and position sensitivity shown. "
+                   "A VLMEvalKit prediction file (.xlsx/.tsv) of an `mcq export --to vlmevalkit` TSV is read too.")
+@click.option("--answers-format", type=click.Choice(ANSWER_FORMATS), default="auto", show_default=True,
+              help="auto: VLMEvalKit predictions for .xlsx/.tsv, else answers JSONL.")
 @click.option("--protocol", type=click.Choice(["paper", "crosshoi"]), default="paper", show_default=True,
               help="paper: equations 1-4; crosshoi: the released evaluation script's counting.")
 @click.option("--setting", type=click.IntRange(1, 3), default=None,
@@ -353,6 +389,9 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any]) -> Any:
 @click.option("--bootstrap", "n_bootstrap", type=int, default=0, show_default=True,
               help="Bootstrap resamples for 95% confidence intervals (e.g. 1000).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--bootstrap-unit", type=click.Choice(["auto", "question", "image"]), default="auto",
+              show_default=True, help="What the bootstrap resamples; auto: images (their questions move "
+                                      "together) when an image holds several questions, else questions.")
 @click.option("--zero-division", type=float, default=1.0, show_default=True,
               help="paper protocol: value of a ratio with an empty denominator.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
@@ -361,33 +400,24 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any]) -> Any:
 @click.option("--model", default="", help="Model name recorded in --json output.")
 @click.option("--benchmark", default="",
               help="Benchmark name recorded in --json output [default: the questions file name].")
-def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, setting: int | None, n_bootstrap: int,
-          seed: int, zero_division: float, json_out: str | None, per_class: bool, model: str,
+def score(questions_path: str, answers_paths: tuple[str, ...], answers_format: str, protocol: str,
+          setting: int | None, n_bootstrap: int,
+          seed: int, bootstrap_unit: str, zero_division: float, json_out: str | None, per_class: bool, model: str,
           benchmark: str) -> None:
     """Score answers (JSONL: selected choice texts or letters) against questions."""
     from hoibench.cli._common import reject_unused_options
-    from hoibench.evaluation import mcq_metrics
-    from hoibench.formats import read_questions
+    from hoibench.evaluation import all_orders_exact_match, mcq_metrics
     from hoibench.results import mcq_record, write_record
 
     if n_bootstrap == 0:
-        reject_unused_options(click.get_current_context(), "without --bootstrap", "seed")
+        reject_unused_options(click.get_current_context(), "without --bootstrap", "seed", "bootstrap_unit")
     if json_out is None:
         reject_unused_options(click.get_current_context(), "without --json", "per_class", "model", "benchmark")
     if protocol != "paper":
         reject_unused_options(click.get_current_context(), f"with --protocol {protocol}", "zero_division")
 
-    qs = read_questions(questions_path)
-    if setting is not None:
-        want = 2 if setting == 3 else setting
-        qs_list = [q for q in qs if q.setting in (want, setting)]
-    else:
-        qs_list = list(qs)
-    if not qs_list:
-        from hoibench._exceptions import ConfigError
-
-        raise ConfigError(f"{questions_path}: no questions of setting {setting}")
-    answers = _read_answer_files(answers_paths, qs_list)
+    qs_list = read_scored_questions(questions_path, setting)
+    answers = _read_answer_files(answers_paths, qs_list, answers_format)
     answers_path = ", ".join(answers_paths)
     answered = {a.question_id for a in answers}
     if answered and answered.isdisjoint(q.id for q in qs_list):
@@ -400,11 +430,25 @@ def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, se
     results = []
     for k in perms:
         r = mcq_metrics(answers.for_permutation(k), qs_list, protocol=protocol, zero_division=zero_division,
-                        n_bootstrap=n_bootstrap, random_state=seed)
+                        n_bootstrap=n_bootstrap, random_state=seed, bootstrap_unit=bootstrap_unit)
         results.append((f"order {k}" if len(perms) > 1 else "score (%)", r))
     main = results[0][1]
+    extra: dict[str, Any] = {}
+    if len(perms) > 1:
+        extra["all_orders"] = {"exact_match": all_orders_exact_match(
+            [answers.for_permutation(k) for k in perms], qs_list, protocol=protocol, zero_division=zero_division),
+            "n_orders": len(perms)}
     if json_out != "-":
         console.print(_score_table(f"hoibench mcq score ({protocol}): {len(qs_list)} questions", results))
+        if main.ci is not None:
+            console.print(f"{main.confidence:.0%} intervals: {main.n_bootstrap} bootstrap resamples of the "
+                          f"{main.bootstrap_unit}s (seed {seed})")
+        if extra:
+            import numpy as np
+
+            ems = [r.exact_match for _, r in results]
+            console.print(f"exact match under all {len(perms)} orders: {100 * extra['all_orders']['exact_match']:.2f}% "
+                          f"(per order: {100 * min(ems):.2f}–{100 * max(ems):.2f}%, std {100 * np.std(ems):.2f})")
     if main.n_missing:
         err_console.print(f"warning: {main.n_missing} questions have no answer (scored as empty predictions)")
     if main.n_out_of_choice:
@@ -421,7 +465,8 @@ def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, se
         err_console.print(f"note: {answers.n_truncated} truncated answer line ignored")
     if json_out is not None:
         record = mcq_record(results, model=model, benchmark=benchmark or Path(questions_path).name,
-                            per_class=per_class, questions_file=str(questions_path), answers_file=str(answers_path))
+                            per_class=per_class, questions_file=str(questions_path), answers_file=str(answers_path),
+                            **extra)
         if json_out == "-":
             echo_json(record.to_json())
         else:

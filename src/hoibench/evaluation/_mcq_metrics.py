@@ -38,13 +38,22 @@ removed from it, a text in the wrong list is a false positive, anything else is 
 
 Class counting, bootstrap resampling and the final numbers share one vectorised path: per-question
 counts, and ``(question × class)`` sparse count matrices, combined with resampling weights.
+
+Bootstrap units (``bootstrap_unit``): the questions of one image are not independent (same scene,
+same people, often the same distractors), so by default (``"auto"``) the images are resampled, every
+question of a drawn image moving with it, whenever an image holds several questions (settings 2–3);
+with one question per image, resampling questions is the same thing. ``"question"`` and
+``"image"`` force either. The clustering is a change of *which units* are drawn (image weights
+expanded to their questions), not of the interval method, which stays
+:func:`~hoibench.evaluation.bootstrap_ci`'s.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -58,10 +67,13 @@ from hoibench.evaluation._fields import Fields, json_float, result_header
 from hoibench.evaluation._metric import Metric
 from hoibench.vocab import hico_det
 
-__all__ = ["MCQ_METRIC_NAMES", "MCQ_PROTOCOLS", "MCQMetrics", "MCQResult", "mcq_metrics", "mcq_scores",
+__all__ = ["MCQ_BOOTSTRAP_UNITS", "MCQ_METRIC_NAMES", "MCQ_PROTOCOLS", "MCQComparison", "MCQMetrics",
+           "MCQResult", "all_orders_exact_match", "mcq_compare", "mcq_metrics", "mcq_scores",
            "position_sensitivity"]
 
 MCQ_PROTOCOLS = ("paper", "crosshoi")
+#: what the bootstrap resamples: ``auto`` = images when an image holds several questions, else questions
+MCQ_BOOTSTRAP_UNITS = ("auto", "question", "image")
 #: the six multiple-choice metrics, in the order tables and reports show them
 MCQ_METRIC_NAMES = ("macro_f1", "instance_f1", "micro_f1", "exact_match", "avg_precision", "avg_recall")
 
@@ -76,7 +88,8 @@ class MCQResult:
 
     A metric is NaN only in a result read from a file of published numbers that leaves it out.
 
-    ``ci`` maps each metric name to its bootstrap ``(low, high)`` interval when requested.
+    ``ci`` maps each metric name to its bootstrap ``(low, high)`` interval when requested;
+    ``bootstrap_unit`` says what was resampled (``"question"`` or ``"image"``).
     ``per_class`` maps a class name to ``{"tp", "pred", "gt", "f1"}``. The counts are ``None``
     only for a result read from a file that does not record them (published numbers).
     """
@@ -102,11 +115,12 @@ class MCQResult:
     ci: Mapping[str, tuple[float, float]] | None = None
     confidence: float | None = None
     n_bootstrap: int = 0
+    bootstrap_unit: str | None = None
 
     kind: ClassVar[str] = "mcq_metrics"
     json_keys: ClassVar[frozenset[str]] = frozenset({
         *MCQ_METRIC_NAMES, "protocol", "zero_division", *_COUNTS, "missing_ids", "ci", "confidence",
-        "n_bootstrap", "per_class"})
+        "n_bootstrap", "bootstrap_unit", "per_class"})
 
     def metrics(self) -> dict[str, float]:
         """The six headline numbers under their JSON keys."""
@@ -125,6 +139,8 @@ class MCQResult:
                          for k, (lo, hi) in self.ci.items()}
             out["confidence"] = self.confidence
             out["n_bootstrap"] = self.n_bootstrap
+            if self.bootstrap_unit is not None:
+                out["bootstrap_unit"] = self.bootstrap_unit
         if self.per_class:
             out["per_class"] = {k: {c: json_float(v) for c, v in row.items()} for k, row in self.per_class.items()}
         return out
@@ -163,12 +179,15 @@ class MCQResult:
         protocol = f.string("protocol", default="paper")
         if protocol not in MCQ_PROTOCOLS:
             raise f.error("protocol", f"expected one of {list(MCQ_PROTOCOLS)}, got {protocol!r}")
+        unit = f.string("bootstrap_unit", default=None)
+        if unit is not None and unit not in MCQ_BOOTSTRAP_UNITS[1:]:
+            raise f.error("bootstrap_unit", f"expected one of {list(MCQ_BOOTSTRAP_UNITS[1:])}, got {unit!r}")
         return cls(
             **metrics, protocol=protocol, zero_division=f.number("zero_division", default=1.0, **frac),
             **{k: f.integer(k, default=None, lo=0) for k in _COUNTS},
             missing_ids=f.strings("missing_ids", default=()), per_class=per_class, ci=ci,
             confidence=f.number("confidence", default=None, lo=0.0, hi=1.0, unit="a fraction"),
-            n_bootstrap=f.integer("n_bootstrap", default=0, lo=0))
+            n_bootstrap=f.integer("n_bootstrap", default=0, lo=0), bootstrap_unit=unit)
 
 
 def position_sensitivity(results: Sequence[MCQResult]) -> dict[str, float]:
@@ -381,6 +400,28 @@ def _check_protocol(protocol: str, zero_division: float) -> None:
         raise ConfigError(f"zero_division must be a number in [0, 1]; got {zero_division!r}")
 
 
+def _check_bootstrap(n_bootstrap: int, confidence: float, unit: str) -> None:
+    if n_bootstrap < 0:
+        raise ConfigError(f"n_bootstrap must be >= 0; got {n_bootstrap}")
+    if not 0.0 < confidence < 1.0:
+        raise ConfigError(f"confidence must be in (0, 1); got {confidence!r}")
+    if unit not in MCQ_BOOTSTRAP_UNITS:
+        raise ConfigError(f"bootstrap_unit must be one of {list(MCQ_BOOTSTRAP_UNITS)}; got {unit!r}")
+
+
+def _resampling(images: Sequence[str], unit: str, statistic: Callable[[np.ndarray], np.ndarray],
+                ) -> tuple[str, int, Callable[[np.ndarray], np.ndarray]]:
+    """``(unit, number of units, statistic of unit weights)`` for questions of ``images``:
+    image weights are expanded to their questions, so an image's questions are drawn together."""
+    _, index = np.unique(np.asarray(images, dtype=object), return_inverse=True)
+    n_images = int(index.max()) + 1 if len(index) else 0
+    if unit == "auto":
+        unit = "image" if n_images < len(images) else "question"
+    if unit == "question":
+        return unit, len(images), statistic
+    return unit, n_images, lambda w: statistic(w[:, index])
+
+
 class MCQMetrics(Metric[MCQResult]):
     """Macro-F1, Instance-F1, Micro-F1, exact match, average precision and recall of
     multiple-choice answers, optionally with bootstrap confidence intervals (questions resampled).
@@ -395,7 +436,10 @@ class MCQMetrics(Metric[MCQResult]):
     n_bootstrap:
         Number of bootstrap resamples (0: no intervals).
     confidence:
-        Coverage of the percentile intervals.
+        Coverage of the intervals.
+    bootstrap_unit:
+        ``"auto"`` (images when an image holds several questions, else questions), ``"question"``
+        or ``"image"``: what one bootstrap draw takes (module docstring).
     random_state:
         Seed or Generator of the resampling.
     class_keys:
@@ -416,16 +460,14 @@ class MCQMetrics(Metric[MCQResult]):
 
     def __init__(self, *, protocol: str = "paper", zero_division: float = 1.0, n_bootstrap: int = 0,
                  confidence: float = 0.95, random_state: int | np.random.Generator | None = None,
-                 class_keys: Iterable[tuple[str, str]] | None = None) -> None:
+                 class_keys: Iterable[tuple[str, str]] | None = None, bootstrap_unit: str = "auto") -> None:
         super().__init__()
         _check_protocol(protocol, zero_division)
         if class_keys is not None and protocol != "crosshoi":
             raise ConfigError("class_keys only applies to the crosshoi protocol")
         self.class_keys = None if class_keys is None else frozenset(tuple(k) for k in class_keys)
-        if n_bootstrap < 0:
-            raise ConfigError(f"n_bootstrap must be >= 0; got {n_bootstrap}")
-        if not 0.0 < confidence < 1.0:
-            raise ConfigError(f"confidence must be in (0, 1); got {confidence!r}")
+        _check_bootstrap(n_bootstrap, confidence, bootstrap_unit)
+        self.bootstrap_unit = bootstrap_unit
         self.protocol = protocol
         self.zero_division = float(zero_division)
         self.n_bootstrap = int(n_bootstrap)
@@ -500,9 +542,10 @@ class MCQMetrics(Metric[MCQResult]):
             raise ValidationError("MCQMetrics.compute(): the updates held no questions; there is nothing to score")
         arr = self._arrays()
         point = arr.metrics(np.ones((1, len(self._ids))))[0]
-        ci = None
+        ci = unit = None
         if self.n_bootstrap:
-            boot = bootstrap_ci(arr.metrics, len(self._ids), n_resamples=self.n_bootstrap,
+            unit, n_units, statistic = _resampling(self._rows.image, self.bootstrap_unit, arr.metrics)
+            boot = bootstrap_ci(statistic, n_units, n_resamples=self.n_bootstrap,
                                 confidence=self.confidence, random_state=self.random_state)
             ci = {name: (float(boot.low[k]), float(boot.high[k])) for k, name in enumerate(MCQ_METRIC_NAMES)}
         c_tp = np.asarray(arr.m_tp.sum(axis=0)).ravel()
@@ -521,7 +564,7 @@ class MCQMetrics(Metric[MCQResult]):
             n_out_of_choice=self._out_of_choice, n_unknown_answers=len(self._answer_ids - set(self._ids)),
             missing_ids=tuple(self._missing), per_class=per_class, ci=ci,
             confidence=self.confidence if ci is not None else None,
-            n_bootstrap=self.n_bootstrap if ci is not None else 0,
+            n_bootstrap=self.n_bootstrap if ci is not None else 0, bootstrap_unit=unit,
         )
 
 
@@ -535,11 +578,13 @@ def mcq_metrics(
     confidence: float = 0.95,
     random_state: int | np.random.Generator | None = None,
     class_keys: Iterable[tuple[str, str]] | None = None,
+    bootstrap_unit: str = "auto",
 ) -> MCQResult:
     """Functional twin of :class:`MCQMetrics` (same parameters, one call): answers first,
     questions second."""
     m = MCQMetrics(protocol=protocol, zero_division=zero_division, n_bootstrap=n_bootstrap,
-                   confidence=confidence, random_state=random_state, class_keys=class_keys)
+                   confidence=confidence, random_state=random_state, class_keys=class_keys,
+                   bootstrap_unit=bootstrap_unit)
     m.update(answers, questions)
     return m.compute()
 
@@ -558,6 +603,131 @@ def mcq_scores(
     warnings.warn("mcq_scores(questions, answers) is deprecated; use mcq_metrics(answers, questions)",
                   DeprecationWarning, stacklevel=2)
     return mcq_metrics(answers, questions, **kwargs)
+
+
+# ----------------------------------------------------------------------------- across orders and models
+
+def _scored(answers: Mapping[str, MCAnswer] | Iterable[MCAnswer], questions: Sequence[MCQuestion], *,
+            protocol: str, zero_division: float, class_keys: Iterable[tuple[str, str]] | None) -> _Arrays:
+    m = MCQMetrics(protocol=protocol, zero_division=zero_division, class_keys=class_keys)
+    m.update(answers, questions)
+    if not m._ids:
+        raise ValidationError("the updates held no questions; there is nothing to score")
+    return m._arrays()
+
+
+def all_orders_exact_match(
+    answer_sets: Sequence[Mapping[str, MCAnswer] | Iterable[MCAnswer]],
+    questions: Iterable[MCQuestion],
+    *,
+    protocol: str = "paper",
+    zero_division: float = 1.0,
+    class_keys: Iterable[tuple[str, str]] | None = None,
+) -> float:
+    """Exact match over several choice orders of the same questions, a question counting only if
+    the answer under *every* order is exactly right (VLMEvalKit's CircularEval, for multiple
+    answers): the order-robust number to report beside :func:`position_sensitivity`'s spread.
+
+    Normalised as the protocol's exact match (``crosshoi``: by the number of images)."""
+    if len(answer_sets) < 2:
+        raise ConfigError(f"all-orders exact match needs answers under at least two choice orders; "
+                          f"got {len(answer_sets)}")
+    qs = list(questions)
+    arrs = [_scored(a, qs, protocol=protocol, zero_division=zero_division, class_keys=class_keys)
+            for a in answer_sets]
+    exact = np.min(np.stack([a.exact for a in arrs]), axis=0)
+    both = dataclasses.replace(arrs[0], exact=exact)
+    return float(both.metrics(np.ones((1, len(exact))))[0, MCQ_METRIC_NAMES.index("exact_match")])
+
+
+@dataclass(frozen=True)
+class MCQComparison:
+    """Two models' answers to the same questions, scored on the same bootstrap resamples.
+
+    Every mapping is keyed by metric name (fractions); ``difference`` is ``a − b``, ``ci`` its
+    interval, ``p_a_better`` / ``p_tie`` the share of resamples with ``a > b`` / ``a = b``."""
+
+    names: tuple[str, str]
+    a: Mapping[str, float]
+    b: Mapping[str, float]
+    difference: Mapping[str, float]
+    ci: Mapping[str, tuple[float, float]]
+    p_a_better: Mapping[str, float]
+    p_tie: Mapping[str, float]
+    protocol: str
+    confidence: float
+    n_bootstrap: int
+    bootstrap_unit: str
+    n_questions: int
+    n_images: int
+
+    kind: ClassVar[str] = "mcq_comparison"
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One record per metric (fractions), in :data:`MCQ_METRIC_NAMES` order."""
+        return [{"metric": k, "model_a": self.names[0], "model_b": self.names[1], "a": self.a[k],
+                 "b": self.b[k], "difference": self.difference[k], "ci_low": self.ci[k][0],
+                 "ci_high": self.ci[k][1], "p_a_better": self.p_a_better[k], "p_tie": self.p_tie[k]}
+                for k in MCQ_METRIC_NAMES]
+
+    def to_json(self) -> dict[str, Any]:
+        """The comparison as one JSON object (NaN as null)."""
+        return {"kind": self.kind, "model_a": self.names[0], "model_b": self.names[1],
+                "protocol": self.protocol, "confidence": self.confidence, "n_bootstrap": self.n_bootstrap,
+                "bootstrap_unit": self.bootstrap_unit, "n_questions": self.n_questions,
+                "n_images": self.n_images,
+                "metrics": [{k: json_float(v) if isinstance(v, float) else v for k, v in r.items()}
+                            for r in self.rows()]}
+
+
+def mcq_compare(
+    answers_a: Mapping[str, MCAnswer] | Iterable[MCAnswer],
+    answers_b: Mapping[str, MCAnswer] | Iterable[MCAnswer],
+    questions: Iterable[MCQuestion],
+    *,
+    names: tuple[str, str] = ("a", "b"),
+    protocol: str = "paper",
+    zero_division: float = 1.0,
+    n_bootstrap: int = 1000,
+    confidence: float = 0.95,
+    random_state: int | np.random.Generator | None = 0,
+    bootstrap_unit: str = "auto",
+    class_keys: Iterable[tuple[str, str]] | None = None,
+) -> MCQComparison:
+    """Paired bootstrap comparison of two answer sets on the same questions: each resample
+    scores both models on the same draw, so the interval of ``a − b`` is narrower than the two
+    separate intervals suggest (the mAP twin is ``hoibench analyze compare``)."""
+    _check_bootstrap(n_bootstrap, confidence, bootstrap_unit)
+    if n_bootstrap < 1:
+        raise ConfigError("a paired comparison needs n_bootstrap >= 1")
+    qs = list(questions)
+    arr_a, arr_b = (_scored(x, qs, protocol=protocol, zero_division=zero_division, class_keys=class_keys)
+                    for x in (answers_a, answers_b))
+
+    def both(w: np.ndarray) -> np.ndarray:
+        ma, mb = arr_a.metrics(w), arr_b.metrics(w)
+        return np.concatenate([ma, mb, ma - mb], axis=1)
+
+    images = [q.file_name for q in qs]
+    unit, n_units, statistic = _resampling(images, bootstrap_unit, both)
+    boot = bootstrap_ci(statistic, n_units, n_resamples=n_bootstrap, confidence=confidence,
+                        random_state=random_state)
+    k = len(MCQ_METRIC_NAMES)
+    est, d = boot.estimate, boot.samples[:, 2 * k:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a metric NaN in every resample
+        better = np.nanmean(np.where(np.isnan(d), np.nan, d > 0), axis=0)
+        tie = np.nanmean(np.where(np.isnan(d), np.nan, d == 0), axis=0)
+
+    def by_name(v: np.ndarray) -> dict[str, float]:
+        return {name: float(v[i]) for i, name in enumerate(MCQ_METRIC_NAMES)}
+
+    return MCQComparison(
+        names=(str(names[0]), str(names[1])), a=by_name(est[:k]), b=by_name(est[k:2 * k]),
+        difference=by_name(est[2 * k:]),
+        ci={name: (float(boot.low[2 * k + i]), float(boot.high[2 * k + i])) for i, name in enumerate(MCQ_METRIC_NAMES)},
+        p_a_better=by_name(better), p_tie=by_name(tie), protocol=protocol, confidence=float(confidence),
+        n_bootstrap=int(n_bootstrap), bootstrap_unit=unit, n_questions=len(qs), n_images=len(set(images)))
 
 
 def _order_error(arg: str, got: object, want: str) -> ValidationError:

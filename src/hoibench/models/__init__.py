@@ -44,3 +44,7 @@ __all__ = [
     "parse_yes_no",
     "request_key",
 ]
+
+#: lmms-eval's plugin hook: ``LMMS_EVAL_PLUGINS=hoibench`` imports ``hoibench.models`` and registers
+#: the lmms-eval model classes listed here (none: hoibench adds tasks, ``hoibench.tasks``, not models)
+AVAILABLE_MODELS: dict[str, str] = {}

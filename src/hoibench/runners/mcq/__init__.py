@@ -18,6 +18,13 @@ from hoibench.runners.mcq._parsing import (
     parse_image_size,
     parse_letters,
 )
+from hoibench.runners.mcq._prepared import (
+    SINGLE_TURN_CONVENTIONS,
+    PreparedQuestion,
+    answer_from_reply,
+    check_single_turn,
+    prepare_question,
+)
 from hoibench.runners.mcq._prompts import (
     ANSWER_FORMATS,
     PromptTemplate,
@@ -30,13 +37,17 @@ from hoibench.runners.mcq._run import MCQRunner, RunSummary
 __all__ = [
     "ANSWER_FORMATS",
     "BOX_CONVENTIONS",
+    "SINGLE_TURN_CONVENTIONS",
     "DetectionParse",
     "LetterParse",
     "MCQRunner",
     "ModelFrame",
+    "PreparedQuestion",
     "PromptTemplate",
     "RenderedQuestion",
     "RunSummary",
+    "answer_from_reply",
+    "check_single_turn",
     "load_detections",
     "load_template",
     "match_person",
@@ -44,6 +55,7 @@ __all__ = [
     "parse_detection",
     "parse_image_size",
     "parse_letters",
+    "prepare_question",
     "render_question",
     "resolve_box_convention",
     "smart_resize",

@@ -106,6 +106,10 @@ class RenderedQuestion:
     text: str
     letters: Mapping[str, str | None]
     order: tuple[int, ...]
+    #: the head (question with its box) and each letter's choice as shown, for harnesses that
+    #: lay the choices out themselves (VLMEvalKit's ``A``-``D`` columns)
+    head: str = ""
+    shown: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 def _display(choice: Choice, rename: bool) -> str:
@@ -151,4 +155,5 @@ def render_question(question: MCQuestion, template: PromptTemplate, *, setting: 
              for k, (disp, _) in enumerate(shown)]
     text = (head + template.choices_header + "\n".join(lines) + "\n"
             + template.instruction(answer_format))
-    return RenderedQuestion(text, {LETTERS[k]: stored for k, (_, stored) in enumerate(shown)}, order)
+    return RenderedQuestion(text, {LETTERS[k]: stored for k, (_, stored) in enumerate(shown)}, order,
+                            head, {LETTERS[k]: disp for k, (disp, _) in enumerate(shown)})

@@ -1,0 +1,83 @@
+"""``hoibench mcq compare``: two models' answers to the same questions, compared on the same
+bootstrap resamples (the multiple-choice twin of ``hoibench analyze compare``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from hoibench.cli._common import console, echo_json, err_console
+
+__all__ = ["compare"]
+
+
+@click.command("compare")
+@click.argument("answers_a", type=click.Path(dir_okay=False))
+@click.argument("answers_b", type=click.Path(dir_okay=False))
+@click.option("--questions", "questions_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--answers-format", type=click.Choice(["auto", "hoibench", "vlmevalkit"]), default="auto",
+              show_default=True, help="auto: VLMEvalKit predictions for .xlsx/.tsv, else answers JSONL.")
+@click.option("--name", "names", multiple=True, help="The two model names (default: the file names).")
+@click.option("--protocol", type=click.Choice(["paper", "crosshoi"]), default="paper", show_default=True)
+@click.option("--setting", type=click.IntRange(1, 3), default=None,
+              help="Compare only questions of this setting (3: the setting-2 questions).")
+@click.option("--permutation", type=int, default=0, show_default=True,
+              help="Choice order compared, for files holding several.")
+@click.option("--bootstrap", "n_bootstrap", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Bootstrap resamples, the same for both models.")
+@click.option("--bootstrap-unit", type=click.Choice(["auto", "question", "image"]), default="auto",
+              show_default=True, help="What is resampled (see `mcq score --bootstrap-unit`).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--zero-division", type=float, default=1.0, show_default=True,
+              help="paper protocol: value of a ratio with an empty denominator.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
+              help="Write the comparison as JSON to this file; '-' prints it instead of the table.")
+def compare(answers_a: str, answers_b: str, questions_path: str, answers_format: str, names: tuple[str, ...], protocol: str,
+            setting: int | None, permutation: int, n_bootstrap: int, bootstrap_unit: str, seed: int,
+            zero_division: float, json_out: str | None) -> None:
+    """Paired comparison of answers A and B: each metric's difference A − B and its interval."""
+    from hoibench._exceptions import ConfigError
+    from hoibench._io import atomic_write_json
+    from hoibench.cli.mcq_bench import read_any_answers, read_scored_questions
+    from hoibench.evaluation import mcq_compare
+
+    if names and len(names) != 2:
+        raise ConfigError(f"--name takes the two model names, in A B order; got {len(names)}")
+    labels = tuple(names) or tuple(Path(p).name.split(".")[0] for p in (answers_a, answers_b))
+    if labels[0] == labels[1]:
+        labels = ("A", "B")
+    qs = read_scored_questions(questions_path, setting)
+    ids = {q.id for q in qs}
+    sets = []
+    for path in (answers_a, answers_b):
+        answers = read_any_answers(path, qs, answers_format)
+        if permutation not in (answers.permutations() or [0]):
+            raise ConfigError(f"{path}: no answers under choice order {permutation} "
+                              f"(it holds {answers.permutations()}); pick one with --permutation")
+        chosen = answers.for_permutation(permutation)
+        if chosen and ids.isdisjoint(chosen):
+            raise ConfigError(f"{path}: none of its {len(chosen)} answers is for a question of {questions_path}")
+        n_missing = len(ids - set(chosen))
+        if n_missing:
+            err_console.print(f"warning: {path}: {n_missing} questions have no answer (scored as empty predictions)")
+        sets.append(chosen)
+    cmp = mcq_compare(sets[0], sets[1], qs, names=(labels[0], labels[1]), protocol=protocol,
+                      zero_division=zero_division, n_bootstrap=n_bootstrap, random_state=seed,
+                      bootstrap_unit=bootstrap_unit)
+    if json_out == "-":
+        echo_json(cmp.to_json())
+        return
+    if json_out is not None:
+        atomic_write_json(json_out, cmp.to_json(), indent=True)
+    table = Table(title=f"hoibench mcq compare ({protocol}): {cmp.n_questions} questions, {cmp.n_images} images")
+    for col in ("metric", labels[0], labels[1], f"{labels[0]} − {labels[1]}", f"{cmp.confidence:.0%} interval",
+                f"P({labels[0]} > {labels[1]})"):
+        table.add_column(col, justify="left" if col == "metric" else "right")
+    for r in cmp.rows():
+        table.add_row(r["metric"], f"{100 * r['a']:.2f}", f"{100 * r['b']:.2f}", f"{100 * r['difference']:+.2f}",
+                      f"[{100 * r['ci_low']:+.2f}, {100 * r['ci_high']:+.2f}]", f"{r['p_a_better']:.3f}")
+    console.print(table)
+    console.print(f"{cmp.n_bootstrap} paired bootstrap resamples of the {cmp.bootstrap_unit}s (seed {seed}); "
+                  "percent points")

@@ -1,0 +1,135 @@
+"""hoibench's multiple-choice questions as a VLMEvalKit benchmark, and VLMEvalKit's predictions
+back as hoibench answers.
+
+VLMEvalKit (open-compass/VLMEvalKit) treats an unknown dataset name ``NAME`` with a
+``$LMUData/NAME.tsv`` holding ``A`` and ``B`` columns as a custom multiple-choice dataset
+(``CustomMCQDataset``): it decodes the base64 ``image`` cell (a short cell names the ``index`` of
+the row that holds the image, so an image is stored once), prompts ``Hint: {hint}`` /
+``Question: {question}`` / ``Options: A. ...`` (or the model's own MCQ prompt), and writes
+``{model}_{NAME}.xlsx`` with every column but ``image`` plus ``prediction``.
+
+Its built-in MCQ score extracts *one* letter per reply and compares it with ``answer``: that is
+single-answer accuracy, and hoibench's questions have one to four correct choices. So the score
+comes back here: the ``hoibench_*`` columns survive into the prediction file, and
+:func:`read_vlmevalkit_answers` turns each reply into an answer with the letters of *that* row's
+choice order, ready for ``hoibench mcq score`` (all six metrics, both protocols).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from hoibench._exceptions import ConfigError, FormatError
+from hoibench._io import ImageFolder, read_bytes
+from hoibench._version import __version__
+from hoibench.data import MCAnswer, MCQuestion
+from hoibench.data._questions import LETTERS
+from hoibench.formats.questions import AnswerSet
+from hoibench.formats.vlmevalkit import read_vlmevalkit_table, write_vlmevalkit_tsv
+from hoibench.runners.mcq import (
+    PromptTemplate,
+    answer_from_reply,
+    check_single_turn,
+    prepare_question,
+)
+
+__all__ = ["VLMEVALKIT_COLUMNS", "read_vlmevalkit_answers", "vlmevalkit_rows", "write_vlmevalkit_benchmark"]
+
+#: the columns before the choice letters and after them (``hoibench_*``: read back by hoibench)
+_HEAD = ("index", "image", "hint", "question")
+_TAIL = ("answer", "category", "hoibench_id", "hoibench_setting", "hoibench_permutation", "hoibench_order",
+         "hoibench_answer_format", "hoibench_box_convention", "hoibench_template", "hoibench_version")
+VLMEVALKIT_COLUMNS = (*_HEAD, "A", "B", "C", "D", *_TAIL)
+
+
+def _vlmevalkit_question(head: str) -> str:
+    """hoibench's question head without its ``<image>`` placeholder (VLMEvalKit places the image)."""
+    return re.sub(r"\s*<image>", "", head).strip()
+
+
+def vlmevalkit_rows(questions: Sequence[MCQuestion], images: ImageFolder, *, box_convention: str,
+                    template: PromptTemplate, answer_format: str = "letters", seed: int = 0,
+                    permutation: int = 0, box_shift: float = 0.0, questions_file: str | None = None,
+                    ) -> Iterator[dict[str, Any]]:
+    """One VLMEvalKit row per question: the image prepared for ``box_convention`` (base64, once
+    per image), the question with its box in that image's coordinates, the choices in the order
+    ``question.order(seed, permutation)``, the correct letters, and the ``hoibench_*`` columns."""
+    for q in questions:
+        check_single_turn(box_convention, q.setting)
+    first: dict[str, int] = {}
+    for index, q in enumerate(questions):
+        path = images.path(q.file_name, file=questions_file, record=repr(q.id))
+        if not path.is_file():
+            raise ConfigError(f"question {q.id!r}: image {path} not found")
+        prep = prepare_question(q, path, box_convention=box_convention, template=template,
+                                answer_format=answer_format, seed=seed, permutation=permutation,
+                                box_shift=box_shift)
+        if q.file_name in first:
+            image = str(first[q.file_name])  # VLMEvalKit: a short cell is the index of the image's row
+        else:
+            first[q.file_name] = index
+            data, _ = prep.image_bytes(read_bytes(path))
+            image = base64.b64encode(data).decode("ascii")
+        letters = prep.rendered.letters
+        correct = set(q.correct_texts)
+        row: dict[str, Any] = {
+            "index": index, "image": image, "hint": template.instruction(answer_format).strip(),
+            "question": _vlmevalkit_question(prep.rendered.head),
+            # not the template's "None" padding: pandas reads that cell as NaN, VLMEvalKit drops it
+            **{k: v for k, v in prep.rendered.shown.items() if letters[k] is not None},
+            "answer": "".join(k for k, t in letters.items() if t is not None and t in correct),
+            "category": f"setting {q.setting}", "hoibench_id": q.id, "hoibench_setting": q.setting,
+            "hoibench_permutation": permutation, "hoibench_order": ",".join(map(str, prep.rendered.order)),
+            "hoibench_answer_format": answer_format, "hoibench_box_convention": box_convention,
+            "hoibench_template": template.tag, "hoibench_version": __version__}
+        yield row
+
+
+def write_vlmevalkit_benchmark(path: str | Path, questions: Sequence[MCQuestion], images: ImageFolder,
+                               **kwargs: Any) -> int:
+    """Write :func:`vlmevalkit_rows` as ``path`` (a TSV named like the dataset); returns the row count."""
+    qs = list(questions)
+    n_letters = max([4, *(len(q.choices) for q in qs)])
+    columns = (*_HEAD, *LETTERS[:n_letters], *_TAIL)
+    return write_vlmevalkit_tsv(path, columns, vlmevalkit_rows(qs, images, **kwargs))
+
+
+def read_vlmevalkit_answers(path: str | Path, questions: Iterable[MCQuestion]) -> AnswerSet:
+    """Answers from a VLMEvalKit prediction file of a :func:`write_vlmevalkit_benchmark` TSV:
+    each ``prediction`` parsed as ``mcq run`` parses a reply, with the letters of the row's own
+    choice order (``hoibench_order``); ``hoibench_permutation`` keeps choice orders apart."""
+    by_id = {q.id: q for q in questions}
+    rows = read_vlmevalkit_table(path, required=("index", "prediction", "hoibench_id", "hoibench_order"))
+    answers: list[MCAnswer] = []
+    seen: dict[tuple[str, int], str] = {}
+    for row in rows:
+        qid, where = row["hoibench_id"], f"index {row['index']}"
+        try:
+            perm = int(row.get("hoibench_permutation") or 0)
+            order = [int(x) for x in row["hoibench_order"].split(",")]
+        except ValueError:
+            raise FormatError("expected comma-separated integers", file=path, record=where,
+                              field="hoibench_order") from None
+        key = (qid, perm)
+        if key in seen:
+            raise FormatError(f"question {qid!r} (order {perm}) is also the row of {seen[key]}", file=path,
+                              record=where, field="hoibench_id")
+        seen[key] = where
+        meta = {"permutation": perm, "order": order, "vlmevalkit_index": row["index"]}
+        q = by_id.get(qid)
+        if q is None:  # scored as an answer to an unknown question (mcq score says how many)
+            answers.append(MCAnswer(qid, frozenset(), row["prediction"], "ok", meta))
+            continue
+        if sorted(order) != list(range(len(q.choices))):
+            raise FormatError(f"{order} is not an order of question {qid!r}'s {len(q.choices)} choices "
+                              "(a prediction file of another question file?)", file=path, record=where,
+                              field="hoibench_order")
+        letters: dict[str, str | None] = {LETTERS[k]: q.choices[i].text for k, i in enumerate(order)}
+        answers.append(answer_from_reply(qid, row["prediction"], letters,
+                                         answer_format=row.get("hoibench_answer_format") or "letters",
+                                         meta=meta))
+    return AnswerSet(tuple(answers), {"kind": "mcq_answers", "source": "vlmevalkit", "predictions": str(path)})
