@@ -43,8 +43,10 @@ def test_table_renders_markdown_csv_json_html():
               (("a|b", 12.3456, None), ("c", float("nan"), "x<y")), decimals=1)
     md = t.to_markdown().splitlines()
     assert md[0] == "| model | map | note |"
-    assert md[2] == "| a\\|b | 12.3 | – |"
-    assert md[3] == "| c | – | x<y |"
+    assert md[2] == "| a\\|b | 12.3 | n/a |"  # undefined is "n/a", never a number
+    assert md[3] == "| c | n/a | x<y |"
+    big = Table("big", "Big", ("images", "map"), ((9546, 1234.5),))
+    assert big.text_rows() == [["9,546", "1,234.50"]]  # thousands separators
     rows = list(csv.reader(io.StringIO(t.to_csv())))
     assert rows == [["model", "map", "note"], ["a|b", "12.3456", ""], ["c", "", "x<y"]]
     assert t.to_dict()["rows"] == [["a|b", 12.3456, None], ["c", None, "x<y"]]

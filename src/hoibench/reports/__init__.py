@@ -26,6 +26,7 @@ from hoibench.reports._figures import (
 from hoibench.reports._mcq_figures import class_distribution_figure
 from hoibench.reports._report import Report, ReportFiles, Section
 from hoibench.reports._standard import (
+    TrainCounts,
     build_report,
     class_ap_head_to_tail,
     head_to_tail_table,
@@ -47,6 +48,7 @@ __all__ = [
     "ReportFiles",
     "Section",
     "Table",
+    "TrainCounts",
     "binned_head_to_tail",
     "build_report",
     "class_ap_boxplot",
