@@ -36,7 +36,15 @@ from hoibench.datasets import hico_class_subsets, load_dataset
 from hoibench.evaluation import hico_mean_ap, mcq_class_recall, mcq_metrics
 from hoibench.formats import read_answers, write_answers, write_ppdm, write_predictions
 from hoibench.reports import ReportFiles, Table, TrainCounts, build_report
-from hoibench.results import ResultRecord, hico_map_record, mcq_record, read_result, write_record
+from hoibench.results import (
+    GROUND_TRUTH_KEY,
+    ResultRecord,
+    ground_truth_id,
+    hico_map_record,
+    mcq_record,
+    read_result,
+    write_record,
+)
 from hoibench.runners import ObjectPriorDetector, PriorAnswerer, RandomAnswerer
 
 __all__ = ["DEMO_ANSWERERS", "DEMO_DETECTORS", "DemoConfig", "DemoOutput", "run_demo"]
@@ -245,7 +253,7 @@ def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path,
                                    classes=classes)
                 cmd = f"hoibench eval hico --gt {b.gt} --pred {pred_path} --protocol {cfg.protocol}"
                 return hico_map_record(res, model=model, benchmark=b.name, classes_spec=b.classes_spec,
-                                       evaluate_by_hand={
+                                       class_subsets=subsets, **{GROUND_TRUTH_KEY: ground_truth_id(b.gt)}, evaluate_by_hand={
                     "gt": b.gt, "predictions": str(pred_path), "classes": b.classes_spec,
                     "command": cmd + (f" --classes {b.classes_spec}" if b.classes_spec else "")
                     + " --json OUT" + ("" if cfg.save_predictions else "  (run the demo with --save-predictions)"),

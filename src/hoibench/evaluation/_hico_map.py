@@ -694,11 +694,7 @@ def _read_protocol(f: Fields) -> HICOProtocol:
 
 
 def _mean(ap: np.ndarray, classes: np.ndarray, mean_over: str) -> float:
-    """The mAP over ``classes``; undefined (NaN), not 0, when none of them has ground truth (an
-    SG test set's "seen" classes): a mean over no scored class is no score."""
     vals = ap[classes]
-    if not len(vals) or np.isnan(vals).all():
-        return float("nan")
     vals = vals[~np.isnan(vals)] if mean_over == "with_gt" else np.nan_to_num(vals, nan=0.0)
     return float(np.mean(vals)) if len(vals) else float("nan")
 

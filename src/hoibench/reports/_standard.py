@@ -42,7 +42,7 @@ from hoibench.reports._figures import (
 from hoibench.reports._report import Report
 from hoibench.reports._style import EXCLUDES_MARK, benchmark_color, interval_excludes, model_color
 from hoibench.reports._tables import Table
-from hoibench.results import BenchmarkStats, ResultRecord
+from hoibench.results import GROUND_TRUTH_KEY, BenchmarkStats, ResultRecord
 from hoibench.vocab import hico_det
 
 __all__ = [
@@ -98,7 +98,7 @@ def map_table(records: Sequence[ResultRecord[HICOMapResult]]) -> Table:
         flag = interval_excludes(r.headline_map, *ci) if r.headline_ci else None
         rows.append((rec.model, rec.benchmark, r.protocol.name + (" (known object)" if r.known_object else ""),
                      _pct(r.headline_map), *((_pct(ci[0]), _pct(ci[1]), flag) if with_ci else ()),
-                     _class_set(r), _pct(r.full), _pct(r.rare), _pct(r.non_rare),
+                     _class_set(r), _pct(r.full), *(_pct(_defined(r, k)) for k in ("rare", "non_rare")),
                      *(_pct(r.subsets.get(s)) for s in subsets)))
     return Table("map", "HICO-DET mAP (%)", tuple(columns), tuple(rows),
                  caption="mAP: the benchmark's main number, over the classes named in 'classes' "
@@ -108,6 +108,19 @@ def map_table(records: Sequence[ResultRecord[HICOMapResult]]) -> Table:
                             "bootstrap; read it with care)" if with_ci else "")
                          + ". Full, Rare, Non-rare and the subset columns are as the evaluator reports "
                            "them; n/a: none of the column's classes has ground truth in the test set.")
+
+
+def _defined(r: HICOMapResult, split: str) -> float | None:
+    """HICO-DET's Rare / Non-rare mAP, or None where none of those classes has ground truth in
+    the test set (an SG split's test set): the official mean over absent classes is 0.0, which
+    reads as a score."""
+    value = getattr(r, split)
+    if r.n_gt is None or len(r.n_gt) != 600 or r.class_names[:1] not in ((), (_HICO_FIRST,)):
+        return value
+    rare = np.zeros(600, dtype=bool)
+    rare[hico_det().rare_classes()] = True
+    ids = rare if split == "rare" else ~rare
+    return value if (r.n_gt[ids] > 0).any() else None
 
 
 def _class_set(r: HICOMapResult) -> str:
@@ -426,6 +439,28 @@ def stats_table(records: Sequence[ResultRecord[BenchmarkStats]]) -> list[Table]:
 
 
 # ---------------------------------------------------------------------- the whole report
+def _check_one_ground_truth(records: Sequence[ResultRecord[Any]]) -> None:
+    """Refuse to merge results of one benchmark name scored on different ground truth (two
+    unnamed ``eval hico`` runs on different test files are both called after ``test_hico.json``):
+    averaged into one bar they would give a number that belongs to neither."""
+    seen: dict[tuple[str, str], tuple[str, str]] = {}
+    for r in records:
+        gt = r.extra.get(GROUND_TRUTH_KEY)
+        if not isinstance(gt, str):
+            continue
+        key = (r.kind, r.benchmark)
+        first = seen.setdefault(key, (gt, r.source or r.model))
+        if first[0] != gt:
+            raise ValidationError(
+                f"{first[1]} and {r.source or r.model}: both name benchmark {r.benchmark!r} but were "
+                f"scored on different ground truth ({_short_id(first[0])} vs {_short_id(gt)}); give each "
+                "its own --benchmark")
+
+
+def _short_id(gt: str) -> str:
+    return gt[:19] + "…" if gt.startswith("sha256:") else gt
+
+
 def build_report(
     records: Sequence[ResultRecord[Any]],
     *,
@@ -464,6 +499,7 @@ def build_report(
         if not isinstance(r.result, sections):
             raise ValidationError(f"{r.source or r.model}: {r.kind} results have no report section "
                                   "(hoi_matches: see hoibench analyze sensitivity)")
+    _check_one_ground_truth(records)
     report = Report(title=title, intro=intro, meta=meta)
     maps = [r for r in records if isinstance(r.result, HICOMapResult)]
     vcocos = [r for r in records if isinstance(r.result, VCOCOResult)]

@@ -24,6 +24,10 @@ _KNOWN_BENCHMARKS: dict[str, str] = {
     "v-coco-sg3": "#999933",
     "crosshoi": "#332288",
     "mcq": "#332288",
+    "mcq-hoi": "#332288",
+    "mcq-hoi setting 1": "#332288",
+    "mcq-hoi setting 2": "#6699CC",
+    "mcq-hoi setting 3": "#661100",
 }
 _FALLBACK: tuple[str, ...] = (
     "#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB",
