@@ -152,7 +152,8 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str | 
     table = ranking_shift_table(rows, reference=reference, other=other)
     tau = kendall_tau([r.map_reference for r in rows], [r.map_other for r in rows])
     console.print(ranking_shift_markdown(rows, reference=reference, other=other), markup=False)
-    console.print(f"Kendall tau between the rankings: {tau:.3f}")
+    console.print("Kendall tau between the rankings: "
+                  + ("n/a (every model ties on one benchmark)" if tau != tau else f"{tau:.3f}"))
     tables = [table]
     if n_resamples:
         for bench in (reference, other):

@@ -115,6 +115,7 @@ def ranking_shift_figure(rows: Sequence[RankShift], *, reference: str, other: st
     fig, ax = plt.subplots(figsize=(5.5, 0.45 * n + 1.5))
     var = [v for v in (spread or {}).values() if v == v]
     vmax = max(var) if var else 1.0
+    slot: dict[tuple[int, int], int] = {}  # tied models share a rank: stack their labels
     for r in rows:
         colour = "#31a354" if r.shift > 0 else ("#e6550d" if r.shift < 0 else "#636363")
         ax.plot([0, 1], [r.rank_reference, r.rank_other], color=colour, linewidth=1.2, zorder=1)
@@ -123,11 +124,15 @@ def ranking_shift_figure(rows: Sequence[RankShift], *, reference: str, other: st
             size = 40 + 400 * (v / vmax) if v is not None and vmax > 0 else 60
             ax.scatter([x], [rank], s=size, color=colour, alpha=0.55, edgecolor="black", linewidth=0.4,
                        zorder=2)
+        k0 = slot.setdefault((0, r.rank_reference), 0)
+        slot[(0, r.rank_reference)] += 1
+        k1 = slot.setdefault((1, r.rank_other), 0)
+        slot[(1, r.rank_other)] += 1
         ax.annotate(f"{r.rank_reference}. {r.model} {100 * r.map_reference:.2f}", (0, r.rank_reference),
-                    xytext=(-12, 0), textcoords="offset points", ha="right", va="center", fontsize=8)
+                    xytext=(-12, -11 * k0), textcoords="offset points", ha="right", va="center", fontsize=8)
         ax.annotate(f"{r.rank_other}. {r.model} {100 * r.map_other:.2f}"
                     + (f" ({r.arrow})" if r.shift or r.tie_only else ""),
-                    (1, r.rank_other), xytext=(12, 0), textcoords="offset points", ha="left",
+                    (1, r.rank_other), xytext=(12, -11 * k1), textcoords="offset points", ha="left",
                     va="center", fontsize=8)
     ax.set_xlim(-0.9, 1.9)
     ax.set_ylim(n + 0.7, 0.3)
@@ -135,8 +140,7 @@ def ranking_shift_figure(rows: Sequence[RankShift], *, reference: str, other: st
     ax.set_xticklabels([reference, other])
     ax.set_yticks([])  # the rank is in each label: tick labels would collide with them
     ax.spines["left"].set_visible(False)
-    ax.set_ylabel("rank (1 = highest mAP)")
-    ax.set_title(f"Ranking shift: {reference} → {other}", fontsize=10)
+    ax.set_title(f"Ranking shift: {reference} → {other} (rank 1 = highest mAP)", fontsize=10)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     caption = ("Lines join each model's rank on the two benchmarks (green: up, orange: down, grey: "

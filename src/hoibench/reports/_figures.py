@@ -213,6 +213,10 @@ def class_ap_boxplot(
         used[b] = benchmark_color(b)
         for patch in bp["boxes"]:
             patch.set_facecolor(used[b])
+        for med, a in zip(bp["medians"], vals):  # a box without height: its median in its colour
+            if len(a) and np.percentile(a, 75) == np.percentile(a, 25):
+                med.set_color(used[b])
+                med.set_linewidth(3)
         bp["boxes"][0].set_label(b)
     ax.set_xticks(np.arange(len(models)))
     ax.set_xticklabels(models)

@@ -107,7 +107,8 @@ def map_table(records: Sequence[ResultRecord[HICOMapResult]]) -> Table:
                             "ci_excludes_estimate: the interval leaves out the mAP itself (a skewed "
                             "bootstrap; read it with care)" if with_ci else "")
                          + ". Full, Rare, Non-rare and the subset columns are as the evaluator reports "
-                           "them; n/a: none of the column's classes has ground truth in the test set.")
+                           "them; n/a: not computed for that benchmark, or none of the column's classes has "
+                           "ground truth in its test set (never a score of 0).")
 
 
 def _defined(r: HICOMapResult, split: str) -> float | None:
