@@ -326,18 +326,7 @@ def check_html_in_chromium(html_path: Path, work: Path, *, n_images: int, n_tabl
     images, decoded, tables, shown = map(int, found.groups())
     assert (images, decoded) == (n_images, n_images)
     assert (tables, shown) == (n_tables, n_tables)
-    shot = work / screenshot_name
-    res = _chromium([f"--screenshot={shot}", "--window-size=1280,4000", html_path.as_uri()],
-                    work / "profile-shot")
-    assert shot.exists() and shot.stat().st_size > 10_000, res.stderr[-2000:]
-    with Image.open(shot) as im:
-        assert im.size == (1280, 4000)
-        assert len(np.unique(np.asarray(im.convert("L")))) > 10  # not a blank page
-    artefacts = os.environ.get("HOIBENCH_ARTIFACTS")
-    if artefacts:
-        Path(artefacts).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(artefacts) / screenshot_name)
-    return shot
+    return full_page_screenshot(html_path, work, screenshot_name, height=4000)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs Debian's "

@@ -315,6 +315,11 @@ def vcoco_ap_figure(result: VCOCOResult, *, name: str = "vcoco-ap", title: str =
     axes[1].set_yticks(y + 0.4 - height / 2, roles, fontsize=8)
     axes[1].set_title("role AP")
     axes[1].legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
+    for i in np.flatnonzero(np.isnan(np.asarray(result.agent_ap, dtype=float))):
+        axes[0].text(1, i, NOT_AVAILABLE, va="center", fontsize=7, color="#555555")
+    undefined = np.all([np.isnan(np.asarray(result.role_ap[s], dtype=float)) for s in scen], axis=0)
+    for i in np.flatnonzero(undefined):  # no positives: undefined, not a bar of 0
+        axes[1].text(1, i + 0.4 - height / 2, NOT_AVAILABLE, va="center", fontsize=7, color="#555555")
     for ax in axes:
         ax.invert_yaxis()
         ax.set_xlim(0, 100)
@@ -322,4 +327,4 @@ def vcoco_ap_figure(result: VCOCOResult, *, name: str = "vcoco-ap", title: str =
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return Figure(name, title, _render(fig),
-                  caption or "Bars: AP (%) of each class; classes without positives have no bar.")
+                  caption or "Bars: AP (%) of each class; classes without positives have no bar (n/a).")
