@@ -343,7 +343,9 @@ def head_to_tail_table(records: Sequence[ResultRecord[ClassRecall]], *, n_bins: 
     return Table("head-to-tail-recall", "Recall from head to tail classes (%)", _head_to_tail_columns(n_bins),
                  _head_to_tail_rows(_recall_panels(records), n_bins),
                  caption="Classes asked about are ordered by train count (bin 1 = most frequent) and "
-                         "cut into equal bins; cells are mean per-class recall.")
+                         "cut into equal bins; cells are mean per-class recall. Train counts: "
+                         + "; ".join(f"{b}: {_recall_source(records, b)}"
+                                     for b in _unique([r.benchmark for r in records])) + ".")
 
 
 def _head_to_tail_figures(panels: Sequence[_Panel], *, name: str, title: str, n_bins: int,
