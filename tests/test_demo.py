@@ -17,8 +17,9 @@ from hoibench.demo import DEMO_ANSWERERS, DEMO_DETECTORS, DemoConfig, run_demo
 from hoibench.evaluation import mcq_metrics
 from hoibench.formats import read_answers, read_dataset, read_questions
 from hoibench.results import read_results
-from tests.test_report import CHROMIUM, check_html_in_chromium
+from tests.test_report import CHROMIUM, check_html_in_chromium, check_report_as_a_reader_sees_it
 
+MCQ_METRICS = ("macro_f1", "instance_f1", "micro_f1", "exact_match", "avg_precision", "avg_recall")
 QUICK = {"max_test_images": 250, "n_bootstrap": 50, "save_predictions": True}
 
 
@@ -137,6 +138,96 @@ def test_demo_report_renders_in_headless_chromium(quick_demo, tmp_path):
     n_figures = sum(len(s["figures"]) for s in report["sections"])
     check_html_in_chromium(out / "report.html", tmp_path, n_images=n_figures, n_tables=n_tables,
                            screenshot_name="demo-report-screenshot.png")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs Debian's "
+                                             "chromium package: apt-get install -y chromium)")
+def test_demo_report_as_a_reader_sees_it(quick_demo, tmp_path):
+    """Issue 15's Must show, on the demo's report: every figure there, one colour per benchmark
+    across figures, "n/a" for every undefined value, no arrow for a tie; full-page screenshot."""
+    out, _ = quick_demo
+    seen = check_report_as_a_reader_sees_it(out, tmp_path, "demo-report-full-page.png")
+    names = {f["name"] for f in seen["figures"]}
+    assert {"map-bars", "class-ap-boxplot", "class-ap-head-to-tail-hico-det", "class-ap-head-to-tail-b-right",
+            "mcq-mcq-hoi-setting-1", "mcq-mcq-hoi-setting-2", "head-to-tail-mcq-hoi-setting-1"} <= names
+    # the benchmarks appear in several figures, each time in the same colour
+    in_figures = {}
+    for f in seen["figures"]:
+        for b in f["colors"]:
+            in_figures[b] = in_figures.get(b, 0) + 1
+    assert in_figures["HICO-DET"] >= 3 and in_figures["B-RIGHT"] >= 3
+    # SG1's test set has no seen class: "n/a", not "0.00"; its all-zero unseen mAP ties every model
+    header, *rows = seen["tables"]["map"]
+    sg_rows = [r for r in rows if r[1] == "HICO-DET-SG1"]
+    assert sg_rows and all(r[header.index("seen")] == "n/a" for r in sg_rows)
+    header, *rows = seen["tables"]["ranking-shift-hico-det-vs-hico-det-sg1"]
+    assert [r[header.index("arrow")] for r in rows] == ["–", "=", "="]
+    # SG1's unseen classes have no train instance: no head-to-tail panel drawn from another split
+    assert "class-ap-head-to-tail-hico-det-sg1" not in names
+    report = json.loads((out / "report.json").read_text())
+    text = next(s["text"] for s in report["sections"] if s["title"].startswith("Class-AP"))
+    assert "HICO-DET-SG1: no head-to-tail profile, every test class has 0 train instances" in text
+
+
+def test_report_numbers_equal_the_cli_run_by_hand(quick_demo, tmp_path, capsys):
+    """Every number of the report's mAP, multiple-choice, spread and ranking tables is what
+    `hoibench eval hico`, `mcq score`, `analyze class-ap` and `analyze ranking` print for the same
+    files."""
+    import csv
+
+    out, _ = quick_demo
+    report = json.loads((out / "report.json").read_text())
+    tables = {t["name"]: t for s in report["sections"] for t in s["tables"]}
+
+    def rows(name):
+        t = tables[name]
+        return [dict(zip(t["columns"], r)) for r in t["rows"]]
+
+    # mAP: eval hico on the saved predictions
+    by_hand = {}
+    for path in sorted((out / "results" / "map").rglob("*.json")):
+        got, ref = _eval_by_hand(path, tmp_path)
+        by_hand[(got["model"], got["benchmark"])] = ref
+    for r in rows("map"):
+        ref = by_hand[(r["model"], r["benchmark"])]
+        head = ref["headline"]
+        assert r["mAP"] == pytest.approx(ref["full"] if head == "full" else ref["subsets"][head], abs=1e-9)
+        for k in ("full", "rare", "non_rare"):
+            assert r[k] is None or r[k] == pytest.approx(ref[k], abs=1e-9), (r["model"], k)
+        for k, v in ref["subsets"].items():
+            assert r[k] == (None if v is None else pytest.approx(v, abs=1e-9)), (r["model"], k)
+    # multiple choice: mcq score with the demo's bootstrap and seed
+    for path in sorted((out / "results" / "mcq").glob("*.json")):
+        hand = json.loads(path.read_text())
+        j = tmp_path / f"score-{path.name}"
+        main(["mcq", "score", "--questions", hand["evaluate_by_hand"]["questions"], "--answers",
+              hand["evaluate_by_hand"]["answers"], "--setting", str(hand["evaluate_by_hand"]["setting"]),
+              "--bootstrap", "50", "--json", str(j)])
+        ref = json.loads(j.read_text())
+        mine = {r["metric"]: r for r in rows("mcq-metrics")
+                if (r["model"], r["benchmark"]) == (hand["model"], hand["benchmark"])}
+        assert set(mine) == set(MCQ_METRICS)
+        for k in MCQ_METRICS:
+            assert mine[k]["value"] == pytest.approx(100 * ref[k], abs=1e-9), (path, k)
+            assert [mine[k]["ci_low"], mine[k]["ci_high"]] == pytest.approx([100 * x for x in ref["ci"][k]], abs=1e-9)
+    # class-AP spread and ranking: the analyze commands on the result files
+    files = [str(p) for p in sorted((out / "results" / "map").rglob("*.json"))]
+    main(["analyze", "class-ap", *files, "--out", str(tmp_path / "a")])
+    spread = {(r["model"], r["benchmark"]): r for r in csv.DictReader((tmp_path / "a" / "class-ap-spread.csv").open())}
+    for r in rows("class-ap-spread"):
+        ref = spread[(r["model"], r["benchmark"])]
+        for k in ("mean", "median", "variance", "iqr", "zero_ap_share"):
+            assert r[k] == pytest.approx(float(ref[k]), abs=1e-9), (r["model"], k)
+    for other in ("b-right", "hico-det-sg1"):
+        main(["analyze", "ranking", *files, "--reference", "hico-det", "--other", other, "--out",
+              str(tmp_path / other)])
+        ref = list(csv.DictReader((tmp_path / other / "ranking-shift.csv").open()))
+        mine = rows(f"ranking-shift-hico-det-vs-{other}")
+        assert [(r["model"], str(r["shift"]), r["arrow"]) for r in mine] == \
+            [(r["model"], r["shift"], r["arrow"]) for r in ref]
+        bench = next(k for k in mine[0] if k.startswith("map_") and k != "map_HICO-DET")
+        assert [r[bench] for r in mine] == pytest.approx([float(r[bench]) for r in ref], abs=1e-9)
+    capsys.readouterr()
 
 
 def test_demo_rerun_reuses_finished_results(quick_demo, tmp_path, capsys):

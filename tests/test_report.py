@@ -43,8 +43,10 @@ def test_table_renders_markdown_csv_json_html():
               (("a|b", 12.3456, None), ("c", float("nan"), "x<y")), decimals=1)
     md = t.to_markdown().splitlines()
     assert md[0] == "| model | map | note |"
-    assert md[2] == "| a\\|b | 12.3 | – |"
-    assert md[3] == "| c | – | x<y |"
+    assert md[2] == "| a\\|b | 12.3 | n/a |"  # undefined is "n/a", never a number
+    assert md[3] == "| c | n/a | x<y |"
+    big = Table("big", "Big", ("images", "map"), ((9546, 1234.5),))
+    assert big.text_rows() == [["9,546", "1,234.50"]]  # thousands separators
     rows = list(csv.reader(io.StringIO(t.to_csv())))
     assert rows == [["model", "map", "note"], ["a|b", "12.3456", ""], ["c", "", "x<y"]]
     assert t.to_dict()["rows"] == [["a|b", 12.3456, None], ["c", None, "x<y"]]
@@ -324,18 +326,7 @@ def check_html_in_chromium(html_path: Path, work: Path, *, n_images: int, n_tabl
     images, decoded, tables, shown = map(int, found.groups())
     assert (images, decoded) == (n_images, n_images)
     assert (tables, shown) == (n_tables, n_tables)
-    shot = work / screenshot_name
-    res = _chromium([f"--screenshot={shot}", "--window-size=1280,4000", html_path.as_uri()],
-                    work / "profile-shot")
-    assert shot.exists() and shot.stat().st_size > 10_000, res.stderr[-2000:]
-    with Image.open(shot) as im:
-        assert im.size == (1280, 4000)
-        assert len(np.unique(np.asarray(im.convert("L")))) > 10  # not a blank page
-    artefacts = os.environ.get("HOIBENCH_ARTIFACTS")
-    if artefacts:
-        Path(artefacts).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(artefacts) / screenshot_name)
-    return shot
+    return full_page_screenshot(html_path, work, screenshot_name, height=4000)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs Debian's "
@@ -455,3 +446,316 @@ def test_map_ci_shown_next_to_the_headline():
     d["ci"]["unseen"] = [6.0, 5.0]
     with pytest.raises(FormatError, match=r"ci.unseen: low 6.0 above high 5.0"):
         ResultRecord.from_json(d, file="r.json")
+
+
+# ---------------------------------------------------------------------------------- one visual language
+def _png_has_colour(png: bytes, hex_colour: str, *, min_pixels: int = 50) -> bool:
+    """Whether a figure really draws ``hex_colour`` (not only claims it in its metadata)."""
+    rgb = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).reshape(-1, 3).astype(int)
+    want = np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)])
+    return int((np.abs(rgb - want).max(axis=1) <= 2).sum()) >= min_pixels
+
+
+def test_each_benchmark_keeps_one_colour_in_every_figure():
+    from hoibench.reports import TrainCounts
+    from hoibench.reports._style import benchmark_color
+
+    recs = _results()
+    counts = {b: TrainCounts(np.arange(40, dtype=float)[::-1], f"{b} train") for b in ("B-RIGHT", "HICO-DET")}
+    rep = build_report(recs, train_counts=counts)
+    seen: dict[str, set[str]] = {}
+    for f in rep.figures:
+        for name, colour in f.colors.items():
+            seen.setdefault(name, set()).add(colour)
+            assert _png_has_colour(f.png, colour), (f.name, name, colour)
+    for bench in ("HICO-DET", "B-RIGHT", "HICO-DET-SG"):
+        assert seen[bench] == {benchmark_color(bench)}, bench
+    by_fig = {f.name: f for f in rep.figures}
+    assert set(by_fig["map-bars"].colors) == set(by_fig["class-ap-boxplot"].colors) == {
+        "HICO-DET", "B-RIGHT", "HICO-DET-SG"}
+    assert by_fig["class-ap-head-to-tail-b-right"].colors == {"B-RIGHT": benchmark_color("B-RIGHT")}
+    # models compared in the multiple-choice bars keep theirs; figures are 2x rasters shown at 1x
+    assert set(by_fig["mcq-mcq"].colors) == {"prior-top1", "random"}
+    w, h = by_fig["map-bars"].size
+    assert by_fig["map-bars"].display_size == (round(w / 2), round(h / 2))
+    page = rep.to_html()
+    assert f'width="{round(w / 2)}"' in page and "data-colors=" in page
+
+
+def test_a_tie_is_no_rank_change():
+    rs = [ResultRecord(HICOMapResult(full=f), m, b)
+          for m, b, f in [("A", "orig", 0.30), ("B", "orig", 0.20), ("C", "orig", 0.10),
+                          ("A", "sg", 0.0), ("B", "sg", 0.0), ("C", "sg", 0.0),
+                          ("A", "bal", 0.05), ("B", "bal", 0.05), ("C", "bal", 0.25)]]
+    rows = ranking_shift_rows(rs, reference="orig", other="sg")
+    assert [(r.rank_other, r.shift, r.arrow) for r in rows] == [(1, 0, "–"), (1, 0, "="), (1, 0, "=")]
+    # a real move keeps its arrow, even next to a tie: A and B tie for 2nd on bal, C moves up 2
+    rows = {r.model: r for r in ranking_shift_rows(rs, reference="orig", other="bal")}
+    assert (rows["C"].arrow, rows["A"].arrow, rows["B"].arrow) == ("↑ 2", "↓ 1", "–")
+    from hoibench.reports import ranking_shift_markdown
+
+    md = ranking_shift_markdown(ranking_shift_rows(rs, reference="orig", other="sg"), reference="orig", other="sg")
+    assert "↑" not in md and "(=)" in md
+
+
+def test_undefined_values_print_na_and_are_not_drawn():
+    sg = _map_dict("m", "HICO-DET-SG1", 4.0, headline="unseen")
+    sg["subsets"] = {"unseen": 0.0, "seen": None}  # an SG test set has no seen class
+    rec = _record(sg)
+    assert np.isnan(rec.result.subsets["seen"])
+    t = map_table([rec])
+    page = build_report([rec, _record(_map_dict("n", "HICO-DET-SG1", 1.0, headline="unseen"))]).to_html()
+    row = t.text_rows()[0]
+    assert row[t.columns.index("seen")] == "n/a" and row[t.columns.index("unseen")] == "0.00"
+    cells = re.findall(r'<table data-table="map".*?</table>', page, re.S)[0]
+    assert "n/a" in cells
+    assert t.to_csv().splitlines()[1].split(",")[t.columns.index("seen")] == ""  # raw: empty, not 0
+    # the record of `eval hico` / the demo: a subset without ground truth is NaN, not the 0.0 of a
+    # mean over absent classes
+    from hoibench.results import hico_map_record
+
+    res = HICOMapResult(full=0.1, subsets={"unseen": 0.0, "seen": 0.0},
+                        per_class_ap=np.array([0.0, np.nan, np.nan]), n_gt=np.array([3, 0, 0]))
+    rec = hico_map_record(res, classes_spec="unseen:x", class_subsets={"unseen": [0], "seen": [1, 2]})
+    assert rec.result.subsets["unseen"] == 0.0 and np.isnan(rec.result.subsets["seen"])
+    assert rec.to_json()["subsets"] == {"unseen": 0.0, "seen": None}
+
+
+def test_intervals_that_exclude_their_estimate_are_marked():
+    from hoibench.reports import mcq_summary_table, mcq_table
+
+    bad = _mcq_dict("random", "MCQ", 0.467)
+    bad["ci"]["macro_f1"] = [0.419, 0.457]  # the issue's interval: 46.7 [41.9, 45.7]
+    recs = [_record(bad), _record(_mcq_dict("prior", "MCQ", 0.4))]
+    summary = mcq_summary_table(recs)
+    assert summary.rows[0][summary.columns.index("macro_f1")] == "46.7 [41.9, 45.7] †"
+    assert summary.rows[1][summary.columns.index("macro_f1")] == "40.0 [35.0, 45.0]"
+    long = mcq_table(recs)
+    flags = {(r[0], r[3]): r[-1] for r in long.rows}
+    assert flags[("random", "macro_f1")] is True and flags[("random", "micro_f1")] is False
+    d = _map_dict("m", "sg", 12.0)
+    d["ci"] = {"full": [13.0, 14.0], "level": 0.95, "n_boot": 100}
+    assert map_table([_record(d)]).column("ci_excludes_estimate") == [True]
+    fig = build_report(recs).figures
+    assert any("†" in f.caption for f in fig if f.name.startswith("mcq-"))
+
+
+def test_head_to_tail_uses_each_benchmarks_own_train_split():
+    from hoibench.reports import TrainCounts
+
+    recs = [r for r in _results() if r.kind == "hico_map"]
+    # without B-RIGHT's own split there is no B-RIGHT profile, and the report says so
+    rep = build_report(recs)
+    assert not [f for f in rep.figures if f.name.startswith("class-ap-head-to-tail")]
+    section = next(s for s in rep.sections if s.title.startswith("Class-AP"))
+    assert "B-RIGHT: no head-to-tail profile, its train split was not given" in section.text
+    own = TrainCounts(np.r_[np.full(20, 50.0), np.full(20, 10.0)], "B-RIGHT's train split")
+    zero = TrainCounts(np.zeros(40), "the SG split's train set")
+    rep = build_report(recs, train_counts={"b-right": own, "HICO-DET-SG": zero})
+    names = [f.name for f in rep.figures if f.name.startswith("class-ap-head-to-tail")]
+    assert names == ["class-ap-head-to-tail-b-right"]
+    fig = next(f for f in rep.figures if f.name == "class-ap-head-to-tail-b-right")
+    assert "B-RIGHT's train split" in fig.caption
+    section = next(s for s in rep.sections if s.title.startswith("Class-AP"))
+    assert "HICO-DET-SG: no head-to-tail profile, every test class has 0 train instances" in section.text
+    table = next(t for t in rep.tables if t.name == "class-ap-head-to-tail")
+    assert set(table.column("benchmark")) == {"B-RIGHT"} and "B-RIGHT's train split" in table.caption
+    # bins from B-RIGHT's own counts: the first 20 classes (50 each) head, the rest tail
+    assert table.rows[0][2] == 39  # class 0 has no ground truth
+
+
+def test_report_refuses_one_benchmark_name_on_two_ground_truths(tmp_path, capsys):
+    from tests.conftest import one_line_error
+
+    paths = []
+    for i, gt in enumerate(("sha256:" + "a" * 64, "sha256:" + "b" * 64)):
+        p = tmp_path / f"r{i}.json"
+        p.write_text(json.dumps(_map_dict(f"m{i}", "test_hico.json", 10.0 + i, ground_truth_id=gt)))
+        paths.append(str(p))
+    err = one_line_error(["report", *paths, "--out", str(tmp_path / "o")], capsys)
+    assert "both name benchmark 'test_hico.json' but were scored on different ground truth" in err
+    assert paths[0] in err and paths[1] in err
+    # the same ground truth merges
+    (tmp_path / "r1.json").write_text(json.dumps(_map_dict("m1", "test_hico.json", 11.0,
+                                                           ground_truth_id="sha256:" + "a" * 64)))
+    main(["report", *paths, "--out", str(tmp_path / "o")])
+    capsys.readouterr()
+
+
+def test_report_finds_results_in_nested_folders(tmp_path, capsys):
+    from tests.conftest import one_line_error
+
+    root = tmp_path / "results"
+    for bench in ("HICO-DET", "B-RIGHT"):
+        for m, v in (("a", 10.0), ("b", 5.0)):
+            p = root / "map" / bench.lower() / f"{m}.json"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(json.dumps(_map_dict(m, bench, v)))
+    main(["report", str(root), "--out", str(tmp_path / "o")])
+    capsys.readouterr()
+    rows = list(csv.DictReader((tmp_path / "o" / "tables" / "map.csv").open()))
+    assert len(rows) == 4
+    (tmp_path / "empty").mkdir()
+    err = one_line_error(["report", str(tmp_path / "empty"), "--out", str(tmp_path / "o2")], capsys)
+    assert "no result files (*.json) in this folder or below it" in err
+
+
+def test_eval_without_model_names_results_after_the_prediction_file(tmp_path, capsys):
+    from hoibench.formats import read_dataset, write_ppdm, write_predictions
+    from tests.conftest import FIXTURES, one_line_error
+    from tests.test_cli_bad_input import _perfect_predictions
+
+    gt = read_dataset(FIXTURES / "mini_instances_test2015.json")
+    outs = []
+    for i, keep in enumerate((gt.n_images, max(1, gt.n_images // 2))):
+        d = tmp_path / f"gt{i}"
+        part = gt.subset(np.arange(keep), name=gt.name)
+        write_ppdm(part, d / "test_hico.json")
+        write_predictions(_perfect_predictions(part), tmp_path / f"detector-{i}.json")
+        outs.append(tmp_path / f"r{i}.json")
+        main(["eval", "hico", "--gt", str(d / "test_hico.json"), "--pred", str(tmp_path / f"detector-{i}.json"),
+              "--json", str(outs[-1])])
+    capsys.readouterr()
+    recs = read_results(outs)
+    assert [r.model for r in recs] == ["detector-0", "detector-1"]  # not both "test_hico"
+    assert recs[0].benchmark == recs[1].benchmark == "test_hico.json"
+    assert recs[0].extra["ground_truth_id"] != recs[1].extra["ground_truth_id"]
+    err = one_line_error(["report", *map(str, outs), "--out", str(tmp_path / "o")], capsys)
+    assert "scored on different ground truth" in err
+
+
+def test_analyze_names_benchmarks_case_insensitively_and_ranks_by_headline(tmp_path, capsys):
+    from tests.conftest import one_line_error
+
+    paths = []
+    for m, full, unseen in (("a", 30.0, 1.0), ("b", 20.0, 9.0)):
+        for bench, kw in (("HICO-DET", {}), ("HICO-DET-SG1", {"headline": "unseen"})):
+            d = _map_dict(m, bench, full if bench == "HICO-DET" else full / 2, n=40, seed=len(paths), **kw)
+            d["subsets"] = {"unseen": unseen}
+            p = tmp_path / f"{m}-{bench}.json"
+            p.write_text(json.dumps(d))
+            paths.append(str(p))
+    main(["analyze", "class-ap", *paths, "--reference", "hico-det", "--other", "hico-det-sg1"])
+    out = capsys.readouterr().out
+    assert "variance_ratio_vs_HICO-DET" in out
+    err = one_line_error(["analyze", "class-ap", *paths, "--reference", "nonexistent", "--other", "hico-det"],
+                         capsys)
+    assert "--reference 'nonexistent': no result on that benchmark; benchmarks: HICO-DET, HICO-DET-SG1" in err
+    main(["analyze", "ranking", *paths, "--reference", "hico-det", "--other", "hico-det-sg1"])
+    out = capsys.readouterr().out
+    # by the headline (unseen on SG1: a 1.0, b 9.0), as the report ranks, b moves up
+    assert "| b | 20.00 | 2 | 9.00 | 1 (↑ 1) |" in out
+    rep = build_report(read_results(paths), reference_benchmark="HICO-DET")
+    t = next(t for t in rep.tables if t.name.startswith("ranking-shift"))
+    assert t.column("rank_HICO-DET-SG1") == [2, 1]
+
+
+# ---------------------------------------------------------------------------------- Chromium: what a reader sees
+_PROBE_SCRIPT = """<script>
+window.addEventListener('load', function () {
+  var figs = Array.prototype.slice.call(document.querySelectorAll('figure[data-figure]')).map(function (f) {
+    var img = f.querySelector('img');
+    return {name: f.getAttribute('data-figure'), colors: JSON.parse(f.getAttribute('data-colors') || '{}'),
+            decoded: !!(img && img.complete && img.naturalWidth > 0 && img.getBoundingClientRect().width > 0),
+            natural: img ? img.naturalWidth : 0, shown: img ? img.getBoundingClientRect().width : 0};
+  });
+  var tables = {};
+  document.querySelectorAll('table[data-table]').forEach(function (t) {
+    tables[t.getAttribute('data-table')] = Array.prototype.slice.call(t.rows).map(function (r) {
+      return Array.prototype.slice.call(r.cells).map(function (c) { return c.textContent; }); });
+  });
+  var out = {figures: figs, tables: tables, height: document.documentElement.scrollHeight,
+             scroll_width: document.documentElement.scrollWidth, width: window.innerWidth};
+  var m = document.createElement('pre');
+  m.id = 'probe';
+  m.textContent = 'PROBE' + JSON.stringify(out) + 'END';
+  document.body.appendChild(m);
+});
+</script>"""
+
+
+def chromium_probe(html_path: Path, work: Path, *, width: int = 1280) -> dict:
+    """What headless Chromium shows of a report at ``width`` px: every figure (decoded, its
+    colours), every table's text as rendered, the page's height and whether it scrolls sideways."""
+    probe = work / f"probe-{width}.html"
+    probe.write_text(html_path.read_text().replace("</body>", _PROBE_SCRIPT + "</body>"))
+    dom = _chromium([f"--window-size={width},1000", "--dump-dom", probe.as_uri()], work / f"profile-probe-{width}")
+    found = re.search(r'<pre id="probe">PROBE(.*?)END</pre>', dom.stdout, re.S)
+    assert found, f"no probe marker in Chromium's DOM (rc={dom.returncode}): {dom.stderr[-2000:]}"
+    import html as html_lib
+
+    return json.loads(html_lib.unescape(found.group(1)))
+
+
+def full_page_screenshot(html_path: Path, work: Path, name: str, *, height: int, width: int = 1280) -> Path:
+    """A screenshot of the whole page (its measured height), copied to $HOIBENCH_ARTIFACTS when set."""
+    shot = work / name
+    res = _chromium([f"--screenshot={shot}", f"--window-size={width},{height}", "--hide-scrollbars",
+                     html_path.as_uri()], work / f"profile-shot-{name}")
+    assert shot.exists() and shot.stat().st_size > 10_000, res.stderr[-2000:]
+    with Image.open(shot) as im:
+        assert im.size == (width, height)
+        assert len(np.unique(np.asarray(im.convert("L")))) > 10  # not a blank page
+    artefacts = os.environ.get("HOIBENCH_ARTIFACTS")
+    if artefacts:
+        Path(artefacts).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(artefacts) / name)
+    return shot
+
+
+def _tie_only(rank_a: int, tied_a: int, rank_b: int, tied_b: int) -> bool:
+    """The test's own rule: the ranks differ but the ranks a tie spans overlap."""
+    return rank_a != rank_b and max(rank_a, rank_b) <= min(rank_a + tied_a - 1, rank_b + tied_b - 1)
+
+
+def check_report_as_a_reader_sees_it(report_dir: Path, work: Path, screenshot_name: str) -> dict:
+    """The Must-show checks of issue 15 on a written report, in headless Chromium: every figure of
+    report.json present and decoded; each benchmark (and model) one colour across figures; every
+    undefined cell (null in report.json) printed "n/a", never a number; a rank move that only a
+    tie explains shows no arrow; no sideways scrolling at 800 px; a full-page screenshot saved."""
+    rep = json.loads((report_dir / "report.json").read_text())
+    seen = chromium_probe(report_dir / "report.html", work)
+    want = [f["name"] for s in rep["sections"] for f in s["figures"]]
+    assert [f["name"] for f in seen["figures"]] == want
+    assert all(f["decoded"] for f in seen["figures"]), [f["name"] for f in seen["figures"] if not f["decoded"]]
+    colours: dict[str, set[str]] = {}
+    for f in seen["figures"]:
+        for name, c in f["colors"].items():
+            colours.setdefault(name, set()).add(c)
+    assert all(len(c) == 1 for c in colours.values()), colours
+    tables = [t for s in rep["sections"] for t in s["tables"]]
+    assert sorted(seen["tables"]) == sorted(t["name"] for t in tables)
+    for t in tables:
+        shown = seen["tables"][t["name"]][1:]  # without the header row
+        assert len(shown) == len(t["rows"]), t["name"]
+        for raw, text in zip(t["rows"], shown):
+            for v, cell in zip(raw, text):
+                if v is None:
+                    assert cell == "n/a", (t["name"], raw, text)
+        if t["name"].startswith("ranking-shift"):
+            c = t["columns"]
+            ma, ra, mb, rb = (c.index(x) for x in (c[1], c[2], c[3], c[4]))
+            for raw, text in zip(t["rows"], shown):
+                tied_a = sum(r[ma] == raw[ma] for r in t["rows"])
+                tied_b = sum(r[mb] == raw[mb] for r in t["rows"])
+                arrow = text[c.index("arrow")]
+                if _tie_only(raw[ra], tied_a, raw[rb], tied_b):
+                    assert arrow == "=", (t["name"], text)
+                elif raw[ra] != raw[rb]:
+                    assert arrow[0] in "↑↓", (t["name"], text)
+    narrow = chromium_probe(report_dir / "report.html", work, width=800)
+    assert narrow["scroll_width"] <= narrow["width"], "the page scrolls sideways at 800 px"
+    full_page_screenshot(report_dir / "report.html", work, screenshot_name, height=min(seen["height"], 16000))
+    return seen
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs Debian's "
+                                             "chromium package: apt-get install -y chromium)")
+def test_hand_made_report_as_a_reader_sees_it(tmp_path):
+    recs = _results()
+    tie = [_record(_map_dict(m, "SG-tie", 0.0, n=40, seed=30 + i)) for i, m in enumerate(("prior", "prior-top3", "other"))]
+    files = build_report(recs + tie, title="Reader check", reference_benchmark="HICO-DET").write(tmp_path / "out")
+    seen = check_report_as_a_reader_sees_it(tmp_path / "out", tmp_path, "hand-made-report-full-page.png")
+    arrows = [r[-1] for r in seen["tables"]["ranking-shift-hico-det-vs-sg-tie"][1:]]
+    assert arrows == ["–", "=", "="]
+    assert files.html.exists()

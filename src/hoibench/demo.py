@@ -35,8 +35,16 @@ from hoibench.data import HOIDataset
 from hoibench.datasets import hico_class_subsets, load_dataset
 from hoibench.evaluation import hico_mean_ap, mcq_class_recall, mcq_metrics
 from hoibench.formats import read_answers, write_answers, write_ppdm, write_predictions
-from hoibench.reports import ReportFiles, Table, build_report
-from hoibench.results import ResultRecord, hico_map_record, mcq_record, read_result, write_record
+from hoibench.reports import ReportFiles, Table, TrainCounts, build_report
+from hoibench.results import (
+    GROUND_TRUTH_KEY,
+    ResultRecord,
+    ground_truth_id,
+    hico_map_record,
+    mcq_record,
+    read_result,
+    write_record,
+)
 from hoibench.runners import ObjectPriorDetector, PriorAnswerer, RandomAnswerer
 
 __all__ = ["DEMO_ANSWERERS", "DEMO_DETECTORS", "DemoConfig", "DemoOutput", "run_demo"]
@@ -245,7 +253,7 @@ def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path,
                                    classes=classes)
                 cmd = f"hoibench eval hico --gt {b.gt} --pred {pred_path} --protocol {cfg.protocol}"
                 return hico_map_record(res, model=model, benchmark=b.name, classes_spec=b.classes_spec,
-                                       evaluate_by_hand={
+                                       class_subsets=subsets, **{GROUND_TRUTH_KEY: ground_truth_id(b.gt)}, evaluate_by_hand={
                     "gt": b.gt, "predictions": str(pred_path), "classes": b.classes_spec,
                     "command": cmd + (f" --classes {b.classes_spec}" if b.classes_spec else "")
                     + " --json OUT" + ("" if cfg.save_predictions else "  (run the demo with --save-predictions)"),
@@ -291,7 +299,9 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[R
                 def recall(qs: list[Any] = qs, answers: list[Any] = answers, model: str = model,
                            bench: str = bench) -> ResultRecord[Any]:
                     return ResultRecord(mcq_class_recall(answers, qs, train_counts=train_counts,
-                                                         class_names=class_names), model, bench)
+                                                         class_names=class_names), model, bench,
+                                        {"train_counts_source": "HICO-DET's official train split "
+                                                                "(the questions come from its test set)"})
 
                 for kind, fn in (("mcq", score), ("recall", recall)):
                     results.append(_cached(out / "results" / kind / f"{stem}.json", reuse, fn))
@@ -303,6 +313,8 @@ def _mcq_stats_table(questions: list[Any], test: HOIDataset, train_counts: np.nd
     """The multiple-choice paper's Table 1 and distribution figures, next to its numbers."""
 
     st = question_statistics(questions, dataset=test, train_counts=train_counts)
+    # the paper's KL and head/tail ratio are of its setting-2 benchmark: compare like with like
+    st2 = question_statistics([q for q in questions if q.setting == 2], train_counts=train_counts)
     scene = st.get("scene_composition", {})
     hico = PAPER_REFERENCE["hico_det_test"]
     removed = build_info.get("removed_easy", {})
@@ -311,7 +323,7 @@ def _mcq_stats_table(questions: list[Any], test: HOIDataset, train_counts: np.nd
         ("questions per setting", ", ".join(f"{k}: {v}" for k, v in st["settings"].items()), None, None),
         ("correct answers per question", ", ".join(f"{k}: {v}" for k, v in st["correct_answers_histogram"].items()),
          None, None),
-        ("classes among the correct choices", st.get("classes_correct"), None, None),
+        ("classes among the correct choices (both settings)", st.get("classes_correct"), None, None),
         ("scenes removed as easy", ", ".join(f"{k}: {v}" for k, v in sorted(removed.items())), None, None),
         ("share: single person, single object", scene.get("single_person_single_object"),
          PAPER_REFERENCE["single_person_single_object"], hico["single_person_single_object"]),
@@ -319,24 +331,40 @@ def _mcq_stats_table(questions: list[Any], test: HOIDataset, train_counts: np.nd
          PAPER_REFERENCE["multi_person_different_hoi"], hico["multi_person_different_hoi"]),
         ("share: same interaction within multi-person scenes", scene.get("same_hoi_within_multi_person"),
          PAPER_REFERENCE["same_hoi_within_multi_person"], hico["same_hoi_within_multi_person"]),
-        ("KL(train ‖ benchmark)", st.get("kl_train_benchmark"), PAPER_REFERENCE["kl_train_benchmark"], hico["kl_train_test"]),
-        ("head/tail ratio (top-20 / bottom-20 train classes)", st.get("head_tail_ratio"),
+        ("KL(train ‖ benchmark), setting 2", st2.get("kl_train_benchmark"), PAPER_REFERENCE["kl_train_benchmark"],
+         hico["kl_train_test"]),
+        ("head/tail ratio (top-20 / bottom-20 train classes), setting 2", st2.get("head_tail_ratio"),
          PAPER_REFERENCE["head_tail_ratio"], hico["head_tail_ratio"]),
     ]
-    return Table("stats-mcq", "Multiple-choice benchmark: Table 1 and class distribution (001)",
+    return Table("stats-mcq", "Multiple-choice benchmark: Table 1 and class distribution",
                  ("statistic", "this benchmark", "paper's benchmark", "HICO-DET test (paper)"),
                  tuple(rows), decimals=3,
                  caption="Built from the bundled HICO-DET test set with the builder's defaults and no "
                          "negative-filtering judge (negatives are not checked by a VLM); KL and the "
-                         "head/tail ratio use the official train counts and the correct choices.")
+                         "head/tail ratio use the official train counts and the correct choices of the "
+                         "setting-2 questions, as the paper's numbers do (mcq build prints the same).")
 
 
 # ---------------------------------------------------------------------------------- the job
 STATS_FILE = "benchmarks/stats-tables.json"
 
 
-def _finished_run(out: Path, previous: dict[str, Any]) -> tuple[list[Any], list[Table]] | None:
-    """Results and statistics tables of a finished run with the same parameters, if all are there."""
+def _train_counts(benches: list[_DetectionBenchmark], bench_dir: str) -> dict[str, dict[str, Any]]:
+    """Each detection benchmark's own per-class train counts (JSON-ready): the head-to-tail
+    figures bin a benchmark's classes by *its* train split, not by HICO-DET's."""
+    def own(b: _DetectionBenchmark) -> dict[str, Any]:
+        if b.name == BENCH_HICO:  # the official counts (the bundled train set lacks 217 pairs)
+            return {"counts": b.train.vocab.train_counts_official().tolist(),
+                    "source": "HICO-DET's official train split"}
+        return {"counts": b.train.hoi_counts().tolist(),
+                "source": f"the {b.name} train split ({bench_dir}/{_slug(b.name)})"}
+
+    return {b.name: own(b) for b in benches}
+
+
+def _finished_run(out: Path, previous: dict[str, Any]) -> tuple[list[Any], list[Table], dict[str, Any]] | None:
+    """Results, statistics tables and train counts of a finished run with the same parameters,
+    if all are there."""
     names = previous.get("results")
     if not previous.get("finished") or not isinstance(names, list) or not (out / STATS_FILE).exists():
         return None
@@ -344,8 +372,10 @@ def _finished_run(out: Path, previous: dict[str, Any]) -> tuple[list[Any], list[
     if not all(p.exists() for p in paths):
         return None
     results = [read_result(p) for p in paths]
-    tables = [Table.from_dict(d) for d in read_json(out / STATS_FILE)["tables"]]
-    return results, tables
+    saved = read_json(out / STATS_FILE)
+    if not isinstance(saved.get("train_counts"), dict):
+        return None  # written before the benchmarks' train counts were kept
+    return results, [Table.from_dict(d) for d in saved["tables"]], saved["train_counts"]
 
 
 def run_demo(out_dir: str | Path, *, config: DemoConfig | None = None, progress: bool = True) -> DemoOutput:
@@ -366,15 +396,16 @@ def run_demo(out_dir: str | Path, *, config: DemoConfig | None = None, progress:
     t0 = time.perf_counter()
     with _Steps(n_steps, progress) as steps:
         if finished is not None:
-            results, stats_tables = finished
+            results, stats_tables, train_counts = finished
         else:
             benches, stats_tables = _build_benchmarks(cfg, out / "benchmarks", steps)
+            train_counts = _train_counts(benches, "benchmarks")
             results = _map_results(cfg, benches, out, reuse, steps)
             mcq_results, mcq_tables = _mcq(cfg, out, reuse, steps)
             results += mcq_results
             stats_tables += mcq_tables
-            atomic_write_json(out / STATS_FILE, {"tables": [t.to_dict() for t in stats_tables]},
-                              indent=True)
+            atomic_write_json(out / STATS_FILE, {"tables": [t.to_dict() for t in stats_tables],
+                                                 "train_counts": train_counts}, indent=True)
         with steps.step("writing the report"):
             report = build_report(
                 results, title="hoibench demo: what language priors alone score",
@@ -384,7 +415,9 @@ def run_demo(out_dir: str | Path, *, config: DemoConfig | None = None, progress:
                       "the bundled HICO-DET annotations.",
                 meta={"hoibench": __version__, "config": cfg.to_dict(),
                       "detectors": list(DEMO_DETECTORS), "answerers": list(DEMO_ANSWERERS)},
-                stats_tables=stats_tables, reference_benchmark=BENCH_HICO, n_bins=cfg.n_bins)
+                stats_tables=stats_tables, reference_benchmark=BENCH_HICO, n_bins=cfg.n_bins,
+                train_counts={b: TrainCounts(np.asarray(v["counts"], dtype=float), v["source"])
+                              for b, v in train_counts.items()})
             files = report.write(out)
     timings = {**steps.timings, "total": round(time.perf_counter() - t0, 3)}
     atomic_write_json(marker, {

@@ -39,25 +39,43 @@ def competition_ranks(values: Sequence[float] | np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class RankShift:
     """One model's mAP (fraction) and rank on two benchmarks; ``shift > 0`` means it ranks higher
-    on ``other``."""
+    on ``other``.
+
+    ``tied_reference`` / ``tied_other``: how many models share the score (1: none tied). A rank
+    change that a tie alone explains (the ranks the tie spans on one benchmark include the rank on
+    the other) is no change: :attr:`shift` is 0 and :attr:`arrow` is ``=``.
+    """
 
     model: str
     map_reference: float
     rank_reference: int
     map_other: float
     rank_other: int
+    tied_reference: int = 1
+    tied_other: int = 1
+
+    @property
+    def tie_only(self) -> bool:
+        """The ranks differ only because of a tie (competition ranks give ties the better rank)."""
+        if self.rank_reference == self.rank_other:
+            return False
+        lo = max(self.rank_reference, self.rank_other)
+        hi = min(self.rank_reference + self.tied_reference - 1, self.rank_other + self.tied_other - 1)
+        return lo <= hi
 
     @property
     def shift(self) -> int:
-        return self.rank_reference - self.rank_other
+        return 0 if self.tie_only else self.rank_reference - self.rank_other
 
     @property
     def arrow(self) -> str:
-        """``↑ 2``, ``↓ 3`` or ``–`` as in Table 3."""
+        """``↑ 2``, ``↓ 3`` or ``–`` as in Table 3; ``=`` for a change a tie alone explains."""
+        if self.tie_only:
+            return "="
         return f"↑ {self.shift}" if self.shift > 0 else (f"↓ {-self.shift}" if self.shift < 0 else "–")
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "shift": self.shift}
+        return {**asdict(self), "shift": self.shift, "tie_only": self.tie_only}
 
 
 def ranking_shift(reference: Mapping[str, float], other: Mapping[str, float]) -> list[RankShift]:
@@ -71,7 +89,8 @@ def ranking_shift(reference: Mapping[str, float], other: Mapping[str, float]) ->
     a = np.array([float(reference[m]) for m in models])
     b = np.array([float(other[m]) for m in models])
     ra, rb = competition_ranks(a), competition_ranks(b)
-    rows = [RankShift(m, float(a[i]), int(ra[i]), float(b[i]), int(rb[i])) for i, m in enumerate(models)]
+    rows = [RankShift(m, float(a[i]), int(ra[i]), float(b[i]), int(rb[i]), int((a == a[i]).sum()),
+                      int((b == b[i]).sum())) for i, m in enumerate(models)]
     return sorted(rows, key=lambda r: (r.rank_reference, r.model))
 
 

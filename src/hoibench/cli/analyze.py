@@ -34,6 +34,22 @@ def _map_results(paths: tuple[str, ...]) -> list[Any]:
     return results
 
 
+def _benchmark(option: str, name: str, results: list[Any]) -> str:
+    """The benchmark of the results that ``name`` means, case-insensitively (``hico-det`` finds
+    ``HICO-DET``); one line naming the benchmarks there are when none matches."""
+    from hoibench._exceptions import ConfigError
+
+    names = list(dict.fromkeys(r.benchmark for r in results))
+    if name in names:
+        return name
+    found = [b for b in names if b.lower() == name.strip().lower()]
+    if len(found) == 1:
+        return found[0]
+    raise ConfigError(f"{option} {name!r}: no result on that benchmark"
+                      + (f" (several differ only in case: {', '.join(found)})" if found else "")
+                      + f"; benchmarks: {', '.join(names)}")
+
+
 def _read_classes(path: str | None, results: list[Any]) -> list[int] | None:
     """Class indices from a ``classes.json`` of ``hoibench split balanced``, a JSON list or one
     id per line (:func:`hoibench.formats.read_class_list`), checked against the results' classes."""
@@ -77,6 +93,8 @@ def class_ap(results: tuple[str, ...], classes_file: str | None, reference: str 
     if (reference is None) != (other is None):
         raise ConfigError("--reference and --other go together")
     rs = _map_results(results)
+    if reference is not None and other is not None:
+        reference, other = _benchmark("--reference", reference, rs), _benchmark("--other", other, rs)
     classes = _read_classes(classes_file, rs)
     table = class_ap_spread_table(rs, classes=classes, reference=reference, other=other)
     console.print(table.to_markdown(), markup=False)
@@ -88,14 +106,15 @@ def class_ap(results: tuple[str, ...], classes_file: str | None, reference: str 
 @click.argument("results", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--reference", required=True, help="Benchmark of the reference ranking (e.g. hico-det).")
 @click.option("--other", required=True, help="Benchmark of the new ranking (e.g. b-right).")
-@click.option("--metric", default="full", show_default=True,
-              help="Ranked score: full, rare, non_rare or a subset name of the result files.")
+@click.option("--metric", default=None,
+              help="Ranked score: full, rare, non_rare or a subset name of the result files "
+                   "[default: each result's headline, as the report ranks].")
 @click.option("--bootstrap", "n_resamples", type=int, default=0, show_default=True,
               help="Class-bootstrap replicates for rank stability (0: off).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write ranking-shift.{md,csv} (and rank-stability-*.{md,csv}) here.")
-def ranking(results: tuple[str, ...], reference: str, other: str, metric: str, n_resamples: int,
+def ranking(results: tuple[str, ...], reference: str, other: str, metric: str | None, n_resamples: int,
             seed: int, out_dir: str | None) -> None:
     """Ranking shift of models between two benchmarks (Table 3), optional rank stability."""
     from hoibench._exceptions import ConfigError
@@ -117,14 +136,15 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str, n
     if not n_resamples:
         reject_unused_options(click.get_current_context(), "without --bootstrap", "seed")
     rs = _map_results(results)
+    reference, other = _benchmark("--reference", reference, rs), _benchmark("--other", other, rs)
     scores: dict[str, dict[str, float]] = {reference: {}, other: {}}
     for r in rs:
         if r.benchmark not in scores:
             continue
-        if metric not in ("full", "rare", "non_rare", *r.result.subsets):
+        if metric is not None and metric not in ("full", "rare", "non_rare", *r.result.subsets):
             raise ConfigError(f"{r.source}: no {metric!r} score (have full, rare, non_rare, "
                               f"{', '.join(r.result.subsets) or 'no subsets'})")
-        value = r.result.mean_ap(metric)
+        value = r.result.headline_map if metric is None else r.result.mean_ap(metric)
         if r.model in scores[r.benchmark]:
             raise ConfigError(f"{r.source}: a second result for {r.model} on {r.benchmark}")
         scores[r.benchmark][r.model] = value
@@ -132,7 +152,8 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str, n
     table = ranking_shift_table(rows, reference=reference, other=other)
     tau = kendall_tau([r.map_reference for r in rows], [r.map_other for r in rows])
     console.print(ranking_shift_markdown(rows, reference=reference, other=other), markup=False)
-    console.print(f"Kendall tau between the rankings: {tau:.3f}")
+    console.print("Kendall tau between the rankings: "
+                  + ("n/a (every model ties on one benchmark)" if tau != tau else f"{tau:.3f}"))
     tables = [table]
     if n_resamples:
         for bench in (reference, other):

@@ -46,7 +46,8 @@ __all__ = ["hico"]
                    "for `hoibench analyze sensitivity --matches`).")
 @click.option("--matlab-out", type=click.Path(dir_okay=False), default=None,
               help="Also write ho-rcnn's detections.mat (all_boxes) to cross-check in MATLAB.")
-@click.option("--model", default="", help="Model name recorded in --json/--matches output.")
+@click.option("--model", default="",
+              help="Model name recorded in --json/--matches output [default: the --pred file's stem].")
 @click.option("--benchmark", default="",
               help="Benchmark name recorded in --json/--matches output [default: the --gt name].")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=0, show_default=True,
@@ -67,7 +68,14 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
     from hoibench.datasets import hico_class_subsets, resolve_dataset
     from hoibench.evaluation import HICOProtocol, hico_mean_ap, match_hico_detections
     from hoibench.formats import load_predictions, read_image_labels, write_matlab_detections
-    from hoibench.results import hico_map_record, write_record, write_result
+    from hoibench.results import (
+        GROUND_TRUTH_KEY,
+        file_stem,
+        ground_truth_id,
+        hico_map_record,
+        write_record,
+        write_result,
+    )
 
     if image_labels is not None and not known_object:
         raise ConfigError("--image-labels only applies with --known-object")
@@ -109,9 +117,11 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
                                   progress=True)
         t_boot = time.perf_counter() - t2
     benchmark = benchmark or Path(str(gt_spec)).name
+    model = model or file_stem(pred_path)  # two unnamed runs must not share a name
     record = hico_map_record(res, model=model, benchmark=benchmark, classes_spec=classes_spec,
                              dropped=loaded.dropped, ci=None if boot is None else boot.to_ci(),
-                             prediction_format=loaded.format)
+                             prediction_format=loaded.format, class_subsets=subsets,
+                             **{GROUND_TRUTH_KEY: ground_truth_id(gt_spec)})
     dropped = record.result.n_dropped
     if matches_out:
         write_result(matches, matches_out, model=model, benchmark=benchmark)

@@ -35,7 +35,7 @@ __all__ = ["vcoco"]
               help="Write the results object (see docs/interfaces.md); '-' prints it instead of tables.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Write a bar chart of the per-class APs (PNG).")
-@click.option("--model", default="", help="Model name recorded in --json output.")
+@click.option("--model", default="", help="Model name recorded in --json output [default: the --pred file's stem].")
 @click.option("--benchmark", default="", help="Benchmark name recorded in --json output [default: the --gt name].")
 @click.option("--quiet", is_flag=True, help="Summary only, no per-class table.")
 def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str | None, scenario: str,
@@ -53,7 +53,13 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
         vcoco_ground_truth_from_official,
         write_vcoco_ground_truth,
     )
-    from hoibench.results import ResultRecord, write_record
+    from hoibench.results import (
+        GROUND_TRUTH_KEY,
+        ResultRecord,
+        file_stem,
+        ground_truth_id,
+        write_record,
+    )
 
     if json_out is None:
         reject_unused_options(click.get_current_context(), "without --json (they are recorded in the results "
@@ -79,8 +85,9 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
     for reason, n in sorted(loaded.dropped.items()):
         err_console.print(f"dropped {n} detections: {reason}")
 
-    record = ResultRecord(res, model, benchmark or Path(str(gt_spec)).name, {
-        "ground_truth": gt.source, "predictions": pred_path, "layout": loaded.layout,
+    record = ResultRecord(res, model or file_stem(pred_path), benchmark or Path(str(gt_spec)).name, {
+        "ground_truth": gt.source, GROUND_TRUTH_KEY: ground_truth_id(gt_spec), "predictions": pred_path,
+        "layout": loaded.layout,
         "n_detections": len(loaded.detections), "dropped": loaded.dropped})
     rows = res.per_class_rows()
     if per_class_csv:

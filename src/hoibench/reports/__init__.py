@@ -44,6 +44,7 @@ from hoibench.reports._qualitative import (
 )
 from hoibench.reports._report import Report, ReportFiles, Section
 from hoibench.reports._standard import (
+    TrainCounts,
     build_report,
     class_ap_head_to_tail,
     head_to_tail_table,
@@ -66,6 +67,7 @@ __all__ = [
     "ReportFiles",
     "Section",
     "Table",
+    "TrainCounts",
     "add_paper_sections",
     "augmentation_tables",
     "binned_head_to_tail",

@@ -82,7 +82,7 @@ def ranking_shift_markdown(rows: Sequence[RankShift], *, reference: str, other: 
     lines = [f"| Model | {reference} mAP | {reference} rank | {other} mAP | {other} rank |",
              "| --- | ---: | ---: | ---: | ---: |"]
     for r in rows:
-        arrow = "" if r.shift == 0 else f" ({r.arrow})"
+        arrow = f" ({r.arrow})" if r.shift or r.tie_only else ""
         lines.append(f"| {r.model} | {100 * r.map_reference:.{decimals}f} | {r.rank_reference} | "
                      f"{100 * r.map_other:.{decimals}f} | {r.rank_other}{arrow} |")
     return "\n".join(lines) + "\n"
@@ -97,7 +97,9 @@ def ranking_shift_table(rows: Sequence[RankShift], *, reference: str, other: str
                   "shift", "arrow"),
                  tuple((r.model, 100 * r.map_reference, r.rank_reference, 100 * r.map_other, r.rank_other,
                         r.shift, r.arrow) for r in rows),
-                 caption=f"Rank 1 = highest mAP; shift > 0 (↑): the model ranks higher on {other}.")
+                 caption=f"Rank 1 = highest mAP; shift > 0 (↑): the model ranks higher on {other}; "
+                         "'=': the ranks differ only because models tie (equal mAP), which is no "
+                         "change (shift 0).")
 
 
 def ranking_shift_figure(rows: Sequence[RankShift], *, reference: str, other: str,
@@ -113,6 +115,7 @@ def ranking_shift_figure(rows: Sequence[RankShift], *, reference: str, other: st
     fig, ax = plt.subplots(figsize=(5.5, 0.45 * n + 1.5))
     var = [v for v in (spread or {}).values() if v == v]
     vmax = max(var) if var else 1.0
+    slot: dict[tuple[int, int], int] = {}  # tied models share a rank: stack their labels
     for r in rows:
         colour = "#31a354" if r.shift > 0 else ("#e6550d" if r.shift < 0 else "#636363")
         ax.plot([0, 1], [r.rank_reference, r.rank_other], color=colour, linewidth=1.2, zorder=1)
@@ -121,21 +124,27 @@ def ranking_shift_figure(rows: Sequence[RankShift], *, reference: str, other: st
             size = 40 + 400 * (v / vmax) if v is not None and vmax > 0 else 60
             ax.scatter([x], [rank], s=size, color=colour, alpha=0.55, edgecolor="black", linewidth=0.4,
                        zorder=2)
-        ax.annotate(f"{r.model} {100 * r.map_reference:.2f}", (0, r.rank_reference), xytext=(-12, 0),
-                    textcoords="offset points", ha="right", va="center", fontsize=8)
-        ax.annotate(f"{100 * r.map_other:.2f} {r.model}" + (f" ({r.arrow})" if r.shift else ""),
-                    (1, r.rank_other), xytext=(12, 0), textcoords="offset points", ha="left",
+        k0 = slot.setdefault((0, r.rank_reference), 0)
+        slot[(0, r.rank_reference)] += 1
+        k1 = slot.setdefault((1, r.rank_other), 0)
+        slot[(1, r.rank_other)] += 1
+        ax.annotate(f"{r.rank_reference}. {r.model} {100 * r.map_reference:.2f}", (0, r.rank_reference),
+                    xytext=(-12, -11 * k0), textcoords="offset points", ha="right", va="center", fontsize=8)
+        ax.annotate(f"{r.rank_other}. {r.model} {100 * r.map_other:.2f}"
+                    + (f" ({r.arrow})" if r.shift or r.tie_only else ""),
+                    (1, r.rank_other), xytext=(12, -11 * k1), textcoords="offset points", ha="left",
                     va="center", fontsize=8)
     ax.set_xlim(-0.9, 1.9)
     ax.set_ylim(n + 0.7, 0.3)
     ax.set_xticks([0, 1])
     ax.set_xticklabels([reference, other])
-    ax.set_yticks(range(1, n + 1))
-    ax.set_ylabel("rank")
-    ax.set_title(f"Ranking shift: {reference} → {other}", fontsize=10)
+    ax.set_yticks([])  # the rank is in each label: tick labels would collide with them
+    ax.spines["left"].set_visible(False)
+    ax.set_title(f"Ranking shift: {reference} → {other} (rank 1 = highest mAP)", fontsize=10)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    caption = "Lines join each model's rank on the two benchmarks (green: up, orange: down)."
+    caption = ("Lines join each model's rank on the two benchmarks (green: up, orange: down, grey: "
+               "no change; '=': a change that only a tie explains).")
     if spread:
         caption += " Circle area grows with the model's class-AP variance on that benchmark."
     return Figure(name, f"Ranking shift: {reference} → {other}", _render(fig), caption)
@@ -233,17 +242,17 @@ def rank_distribution_figure(cmp: ModelComparison, metric: str = "full") -> Any:
     left = np.zeros(n)
     y = np.arange(n)
     for r in range(n):
-        ax.barh(y, dist[:, r], left=left, color=cmap(r), edgecolor="white", linewidth=0.5,
+        ax.barh(y, 100 * dist[:, r], left=left, color=cmap(r), edgecolor="white", linewidth=0.5,
                 label=f"rank {r + 1}")
         for i in np.flatnonzero(dist[:, r] >= 0.08):
-            ax.text(left[i] + dist[i, r] / 2, y[i], f"{dist[i, r] * 100:.0f}%", ha="center", va="center",
+            ax.text(left[i] + 50 * dist[i, r], y[i], f"{dist[i, r] * 100:.0f}%", ha="center", va="center",
                     fontsize=7, color="white" if r < n / 2 else "black")
-        left += dist[:, r]
+        left += 100 * dist[:, r]
     ax.set_yticks(y)
     ax.set_yticklabels([f"{cmp.models[m]} ({100 * cmp.estimate[m, k]:.2f})" for m in order], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("share of bootstrap replicates")
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("share of bootstrap replicates (%)")
     ax.set_title(f"Rank distribution ({metric} mAP, {cmp.n_resamples} replicates)", fontsize=10)
     ax.legend(ncol=min(n, 6), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25 - 0.02 * n),
               frameon=False)

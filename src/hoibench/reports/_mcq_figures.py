@@ -9,6 +9,7 @@ import numpy as np
 
 from hoibench._exceptions import ValidationError
 from hoibench.reports._figures import Figure, _pyplot, _render
+from hoibench.reports._style import benchmark_color
 
 __all__ = ["class_distribution_figure"]
 
@@ -28,16 +29,16 @@ def class_distribution_figure(train_counts: Sequence[float] | np.ndarray, counts
     order = np.argsort(-train, kind="stable")
     x = np.arange(len(order))
     fig, ax = plt.subplots(figsize=(9, 3.6))
-    ax.bar(x, c[order] / max(c.sum(), 1), width=1.0, color="tab:red", alpha=0.6,
+    ax.bar(x, 100 * c[order] / max(c.sum(), 1), width=1.0, color=benchmark_color("mcq"), alpha=0.6,
            label="benchmark (correct choices)")
-    ax.plot(x, train[order] / train.sum(), color="tab:blue", lw=1.2, label="train")
+    ax.plot(x, 100 * train[order] / train.sum(), color="#7f7f7f", lw=1.2, label="train")
     ax.set_yscale("log")
     ax.set_xlabel("HOI classes, most frequent in train first")
-    ax.set_ylabel("share of instances")
+    ax.set_ylabel("share of instances (%)")
     title = title or "class distribution"
     ax.set_title(title)
-    ax.legend(loc="upper right", frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
-    return Figure(name, title, _render(fig),
+    return Figure(name, title, _render(fig), colors={"mcq": benchmark_color("mcq")}, caption=
                   "Share of each class among the train instances (line) and among the benchmark's "
                   "correct choices (bars); classes from the most to the least frequent in train.")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,7 @@ th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}td.num{text-align
 th{background:#eef3f8}
 tbody tr:nth-child(even){background:#fafafa}
 figure{margin:1em 0 2em}figure img{max-width:100%;height:auto;border:1px solid #eee}
+.table-wrap{max-width:100%;overflow-x:auto}
 figcaption,.caption{color:#555;font-size:.88em}.meta{color:#555;font-size:.85em}
 nav ul{columns:2}
 """
@@ -155,12 +157,14 @@ class Report:
                 parts.append(f"<h3>{e(t.title)}</h3>")
                 if t.caption:
                     parts.append(f'<p class="caption">{e(t.caption)}</p>')
-                parts.append(t.to_html())
+                parts.append(f'<div class="table-wrap">{t.to_html()}</div>')
             for f in s.figures:
                 data = base64.b64encode(f.png).decode("ascii")
+                w, h = f.display_size
+                colors = e(json.dumps(dict(f.colors), sort_keys=True, ensure_ascii=False))
                 parts.append(
-                    f'<figure data-figure="{e(f.name)}"><img alt="{e(f.title)}" '
-                    f'src="data:image/png;base64,{data}">'
+                    f'<figure data-figure="{e(f.name)}" data-colors="{colors}"><img alt="{e(f.title)}" '
+                    f'width="{w}" height="{h}" src="data:image/png;base64,{data}">'
                     f"<figcaption><b>{e(f.title)}</b>{'. ' + e(f.caption) if f.caption else ''}"
                     "</figcaption></figure>"
                 )
@@ -177,7 +181,8 @@ class Report:
             "sections": [
                 {"title": s.title, "text": s.text, "tables": [t.to_dict() for t in s.tables],
                  "figures": [{"name": f.name, "title": f.title, "caption": f.caption,
-                              "file": f"figures/{f.name}.png"} for f in s.figures]}
+                              "file": f"figures/{f.name}.png", "colors": dict(f.colors)}
+                             for f in s.figures]}
                 for s in self.sections
             ],
         }

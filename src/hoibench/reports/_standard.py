@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -41,11 +41,13 @@ from hoibench.reports._figures import (
 )
 from hoibench.reports._paper_figures import PaperInputs, add_paper_sections
 from hoibench.reports._report import Report
+from hoibench.reports._style import EXCLUDES_MARK, benchmark_color, interval_excludes, model_color
 from hoibench.reports._tables import Table
-from hoibench.results import BenchmarkStats, ResultRecord
+from hoibench.results import GROUND_TRUTH_KEY, BenchmarkStats, ResultRecord
 from hoibench.vocab import hico_det
 
 __all__ = [
+    "TrainCounts",
     "build_report",
     "class_ap_head_to_tail",
     "head_to_tail_table",
@@ -87,21 +89,49 @@ def map_table(records: Sequence[ResultRecord[HICOMapResult]]) -> Table:
     """One row per result: model, benchmark, protocol, Full/Rare/Non-rare and every subset (%)."""
     subsets = _unique([k for r in records for k in r.result.subsets])
     with_ci = any(r.result.headline_ci is not None for r in records)
-    columns = ["model", "benchmark", "protocol", "mAP", *(("ci_low", "ci_high") if with_ci else ()),
-               "classes", "full", "rare", "non_rare", *subsets]
+    ci_cols = ("ci_low", "ci_high", "ci_excludes_estimate") if with_ci else ()
+    columns = ["model", "benchmark", "protocol", "mAP", *ci_cols, "classes", "full", "rare", "non_rare",
+               *subsets]
     rows = []
     for rec in records:
         r = rec.result
         ci = r.headline_ci or (None, None)
+        flag = interval_excludes(r.headline_map, *ci) if r.headline_ci else None
         rows.append((rec.model, rec.benchmark, r.protocol.name + (" (known object)" if r.known_object else ""),
-                     _pct(r.headline_map), *((_pct(ci[0]), _pct(ci[1])) if with_ci else ()), r.headline,
-                     _pct(r.full), _pct(r.rare), _pct(r.non_rare),
+                     _pct(r.headline_map), *((_pct(ci[0]), _pct(ci[1]), flag) if with_ci else ()),
+                     _class_set(r), _pct(r.full), *(_pct(_defined(r, k)) for k in ("rare", "non_rare")),
                      *(_pct(r.subsets.get(s)) for s in subsets)))
     return Table("map", "HICO-DET mAP (%)", tuple(columns), tuple(rows),
                  caption="mAP: the benchmark's main number, over the classes named in 'classes' "
                          "(full = all classes of the label space)"
-                         + ("; ci_low/ci_high: its bootstrap interval (images resampled)" if with_ci else "")
-                         + ". Full, Rare, Non-rare and the subset columns are as the evaluator reports them.")
+                         + ("; ci_low/ci_high: its bootstrap interval (images resampled); "
+                            "ci_excludes_estimate: the interval leaves out the mAP itself (a skewed "
+                            "bootstrap; read it with care)" if with_ci else "")
+                         + ". Full, Rare, Non-rare and the subset columns are as the evaluator reports "
+                           "them; n/a: not computed for that benchmark, or none of the column's classes has "
+                           "ground truth in its test set (never a score of 0).")
+
+
+def _defined(r: HICOMapResult, split: str) -> float | None:
+    """HICO-DET's Rare / Non-rare mAP, or None where none of those classes has ground truth in
+    the test set (an SG split's test set): the official mean over absent classes is 0.0, which
+    reads as a score."""
+    value = getattr(r, split)
+    if r.n_gt is None or len(r.n_gt) != 600 or r.class_names[:1] not in ((), (_HICO_FIRST,)):
+        return value
+    rare = np.zeros(600, dtype=bool)
+    rare[hico_det().rare_classes()] = True
+    ids = rare if split == "rare" else ~rare
+    return value if (r.n_gt[ids] > 0).any() else None
+
+
+def _class_set(r: HICOMapResult) -> str:
+    """The classes a headline mAP averages, e.g. ``selected (351 classes)``."""
+    if r.headline == "full":
+        n = len(r.per_class_ap) if r.per_class_ap is not None else None
+    else:  # the --classes list the subset came from (an SG split's unseen, B-RIGHT's selected)
+        n = len(r.classes) if r.classes is not None else None
+    return r.headline if n is None else f"{r.headline} ({n:,} classes)"
 
 
 def _aggregate(records: Sequence[ResultRecord[HICOMapResult]]
@@ -116,12 +146,15 @@ def _aggregate(records: Sequence[ResultRecord[HICOMapResult]]
 
 def map_bars_figure(records: Sequence[ResultRecord[HICOMapResult]], *, name: str = "map-bars",
                     title: str = "mAP per model and benchmark") -> Figure:
-    """The SG paper's Figure 2: per model, a bar per benchmark (its headline mAP, %); repeated
-    results give mean ± std."""
+    """The SG paper's Figure 2: per model, a bar per benchmark (its headline mAP, %) in the
+    benchmark's colour, the legend naming the classes each averages; repeated results give
+    mean ± std."""
     models, benches, values = _aggregate(records)
     cis = {(r.model, r.benchmark): r.result.headline_ci for r in records if r.result.headline_ci is not None}
+    class_sets = {b: _unique([_class_set(r.result) for r in records if r.benchmark == b]) for b in benches}
     series: dict[str, list[float | None]] = {}
     errors: dict[str, list[tuple[float, float] | None]] = {}
+    kinds: set[str] = set()
     for b in benches:
         series[b], errors[b] = [], []
         for m in models:
@@ -135,14 +168,26 @@ def map_bars_figure(records: Sequence[ResultRecord[HICOMapResult]], *, name: str
             if len(v) > 1:
                 sd = float(np.std(v))
                 errors[b].append((100 * (mean - sd), 100 * (mean + sd)))
+                kinds.add("sd")
             else:
                 ci = cis.get((m, b))
                 errors[b].append(None if ci is None else (100 * ci[0], 100 * ci[1]))
+                kinds.update(() if ci is None else ("ci",))
+    labels = {b: f"{b}: {' / '.join(class_sets[b])}" for b in benches}
+    mixed = len({c for cs in class_sets.values() for c in cs}) > 1
+    caption = "Bars: each benchmark's mAP over the classes its legend entry names."
+    if mixed:
+        caption += " The benchmarks average different class sets, so bars of one model are not a like-for-like comparison."
+    if kinds:
+        caption += " Error bars: " + "; ".join(
+            t for k, t in (("sd", "standard deviation over repeated results of a model on a benchmark "
+                                  "(e.g. several SG splits)"),
+                           ("ci", "the bootstrap interval of the evaluator (dashed and marked † where "
+                                  "it leaves out the mAP itself)")) if k in kinds) + "."
     return grouped_bars(name, title, groups=models, series=series, errors=errors,
-                        caption="Bars: each benchmark's mAP (see the table's 'classes' column); error "
-                                "bars: standard deviation over repeated results of a model on a "
-                                "benchmark (e.g. several SG splits), else the bootstrap interval when "
-                                "the evaluator computed one.")
+                        colors={b: benchmark_color(b) for b in benches}, labels=labels,
+                        note="different class sets per benchmark (see legend)" if mixed else "",
+                        caption=caption)
 
 
 def ranking_shift_rows(records: Sequence[ResultRecord[HICOMapResult]], *, reference: str,
@@ -207,13 +252,16 @@ def mcq_table(records: Sequence[ResultRecord[MCQResult]]) -> Table:
             if math.isnan(v):
                 continue  # not reported (a file of published numbers)
             lo, hi = ci.get(k, (None, None))
-            rows.append((rec.model, rec.benchmark, r.protocol, k, _pct(v), _pct(lo), _pct(hi)))
+            rows.append((rec.model, rec.benchmark, r.protocol, k, _pct(v), _pct(lo), _pct(hi),
+                         None if lo is None else interval_excludes(v, lo, hi)))
     level = next((r.result.confidence for r in records if r.result.confidence), None)
     ci_text = f"{100 * level:.0f}% bootstrap confidence interval" if level else "bootstrap confidence interval"
     return Table("mcq-metrics", "Multiple-choice metrics (%)",
-                 ("model", "benchmark", "protocol", "metric", "value", "ci_low", "ci_high"),
+                 ("model", "benchmark", "protocol", "metric", "value", "ci_low", "ci_high",
+                  "ci_excludes_estimate"),
                  tuple(rows), caption=f"Metrics as the scorer defines them; ci_low/ci_high: the "
-                                      f"{ci_text} (empty when not computed).")
+                                      f"{ci_text} (n/a when not computed); ci_excludes_estimate: the "
+                                      "interval leaves out the value itself.")
 
 
 def mcq_summary_table(records: Sequence[ResultRecord[MCQResult]], *, decimals: int = 1) -> Table:
@@ -229,12 +277,16 @@ def mcq_summary_table(records: Sequence[ResultRecord[MCQResult]], *, decimals: i
         if r.ci and k in r.ci:
             lo, hi = r.ci[k]
             text += f" [{100 * lo:.{decimals}f}, {100 * hi:.{decimals}f}]"
+            if interval_excludes(v, lo, hi):
+                text += f" {EXCLUDES_MARK}"
         return text
 
     rows = tuple((rec.model, rec.benchmark, *(cell(rec.result, k) for k in metrics)) for rec in records)
     return Table("mcq-summary", "Multiple-choice metrics (%) with confidence intervals",
                  ("model", "benchmark", *metrics), rows,
-                 caption="value [CI low, CI high]; the raw numbers are in the next table.")
+                 caption=f"value [CI low, CI high]; {EXCLUDES_MARK}: the interval leaves out the "
+                         "value itself (a skewed bootstrap: read it with care); n/a: not reported. "
+                         "The raw numbers are in the next table.")
 
 
 def mcq_figures(records: Sequence[ResultRecord[MCQResult]]) -> list[Figure]:
@@ -245,16 +297,29 @@ def mcq_figures(records: Sequence[ResultRecord[MCQResult]]) -> list[Figure]:
         metrics = _mcq_metrics_present(rs)
         series: dict[str, list[float | None]] = {}
         errors: dict[str, list[tuple[float, float] | None]] = {}
+        colors: dict[str, str] = {}
         for rec in rs:
             r = rec.result
             label = rec.model if [x.model for x in rs].count(rec.model) == 1 else f"{rec.model} ({r.protocol})"
             ci = r.ci or {}
-            series[label] = [100 * getattr(r, k) for k in metrics]
+            series[label] = [_pct(getattr(r, k)) for k in metrics]
             errors[label] = [(100 * ci[k][0], 100 * ci[k][1]) if k in ci else None for k in metrics]
+            colors[label] = model_color(rec.model)
+        drawn = any(e is not None for es in errors.values() for e in es)
         figs.append(grouped_bars(f"mcq-{_slug(bench)}", f"Multiple-choice metrics on {bench}",
-                                 groups=metrics, series=series, errors=errors, ylabel="%",
-                                 caption="Error bars: bootstrap confidence intervals."))
+                                 groups=metrics, series=series, errors=errors, ylabel="%", colors=colors,
+                                 caption="Bars: each model's metrics, one colour per model in every "
+                                         "figure." + (" Error bars: bootstrap confidence intervals "
+                                                      f"(dashed and marked {EXCLUDES_MARK} where one "
+                                                      "leaves out its value)." if drawn else "")))
     return figs
+
+
+def _recall_source(records: Sequence[ResultRecord[ClassRecall]], benchmark: str) -> str:
+    """Where a benchmark's recall files got their train counts (``train_counts_source``)."""
+    names = _unique([str(r.extra.get("train_counts_source") or "the train counts in the recall file")
+                     for r in records if r.benchmark == benchmark])
+    return " / ".join(names)
 
 
 def _recall_panels(records: Sequence[ResultRecord[ClassRecall]]) -> list[_Panel]:
@@ -279,15 +344,19 @@ def head_to_tail_table(records: Sequence[ResultRecord[ClassRecall]], *, n_bins: 
     return Table("head-to-tail-recall", "Recall from head to tail classes (%)", _head_to_tail_columns(n_bins),
                  _head_to_tail_rows(_recall_panels(records), n_bins),
                  caption="Classes asked about are ordered by train count (bin 1 = most frequent) and "
-                         "cut into equal bins; cells are mean per-class recall.")
+                         "cut into equal bins; cells are mean per-class recall. Train counts: "
+                         + "; ".join(f"{b}: {_recall_source(records, b)}"
+                                     for b in _unique([r.benchmark for r in records])) + ".")
 
 
 def _head_to_tail_figures(panels: Sequence[_Panel], *, name: str, title: str, n_bins: int,
-                          value_label: str, caption: str) -> list[Figure]:
+                          value_label: str, caption: str | Mapping[str, str]) -> list[Figure]:
+    """One figure per benchmark; ``caption`` may differ per benchmark (its train split's source)."""
     return [head_to_tail_recall_plot(
         f"{name}-{_slug(b)}", f"{title} on {b}",
         panels={m: (c, v) for m, bench, c, v in panels if bench == b},
-        n_bins=n_bins, value_label=value_label, caption=caption)
+        n_bins=n_bins, value_label=value_label, benchmark=b,
+        caption=caption if isinstance(caption, str) else caption.get(b, ""))
         for b in _unique([p[1] for p in panels])]
 
 
@@ -303,21 +372,68 @@ def _ap_by_frequency(records: Sequence[ResultRecord[HICOMapResult]], train_count
     return out
 
 
+def _class_ap_head_to_tail_table(panels: Sequence[_Panel], n_bins: int, source: str) -> Table:
+    return Table("class-ap-head-to-tail", "Class AP from head to tail classes (%)",
+                 _head_to_tail_columns(n_bins), _head_to_tail_rows(panels, n_bins),
+                 caption="Classes with ground truth ordered by train count (bin 1 = most frequent) "
+                         f"and cut into equal bins; cells are mean class AP. Train counts: {source}.")
+
+
 def class_ap_head_to_tail(records: Sequence[ResultRecord[HICOMapResult]], train_counts: np.ndarray, *,
-                          n_bins: int = 10) -> tuple[Table, list[Figure]]:
+                          n_bins: int = 10, source: str = "as given") -> tuple[Table, list[Figure]]:
     """Class AP from head to tail classes (by train count): a table of bin means and one figure
-    per benchmark. A falling profile is a head-class bias of the detector."""
+    per benchmark. A falling profile is a head-class bias of the detector. ``source`` names the
+    train split the counts come from (stated in the captions)."""
     panels = _ap_by_frequency(records, np.asarray(train_counts, dtype=float))
     if not panels:
         raise ValidationError("no result has per-class AP for the given train counts")
-    table = Table("class-ap-head-to-tail", "Class AP from head to tail classes (%)",
-                  _head_to_tail_columns(n_bins), _head_to_tail_rows(panels, n_bins),
-                  caption="Classes with ground truth ordered by train count (bin 1 = most "
-                          "frequent) and cut into equal bins; cells are mean class AP.")
     figs = _head_to_tail_figures(panels, name="class-ap-head-to-tail", title="Class AP from head to tail",
                                  n_bins=n_bins, value_label="class AP",
-                                 caption="Blue: mean train instances per class in each bin; red: mean class AP.")
-    return table, figs
+                                 caption=f"Grey: mean train instances per class in each bin ({source}); "
+                                         "coloured: mean class AP.")
+    return _class_ap_head_to_tail_table(panels, n_bins, source), figs
+
+
+class TrainCounts(NamedTuple):
+    """A benchmark's per-class train counts and where they come from (said in the captions)."""
+
+    counts: np.ndarray
+    source: str
+
+
+def _benchmark_train_counts(with_ap: Sequence[ResultRecord[HICOMapResult]],
+                            train_counts: np.ndarray | Mapping[str, TrainCounts | np.ndarray] | None,
+                            ) -> tuple[dict[str, TrainCounts], list[str]]:
+    """Each benchmark's own train counts for the class-AP head-to-tail figure, and a note per
+    benchmark left out. Never another benchmark's split: HICO-DET's official counts stand only
+    for HICO-DET itself (a B-RIGHT or SG split has its own train set)."""
+    benches = _unique([r.benchmark for r in with_ap])
+    given: dict[str, TrainCounts] = {}
+    if isinstance(train_counts, Mapping):
+        for k, v in train_counts.items():
+            given[k.lower()] = v if isinstance(v, TrainCounts) else TrainCounts(np.asarray(v, float), "as given")
+    elif train_counts is not None:
+        return {b: TrainCounts(np.asarray(train_counts, float), "as given") for b in benches}, []
+    out: dict[str, TrainCounts] = {}
+    notes = []
+    for b in benches:
+        tc = given.get(b.lower())
+        rs = [r for r in with_ap if r.benchmark == b]
+        if tc is None and b.lower() == "hico-det" and all(
+                r.result.per_class_ap is not None and len(r.result.per_class_ap) == 600
+                and r.result.class_names[:1] in ((), (_HICO_FIRST,)) for r in rs):
+            tc = TrainCounts(hico_det().train_counts_official(), "HICO-DET's official train split")
+        if tc is None:
+            notes.append(f"{b}: no head-to-tail profile, its train split was not given "
+                         f"(hoibench report --train '{b}=TRAIN_FILE').")
+            continue
+        panels = _ap_by_frequency(rs, tc.counts)
+        if panels and all(not np.any(p[2] > 0) for p in panels):
+            notes.append(f"{b}: no head-to-tail profile, every test class has 0 train instances in "
+                         f"{tc.source} (by design of the split).")
+            continue
+        out[b] = tc
+    return out, notes
 
 
 def stats_table(records: Sequence[ResultRecord[BenchmarkStats]]) -> list[Table]:
@@ -327,6 +443,28 @@ def stats_table(records: Sequence[ResultRecord[BenchmarkStats]]) -> list[Table]:
 
 
 # ---------------------------------------------------------------------- the whole report
+def _check_one_ground_truth(records: Sequence[ResultRecord[Any]]) -> None:
+    """Refuse to merge results of one benchmark name scored on different ground truth (two
+    unnamed ``eval hico`` runs on different test files are both called after ``test_hico.json``):
+    averaged into one bar they would give a number that belongs to neither."""
+    seen: dict[tuple[str, str], tuple[str, str]] = {}
+    for r in records:
+        gt = r.extra.get(GROUND_TRUTH_KEY)
+        if not isinstance(gt, str):
+            continue
+        key = (r.kind, r.benchmark)
+        first = seen.setdefault(key, (gt, r.source or r.model))
+        if first[0] != gt:
+            raise ValidationError(
+                f"{first[1]} and {r.source or r.model}: both name benchmark {r.benchmark!r} but were "
+                f"scored on different ground truth ({_short_id(first[0])} vs {_short_id(gt)}); give each "
+                "its own --benchmark")
+
+
+def _short_id(gt: str) -> str:
+    return gt[:19] + "…" if gt.startswith("sha256:") else gt
+
+
 def build_report(
     records: Sequence[ResultRecord[Any]],
     *,
@@ -336,7 +474,7 @@ def build_report(
     stats_tables: Sequence[Table] = (),
     reference_benchmark: str | None = None,
     n_bins: int = 10,
-    train_counts: np.ndarray | None = None,
+    train_counts: np.ndarray | Mapping[str, TrainCounts | np.ndarray] | None = None,
     paper_inputs: PaperInputs | None = None,
 ) -> Report:
     """A report with every section the given results allow.
@@ -354,8 +492,10 @@ def build_report(
     n_bins:
         Bins of the head-to-tail histograms.
     train_counts:
-        Per-class train counts for the class-AP head-to-tail plot (default: HICO-DET's official
-        counts when the mAP results are HICO-DET's 600 classes).
+        Per-class train counts for the class-AP head-to-tail plot: per benchmark name
+        (:class:`TrainCounts`, the benchmark's *own* train split), or one array for every
+        benchmark. HICO-DET's official counts are used for a benchmark named HICO-DET only; a
+        benchmark without its train counts gets no profile and a line saying so.
     paper_inputs:
         Inputs of the papers' sections that are not result files (scene types, class counts,
         augmentation counts, qualitative pages); SG Tables 3/4 and Figure 1b need only ``records``.
@@ -367,6 +507,7 @@ def build_report(
         if not isinstance(r.result, sections):
             raise ValidationError(f"{r.source or r.model}: {r.kind} results have no report section "
                                   "(hoi_matches: see hoibench analyze sensitivity)")
+    _check_one_ground_truth(records)
     report = Report(title=title, intro=intro, meta=meta)
     maps = [r for r in records if isinstance(r.result, HICOMapResult)]
     vcocos = [r for r in records if isinstance(r.result, VCOCOResult)]
@@ -393,17 +534,20 @@ def build_report(
                 "ranking tables show how model rankings change between benchmarks.",
                 tables=[class_ap_spread_table(with_ap)],
                 figures=[class_ap_boxplot_figure(with_ap, title="Class AP per model and benchmark")])
-            counts = train_counts
-            if counts is None and all(r.result.per_class_ap is not None and len(r.result.per_class_ap) == 600
-                                      and r.result.class_names[:1] in ((), (_HICO_FIRST,)) for r in with_ap):
-                counts = hico_det().train_counts_official()
-            if counts is not None:
-                try:
-                    t, figs = class_ap_head_to_tail(with_ap, counts, n_bins=n_bins)
-                    section.tables.append(t)
-                    section.figures.extend(figs)
-                except ValidationError:
-                    pass  # no result matches the train counts' classes
+            own, notes = _benchmark_train_counts(with_ap, train_counts)
+            panels = [p for b, tc in own.items() for p in _ap_by_frequency(
+                [r for r in with_ap if r.benchmark == b], tc.counts)]
+            if panels:
+                sources = _unique([tc.source for b, tc in own.items()])
+                section.tables.append(_class_ap_head_to_tail_table(panels, n_bins, "; ".join(
+                    f"{b}: {tc.source}" for b, tc in own.items()) if len(sources) > 1 else sources[0]))
+                section.figures.extend(_head_to_tail_figures(
+                    panels, name="class-ap-head-to-tail", title="Class AP from head to tail", n_bins=n_bins,
+                    value_label="class AP", caption={
+                        b: f"Grey: mean train instances per class in each bin, from {tc.source}; "
+                           "coloured: mean class AP." for b, tc in own.items()}))
+            if notes:
+                section.text += " " + " ".join(notes)
             benches = _unique([r.benchmark for r in maps])
             ref = reference_benchmark or benches[0]
             for other in benches:
@@ -434,6 +578,8 @@ def build_report(
             figures=_head_to_tail_figures(
                 _recall_panels(recalls), name="head-to-tail", title="Head-to-tail recall", n_bins=n_bins,
                 value_label="recall",
-                caption="Blue: mean train instances per class in each bin; red: mean recall."))
+                caption={b: "Grey: mean train instances per class in each bin, from "
+                            f"{_recall_source(recalls, b)}; coloured: mean recall of the correct choices."
+                         for b in _unique([r.benchmark for r in recalls])}))
     add_paper_sections(report, records, paper_inputs)
     return report

@@ -24,6 +24,10 @@ _KNOWN_BENCHMARKS: dict[str, str] = {
     "v-coco-sg3": "#999933",
     "crosshoi": "#332288",
     "mcq": "#332288",
+    "mcq-hoi": "#332288",
+    "mcq-hoi setting 1": "#332288",
+    "mcq-hoi setting 2": "#6699CC",
+    "mcq-hoi setting 3": "#661100",
 }
 _FALLBACK: tuple[str, ...] = (
     "#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB",
@@ -50,3 +54,22 @@ def model_color(name: str) -> str:
 def to_percent(value: float) -> float:
     """Fractions (the Python API's unit) to the percent every table and figure shows."""
     return 100.0 * value
+
+
+#: what a table cell or a figure label says for a value that is undefined (never "0.00")
+NOT_AVAILABLE = "n/a"
+#: the mark of an interval that does not contain its own estimate (explained in the caption)
+EXCLUDES_MARK = "†"
+#: resolution of raster figures: twice the 100 dpi a figure is laid out at, shown at half size
+FIGURE_DPI = 200
+
+
+def interval_excludes(value: float | None, low: float | None, high: float | None) -> bool:
+    """Whether the interval ``[low, high]`` leaves out its own estimate ``value`` (a skewed
+    bootstrap distribution does this; such an interval must be flagged, not printed plainly)."""
+    if value is None or low is None or high is None:
+        return False
+    if value != value or low != low or high != high:  # NaN
+        return False
+    tol = 1e-12 * max(1.0, abs(value))
+    return bool(value < low - tol or value > high + tol)

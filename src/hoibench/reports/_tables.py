@@ -15,6 +15,7 @@ from typing import Any
 
 from hoibench._exceptions import ValidationError
 from hoibench._io import csv_text
+from hoibench.reports._style import NOT_AVAILABLE
 
 __all__ = ["Table", "format_cell"]
 
@@ -22,15 +23,18 @@ _SLUG = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
 def format_cell(value: Any, decimals: int = 2) -> str:
-    """Human-readable text of a cell: floats rounded, missing values as an en dash."""
+    """Human-readable text of a cell: numbers with thousands separators (floats rounded), and
+    undefined values (None, NaN) as "n/a", never as a number a reader could take for a score."""
     if value is None:
-        return "–"
+        return NOT_AVAILABLE
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
     if isinstance(value, float):
         if math.isnan(value):
-            return "–"
-        return f"{value:.{decimals}f}"
+            return NOT_AVAILABLE
+        return f"{value:,.{decimals}f}"
     if hasattr(value, "item") and callable(value.item):  # numpy scalar
         return format_cell(value.item(), decimals)
     return str(value)

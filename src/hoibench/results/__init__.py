@@ -18,11 +18,19 @@ from hoibench.evaluation import (
     VCOCOResult,
 )
 from hoibench.results._assemble import hico_headline, hico_map_record, mcq_record
-from hoibench.results._files import read_result, read_results, write_record, write_result
-from hoibench.results._record import KINDS, Result, ResultRecord, result_from_json
+from hoibench.results._files import (
+    GROUND_TRUTH_KEY,
+    ground_truth_id,
+    read_result,
+    read_results,
+    write_record,
+    write_result,
+)
+from hoibench.results._record import KINDS, Result, ResultRecord, file_stem, result_from_json
 from hoibench.results._stats import BenchmarkStats
 
 __all__ = [
+    "GROUND_TRUTH_KEY",
     "KINDS",
     "SCHEMA_VERSION",
     "BenchmarkStats",
@@ -34,6 +42,8 @@ __all__ = [
     "Result",
     "ResultRecord",
     "VCOCOResult",
+    "file_stem",
+    "ground_truth_id",
     "hico_headline",
     "hico_map_record",
     "mcq_record",

@@ -5,8 +5,11 @@ scores of several choice orders and their spread."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from hoibench._exceptions import ConfigError
 from hoibench.evaluation import HICOMapCI, HICOMapResult, MCQResult, position_sensitivity
@@ -33,7 +36,8 @@ def hico_headline(classes_spec: str | None, subsets: Mapping[str, Any]) -> str:
 
 def hico_map_record(result: HICOMapResult, *, model: str = "", benchmark: str = "",
                     classes_spec: str | None = None, dropped: Mapping[str, int] | None = None,
-                    ci: HICOMapCI | None = None, **extra: Any) -> ResultRecord[HICOMapResult]:
+                    ci: HICOMapCI | None = None, class_subsets: Mapping[str, Any] | None = None,
+                    **extra: Any) -> ResultRecord[HICOMapResult]:
     """An mAP result as ``hoibench eval hico`` and the demo write it.
 
     Parameters
@@ -45,14 +49,24 @@ def hico_map_record(result: HICOMapResult, *, model: str = "", benchmark: str = 
         front of those the evaluator did not count, so ``dropped`` lists every one.
     ci:
         Bootstrap intervals (``hoibench.analysis.MapBootstrapResult.to_ci()``).
+    class_subsets:
+        The subsets' classes (from ``hico_class_subsets``): a subset none of whose classes has
+        ground truth in the test set (an SG test set's "seen" classes) is undefined, NaN (null in
+        the file), not the 0.0 a mean over absent classes gives.
     extra:
         Further keys of the file (``prediction_format``, ``evaluate_by_hand``, ...).
     """
     merged = dict(dropped or {})
     for reason, n in result.n_dropped.items():
         merged[reason] = merged.get(reason, 0) + n
+    subsets = dict(result.subsets)
+    if class_subsets and result.n_gt is not None:
+        for name, cls in class_subsets.items():
+            ids = np.asarray(cls, dtype=np.int64)
+            if name in subsets and not (result.n_gt[ids] > 0).any():
+                subsets[name] = math.nan
     res = dataclasses.replace(result, n_dropped=merged, headline=hico_headline(classes_spec, result.subsets),
-                              ci=ci if ci is not None else result.ci)
+                              ci=ci if ci is not None else result.ci, subsets=subsets)
     return ResultRecord(res, model, benchmark, extra)
 
 

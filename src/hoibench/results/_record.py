@@ -17,7 +17,7 @@ from hoibench._exceptions import ConfigError, FormatError
 from hoibench.evaluation import ClassRecall, HICOMapResult, HICOMatches, MCQResult, VCOCOResult
 from hoibench.results._stats import BenchmarkStats
 
-__all__ = ["KINDS", "Result", "ResultRecord", "result_from_json"]
+__all__ = ["KINDS", "Result", "ResultRecord", "file_stem", "result_from_json"]
 
 #: any result type of :data:`KINDS`
 Result = HICOMapResult | VCOCOResult | MCQResult | ClassRecall | HICOMatches | BenchmarkStats
@@ -36,8 +36,9 @@ ENVELOPE = frozenset({"kind", "version", "model", "benchmark"})
 R = TypeVar("R")
 
 
-def _file_stem(file: object) -> str:
-    """A result file's name without its extensions (``a.json.gz`` -> ``a``): a missing model's name."""
+def file_stem(file: object) -> str:
+    """A file's name without its extensions (``a.json.gz`` -> ``a``): the name of a model that
+    was not named (the prediction file's stem when scoring, the result file's when reading)."""
     if not file:
         return "model"
     name = Path(str(file)).name
@@ -115,7 +116,7 @@ class ResultRecord(Generic[R]):
                                   field=key)
             names[key] = v or ""
         keys = type(result).json_keys
-        return cls(result=result, model=names["model"] or _file_stem(file),
+        return cls(result=result, model=names["model"] or file_stem(file),
                    benchmark=names["benchmark"] or (result.name if isinstance(result, BenchmarkStats)
                                                     else "benchmark"),
                    extra={k: v for k, v in d.items() if k not in keys and k not in ENVELOPE},
