@@ -25,6 +25,7 @@ from hoibench.formats import (
     write_predictions,
 )
 from hoibench.formats._literal import parse_numpy_repr
+from tests.conftest import one_line_error
 from tests.hico_synth import noisy_predictions
 
 MAX_HOIS = 100  # CDN / GEN-VLKT HICOEvaluator max_hois
@@ -273,3 +274,145 @@ def test_cdn_reader_names_record_and_field(tmp_path):
     path.write_text(json.dumps(NUMPY1_REPR.replace("'category_id': 76", "'category_id': 117")))
     with pytest.raises(FormatError, match=r"record 0: hoi_prediction\[0\]\.category_id: verb id outside"):
         load_predictions(path, format="cdn")
+
+
+# ----------------------------------------------------------------------------- UPT / PViC --cache
+def upt_model_boxes(p: HOIPredictions) -> tuple[np.ndarray, np.ndarray]:
+    """The float32 boxes a UPT/PViC model would output for ``p``: their continuous 0-based frame
+    is hoibench's with x2, y2 one larger (PViC's DataFactory: ``boxes[:, :2] -= 1`` on the
+    hicodet toolkit's 1-based pixel indices)."""
+    one = np.array([0, 0, 1, 1], np.float32)
+    return p.boxes_h.astype(np.float32) + one, p.boxes_o.astype(np.float32) + one
+
+
+def upt_cache_hico(p: HOIPredictions, gt: HOIDataset, folder) -> None:
+    """``CustomisedDLE.cache_hico`` of UPT/PViC ``utils.py``, per image of ``gt``: rows
+    ``[boxes_h, boxes_o, score]`` (float32 tensors) with ``boxes[:, 2:] -= 1``, grouped by HOI
+    class with ``interactions.argsort()``, in ``all_results[600, n_images]``; ``None`` cells become
+    ``np.zeros((0, 0))``; one ``detections_{object+1:02d}.mat`` per object holding its classes' rows."""
+    import scipy.io as sio
+    import torch
+
+    v = p.vocab
+    conversion = torch.full((v.n_objects, v.n_verbs), -1.0, dtype=torch.float64)
+    conversion[v.hoi_verb_object[:, 1], v.hoi_verb_object[:, 0]] = torch.arange(v.n_hois, dtype=torch.float64)
+    object2int = [np.flatnonzero(v.hoi_verb_object[:, 1] == o) for o in range(v.n_objects)]
+    all_results = np.empty((600, gt.n_images), dtype=object)
+    bh_all, bo_all = upt_model_boxes(p)
+    column = {f: k for k, f in enumerate(gt.file_names)}
+    for i, fn in enumerate(p.file_names):
+        s = p.image_slice(i)
+        if s.stop == s.start:
+            continue
+        image_idx = column[fn]
+        boxes_h, boxes_o = torch.from_numpy(bh_all[s].copy()), torch.from_numpy(bo_all[s].copy())
+        objects, verbs = torch.from_numpy(p.objects[s].copy()), torch.from_numpy(p.verbs[s].copy())
+        scores = torch.from_numpy(p.scores[s].astype(np.float32))
+        interactions = conversion[objects, verbs]
+        boxes_h[:, 2:] -= 1
+        boxes_o[:, 2:] -= 1
+        permutation = interactions.argsort()
+        boxes_h, boxes_o = boxes_h[permutation], boxes_o[permutation]
+        interactions, scores = interactions[permutation], scores[permutation]
+        unique_class, counts = interactions.unique(return_counts=True)
+        n = 0
+        for cls_id, cls_num in zip(unique_class, counts):
+            all_results[cls_id.long(), image_idx] = torch.cat([
+                boxes_h[n: n + cls_num], boxes_o[n: n + cls_num], scores[n: n + cls_num, None]], dim=1).numpy()
+            n += cls_num
+    for i in range(600):
+        for j in range(gt.n_images):
+            if all_results[i, j] is None:
+                all_results[i, j] = np.zeros((0, 0))
+    folder.mkdir()
+    for object_idx in range(80):
+        sio.savemat(folder / f"detections_{object_idx + 1:02d}.mat", dict(all_boxes=all_results[object2int[object_idx]]))
+
+
+def evaluate_pocket(gt_file, pred_file, *extra: str) -> dict:
+    return evaluate(gt_file, pred_file, "--protocol", "pocket", *extra)
+
+
+@pytest.fixture(scope="module")
+def upt_case(case):
+    """UPT's folder for the valid detections of ``case``, and the same float32 detections in
+    hoibench's format (the model's boxes after ``[:, 2:] -= 1``, computed here with numpy)."""
+    gt, p, d = case
+    q = only_valid(p)
+    folder = d / "upt_matlab"
+    upt_cache_hico(q, gt, folder)
+    bh, bo = upt_model_boxes(q)
+    bh[:, 2:] -= 1
+    bo[:, 2:] -= 1
+    same = HOIPredictions.from_arrays(q.vocab, q.file_names, np.diff(q.offsets), bh.astype(np.float64),
+                                      bo.astype(np.float64), q.objects, q.verbs,
+                                      q.scores.astype(np.float32).astype(np.float64))
+    write_predictions(same, d / "own_upt.json")
+    return gt, same, d, folder
+
+
+@pytest.mark.parametrize("known_object", [False, True], ids=["default", "known-object"])
+def test_upt_pvic_matlab_cache_folder_scores_like_hoibench_format(upt_case, known_object):
+    _, _, d, folder = upt_case
+    assert detect_prediction_format(folder) == "ho-rcnn"
+    extra = ("--known-object",) if known_object else ()
+    got = evaluate_pocket(d / "gt.json", folder, *extra)
+    assert got["prediction_format"] == "ho-rcnn"
+    want = evaluate_pocket(d / "gt.json", d / "own_upt.json", *extra)
+    assert_same_aps(got, want)
+    assert 0 < got["full"] == pytest.approx(want["full"], abs=1e-12)
+
+
+def test_upt_folder_scipy_fallback_reads_the_same(upt_case, monkeypatch):
+    import hoibench.formats.matlab_detections as md
+
+    gt, same, _, folder = upt_case
+    fast = load_predictions(folder, ground_truth=gt).predictions
+    monkeypatch.setattr(md, "read_cells", lambda path, name: None)
+    slow = load_predictions(folder, ground_truth=gt).predictions
+    for key in ("boxes_h", "boxes_o", "scores", "objects", "verbs", "offsets"):
+        np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key))
+    assert len(fast) == len(same)
+
+
+@pytest.mark.parametrize("target", ["folder", "all.mat"])
+def test_matlab_out_reads_back_unchanged(case, tmp_path, target):
+    gt, p, d = case
+    q = head(only_valid(p), 30)
+    out = tmp_path / target
+    r = CliRunner().invoke(cli, ["eval", "hico", "--gt", str(d / "gt.json"), "--pred", str(_own(q, tmp_path)),
+                                 "--matlab-out", str(out)])
+    assert r.exit_code == 0, r.output
+    back = load_predictions(out, ground_truth=gt)
+    assert back.format == "ho-rcnn"
+    b = back.predictions
+    sel = np.flatnonzero(np.isin(b.file_names, q.file_names))
+    assert len(b) == len(q) and sel.size == q.n_images  # the other images are empty columns
+    for i in range(q.n_images):
+        j = b.file_names.index(q.file_names[i])
+        s, t = q.image_slice(i), b.image_slice(j)
+        key_q = np.lexsort((q.scores[s], q.hois[s]))
+        key_b = np.lexsort((b.scores[t], b.hois[t]))
+        for f in ("boxes_h", "boxes_o", "scores", "objects", "verbs"):
+            np.testing.assert_array_equal(getattr(q, f)[s][key_q], getattr(b, f)[t][key_b])
+
+
+def _own(p: HOIPredictions, folder) -> object:
+    path = folder / "own.json"
+    write_predictions(p, path)
+    return path
+
+
+def test_matlab_folder_errors_name_file_and_field(case, tmp_path, capsys):
+    gt, p, d = case
+    folder = tmp_path / "m"
+    from hoibench.formats import write_matlab_detections
+
+    write_matlab_detections(head(only_valid(p), 3), gt, folder)
+    with pytest.raises(FormatError, match=r"all_boxes: 10 x 387 cells, expected 10 x 3 "):  # 10 airplane classes
+        load_predictions(folder, ground_truth=gt.subset(np.arange(3)))
+    (folder / "detections_07.mat").unlink()
+    with pytest.raises(FormatError, match=r"missing detections_07\.mat"):
+        load_predictions(folder, ground_truth=gt)
+    line = one_line_error(["eval", "hico", "--gt", str(d / "gt.json"), "--pred", str(folder)], capsys)
+    assert "m: missing detections_07.mat" in line

@@ -20,10 +20,12 @@ __all__ = ["hico"]
 @click.command("hico")
 @click.option("--gt", "gt_spec", required=True, metavar="FILE_OR_DATASET",
               help="Ground truth: a bundled dataset (hico-det:test) or an annotation file.")
-@click.option("--pred", "pred_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Detections: hoibench or generic prediction JSON, QPIC/CDN outputs as JSON, or CDN's / GEN-VLKT's / "
-                   "HOICLIP's results.json (see docs/evaluation.md, 'From your model's output').")
-@click.option("--format", "pred_format", type=click.Choice(["hoibench", "generic", "qpic", "cdn", "gen-vlkt"]),
+@click.option("--pred", "pred_path", required=True, type=click.Path(exists=True),
+              help="Detections: hoibench or generic prediction JSON, QPIC/CDN outputs as JSON, CDN's / GEN-VLKT's / "
+                   "HOICLIP's results.json, or a ho-rcnn detections_XX.mat folder (UPT/PViC --cache) "
+                   "(see docs/evaluation.md, 'From your model's output').")
+@click.option("--format", "pred_format",
+              type=click.Choice(["hoibench", "generic", "qpic", "cdn", "gen-vlkt", "ho-rcnn"]),
               default=None, help="Prediction format (detected from the content when omitted).")
 @click.option("--protocol", type=click.Choice(["official", "qpic", "pocket", "cdn"]), default="official",
               show_default=True, help="Which reference implementation to reproduce (cdn: qpic + pair-NMS).")
@@ -44,8 +46,9 @@ __all__ = ["hico"]
 @click.option("--matches", "matches_out", type=click.Path(dir_okay=False), default=None,
               help="Also write every counted detection's class, score and TP flag (kind 'hoi_matches', "
                    "for `hoibench analyze sensitivity --matches`).")
-@click.option("--matlab-out", type=click.Path(dir_okay=False), default=None,
-              help="Also write ho-rcnn's detections.mat (all_boxes) to cross-check in MATLAB.")
+@click.option("--matlab-out", type=click.Path(), default=None,
+              help="Also write ho-rcnn's evaluation input to cross-check in MATLAB: a folder of "
+                   "detections_XX.mat (ho-rcnn/UPT layout), or one all_boxes file if the name ends in .mat.")
 @click.option("--model", default="", help="Model name recorded in --json/--matches output.")
 @click.option("--benchmark", default="",
               help="Benchmark name recorded in --json/--matches output [default: the --gt name].")

@@ -30,6 +30,11 @@ Formats
 ``gen-vlkt``
     GEN-VLKT's and HOICLIP's ``results.json`` (``datasets/hico_eval_triplet.py``): the same
     layout, ``category_id`` is the HOI class id (0..599); told apart from ``cdn`` by content.
+``ho-rcnn``
+    ho-rcnn's MATLAB evaluation input, a folder of ``detections_01.mat`` .. ``detections_80.mat``
+    (what UPT's and PViC's ``--cache`` write) or one ``all_boxes`` ``.mat``; 0-based pixel
+    indices, read unchanged; columns are the ground truth's images. See
+    :mod:`hoibench.formats.matlab_detections`.
 
 Reading ~1M detections (a ~180 MB file) takes about a second: a typed msgspec decoder parses the
 columnar formats (orjson's untyped parse alone takes 2-3 s), and the per-image lists are
@@ -51,9 +56,14 @@ import numpy as np
 import orjson
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import atomic_write, atomic_write_json, read_bytes, read_json
+from hoibench._io import atomic_write_json, read_bytes, read_json
 from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.formats._literal import parse_numpy_repr
+from hoibench.formats.matlab_detections import (
+    is_matlab_detections,
+    read_matlab_detections,
+    write_matlab_detections,
+)
 from hoibench.vocab import LabelSpace, get_label_space, hico_det
 
 __all__ = [
@@ -73,6 +83,7 @@ PREDICTION_FORMATS: dict[str, str] = {
     "qpic": "QPIC/CDN post-processed outputs as JSON (boxes, labels, verb_scores, sub_ids, obj_ids)",
     "cdn": "CDN's results.json: json.dumps(str({'preds', 'gts'})), hoi_prediction category_id = verb id",
     "gen-vlkt": "GEN-VLKT/HOICLIP results.json: CDN's layout with category_id = HOI class id",
+    "ho-rcnn": "ho-rcnn's MATLAB input: a detections_XX.mat folder (UPT/PViC --cache) or one all_boxes .mat",
 }
 #: formats whose file is ``json.dumps(str({'preds': ..., 'gts': ...}))`` -> what ``category_id`` is
 REPR_RESULTS = {"cdn": "verb", "gen-vlkt": "hoi"}
@@ -110,12 +121,14 @@ def _sniff(data: Any) -> str | None:
 
 
 _REPR = "python-repr results.json"  # which of REPR_RESULTS is decided from the content
-_UNKNOWN = ("unknown prediction format (expected hoibench, generic, qpic JSON or a CDN/GEN-VLKT/HOICLIP "
-            "results.json; see docs/evaluation.md)")
+_UNKNOWN = ("unknown prediction format (expected hoibench, generic, qpic JSON, a CDN/GEN-VLKT/HOICLIP "
+            "results.json or a ho-rcnn detections_XX.mat folder; see docs/evaluation.md)")
 
 
 def detect_prediction_format(path: str | os.PathLike[str]) -> str:
     """Name of the prediction format of ``path`` (see :data:`PREDICTION_FORMATS`)."""
+    if is_matlab_detections(path):
+        return "ho-rcnn"
     name = _sniff(read_json(path))
     if name is None:
         raise FormatError(_UNKNOWN, file=path)
@@ -153,9 +166,16 @@ def load_predictions(path: str | os.PathLike[str], *, format: str | None = None,
 
     ``ground_truth``: the ground truth the predictions will be scored against; files that embed
     their own (CDN's ``results.json``) get a warning in :attr:`LoadedPredictions.warnings` when
-    the two differ. The embedded one is never used.
+    the two differ. The embedded one is never used. ho-rcnn ``.mat`` files (a folder of
+    ``detections_XX.mat`` or one ``all_boxes`` file) name no images and need it.
     """
     p = Path(path)
+    if format is not None and format not in PREDICTION_FORMATS:
+        raise ConfigError(f"prediction format must be one of {sorted(PREDICTION_FORMATS)}; got {format!r}")
+    if format == "ho-rcnn" or (format is None and is_matlab_detections(p)):
+        return _load_matlab(p, vocab, ground_truth, lenient)
+    if p.is_dir():
+        raise FormatError("is a directory without detections_01.mat .. detections_80.mat (ho-rcnn layout)", file=p)
     raw = read_bytes(p)
     if format in (None, "hoibench", "generic"):
         fast = _decode_fast(raw)
@@ -164,8 +184,6 @@ def load_predictions(path: str | os.PathLike[str], *, format: str | None = None,
             return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
     data = _parse_json(raw, p)
     name = _sniff(data) if format is None else format
-    if format is not None and format not in PREDICTION_FORMATS:
-        raise ConfigError(f"prediction format must be one of {sorted(PREDICTION_FORMATS)}; got {format!r}")
     if name == _REPR or name in REPR_RESULTS:
         vocab = vocab or hico_det()
         cols, name, warnings = _repr_results_columns(data, p, vocab, None if name == _REPR else name,
@@ -185,6 +203,19 @@ def load_predictions(path: str | os.PathLike[str], *, format: str | None = None,
         vocab = _vocab_of(declared, vocab, p)
         cols = _columns(data["images"], p, name)
     return _assemble(cols, vocab, p, name, lenient)
+
+
+def _load_matlab(path: Path, vocab: LabelSpace | None, ground_truth: HOIDataset | None,
+                 lenient: bool) -> LoadedPredictions:
+    if ground_truth is None:
+        raise ConfigError(f"{path}: ho-rcnn .mat detections name no images; pass the ground truth "
+                          "(its images, in order, are the columns)")
+    if vocab is not None and vocab.name != ground_truth.vocab.name:
+        raise ConfigError(f"ho-rcnn .mat detections are read in the ground truth's label space "
+                          f"{ground_truth.vocab.name!r}, not {vocab.name!r}")
+    m = read_matlab_detections(path, ground_truth)
+    cols = _Columns(list(ground_truth.file_names), m.counts, m.boxes_h, m.boxes_o, None, None, m.hois, m.scores)
+    return _assemble(cols, ground_truth.vocab, path, "ho-rcnn", lenient)
 
 
 def _vocab_of(declared: Any, vocab: LabelSpace | None, path: Path) -> LabelSpace:
@@ -647,34 +678,3 @@ def write_predictions(preds: HOIPredictions, path: str | os.PathLike[str], *,
     obj: dict[str, Any] = ({"format": HOIBENCH_TAG, "version": 1, "label_space": preds.vocab.name,
                             "images": images} if format == "hoibench" else {"images": images})
     atomic_write_json(path, obj)
-
-
-def write_matlab_detections(preds: HOIPredictions, gt: HOIDataset,
-                            path: str | os.PathLike[str]) -> None:
-    """Write ho-rcnn's evaluation input ``detections.mat`` (``all_boxes``, 600 x n_images cells).
-
-    Each cell holds ``[h_x1 h_y1 h_x2 h_y2 o_x1 o_y1 o_x2 o_y2 score]`` rows with 0-based boxes
-    (``eval_one.m`` adds 1), images in the order of ``gt`` (which must be the official test list
-    for the MATLAB script to accept it). Use it to cross-check ``--protocol official`` in MATLAB.
-    """
-    from scipy.io import savemat
-
-    vocab = preds.vocab
-    if vocab.n_hois == 0:
-        raise ConfigError("the MATLAB evaluation input needs HOI classes (HICO-DET)")
-    cells = np.empty((vocab.n_hois, gt.n_images), dtype=object)
-    for idx in np.ndindex(cells.shape):
-        cells[idx] = np.zeros((0, 9))
-    hois = preds.hois
-    gt_index = {f: k for k, f in enumerate(gt.file_names)}
-    for i, fn in enumerate(preds.file_names):
-        j = gt_index.get(fn)
-        if j is None:
-            raise FormatError(f"image {fn!r} is not in the ground truth", record=i, field="file_name")
-        s = preds.image_slice(i)
-        rows = np.concatenate([preds.boxes_h[s], preds.boxes_o[s], preds.scores[s, None]], axis=1)
-        h = hois[s]
-        for c in np.unique(h[h >= 0]):
-            cells[c, j] = rows[h == c]
-    with atomic_write(path, "wb") as fh:
-        savemat(fh, {"all_boxes": cells}, do_compression=True)
