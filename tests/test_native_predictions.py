@@ -100,35 +100,73 @@ def cdn_results_json(p: HOIPredictions, gts: list[dict]) -> str:
     return json.dumps(str({"preds": preds, "gts": gts}))
 
 
-def gen_vlkt_results_json(p: HOIPredictions, gts: list[dict]) -> str:
-    """GEN-VLKT's / HOICLIP's ``results.json`` (``datasets/hico_eval_triplet.py``, as issue 16
-    describes it): CDN's layout, but the post-processor scores (query, HOI class) and
-    ``category_id`` is the HOI class id; boxes are stored as ``list(bbox)`` (numpy 2 prints
-    ``np.float32(...)`` for each coordinate). One query per detection, its score on its HOI class;
-    the top max_hois (query, class) scores kept in stable descending order. Detections whose
-    (verb, object) is no HOI class cannot be expressed and must be left out by the caller.
-    """
-    v = p.vocab
+def triplet_outputs(p: HOIPredictions) -> list[dict[str, np.ndarray]]:
+    """GEN-VLKT's ``PostProcessHOITriplet`` outputs (as numpy) for ``p``: one query per
+    detection, its score on its HOI class, object scores 0."""
     hois_of = p.hois
     assert (hois_of >= 0).all()
-    preds = []
-    for i, fn in enumerate(p.file_names):
+    out = []
+    for i in range(p.n_images):
         s = p.image_slice(i)
         n = s.stop - s.start
-        boxes = np.concatenate([p.boxes_h[s], p.boxes_o[s]]).astype(np.float32)
-        labels = np.concatenate([np.zeros(n, np.int64), v.coco80[p.objects[s]].astype(np.int64)])
-        hoi_scores = np.zeros((n, v.n_hois), np.float32)
-        hoi_scores[np.arange(n), hois_of[s]] = p.scores[s]
-        bboxes = [{"bbox": list(b), "category_id": c} for b, c in zip(boxes, labels)]
-        hoi_labels = np.tile(np.arange(v.n_hois), (n, 1)).ravel()
-        subject_ids = np.tile(np.arange(n), (v.n_hois, 1)).T.ravel()
-        object_ids = np.tile(np.arange(n, 2 * n), (v.n_hois, 1)).T.ravel()
-        flat = hoi_scores.ravel()
-        top = np.argsort(-flat, kind="stable")[:MAX_HOIS]
-        hois = [{"subject_id": subject_ids[k], "object_id": object_ids[k], "category_id": hoi_labels[k],
-                 "score": flat[k]} for k in top]
-        preds.append({"filename": fn, "predictions": bboxes, "hoi_prediction": hois})
-    return json.dumps(str({"preds": preds, "gts": gts}))
+        img = {"boxes": np.concatenate([p.boxes_h[s], p.boxes_o[s]]).astype(np.float32),
+               "hoi_scores": np.zeros((n, p.vocab.n_hois), np.float32), "obj_scores": np.zeros((n, 81), np.float32),
+               "sub_ids": np.arange(n), "obj_ids": np.arange(n, 2 * n)}
+        img["hoi_scores"][np.arange(n), hois_of[s]] = p.scores[s]
+        out.append(img)
+    return out
+
+
+def qpic_outputs(p: HOIPredictions) -> list[dict[str, np.ndarray]]:
+    """QPIC's / CDN's ``PostProcessHOI`` outputs for ``p``: one query per detection (labels 0
+    for the subjects, then COCO-80 object labels; ``verb_scores`` with its score on its verb)."""
+    v = p.vocab
+    out = []
+    for i in range(p.n_images):
+        s = p.image_slice(i)
+        n = s.stop - s.start
+        vs = np.zeros((n, v.n_verbs), np.float32)
+        vs[np.arange(n), p.verbs[s]] = p.scores[s]
+        out.append({"labels": np.concatenate([np.zeros(n, np.int64), v.coco80[p.objects[s]].astype(np.int64)]),
+                    "boxes": np.concatenate([p.boxes_h[s], p.boxes_o[s]]).astype(np.float32),
+                    "verb_scores": vs, "sub_ids": np.arange(n), "obj_ids": np.arange(n, 2 * n)})
+    return out
+
+
+def gen_vlkt_results_json(p: HOIPredictions, gts: list[dict]) -> str:
+    """GEN-VLKT's / HOICLIP's ``results.json``: ``HICOEvaluator.__init__`` of
+    ``datasets/hico_eval_triplet.py`` on ``PostProcessHOITriplet`` outputs (``boxes``: subjects
+    then objects; ``hoi_scores`` (queries x 600); ``obj_scores`` (queries x 81); ``sub_ids``,
+    ``obj_ids``). Boxes are stored as ``{'bbox': list(bbox)}`` without a label (numpy 2 prints
+    ``np.float32(...)`` per coordinate); scores ``hoi_scores + obj_scores ** 2`` of the class's
+    object; the top max_hois values (their ``util/topk.py`` heap: the same values, descending,
+    as ``heapq.nlargest``), each located with ``np.where(hoi_scores == score)[0][0]``. One query
+    per detection with its score on its HOI class, object scores 0. Detections whose (verb,
+    object) is no HOI class cannot be expressed and must be left out by the caller.
+    """
+    return _gen_vlkt_json_of(triplet_outputs(p), p.file_names, gts)
+
+
+def _gen_vlkt_json_of(outputs: list[dict[str, np.ndarray]], file_names, gts: list[dict] | None = None) -> str:
+    import heapq
+
+    vocab = load_dataset("hico-det:test").vocab
+    hoi_obj_list = vocab.coco80[vocab.hoi_verb_object[:, 1]]  # hico_text_label keys: (verb, COCO-80 object)
+    preds = []
+    for fn, img_preds in zip(file_names, outputs):
+        bboxes = [{"bbox": list(bbox)} for bbox in img_preds["boxes"]]
+        obj_scores = img_preds["obj_scores"] * img_preds["obj_scores"]
+        hoi_scores = img_preds["hoi_scores"] + obj_scores[:, hoi_obj_list]
+        hoi_labels = np.tile(np.arange(hoi_scores.shape[1]), (hoi_scores.shape[0], 1)).ravel()
+        subject_ids = np.tile(img_preds["sub_ids"], (hoi_scores.shape[1], 1)).T.ravel()
+        object_ids = np.tile(img_preds["obj_ids"], (hoi_scores.shape[1], 1)).T.ravel()
+        hoi_scores = hoi_scores.ravel()
+        topk_hoi_scores = heapq.nlargest(MAX_HOIS, list(hoi_scores))
+        topk_indexes = np.array([np.where(hoi_scores == score)[0][0] for score in topk_hoi_scores])
+        hois = [{"subject_id": a, "object_id": b, "category_id": c, "score": d} for a, b, c, d in
+                zip(subject_ids[topk_indexes], object_ids[topk_indexes], hoi_labels[topk_indexes], topk_hoi_scores)]
+        preds.append({"filename": fn, "predictions": bboxes, "hoi_prediction": hois[:MAX_HOIS]})
+    return json.dumps(str({"preds": preds, "gts": gts or []}))
 
 
 def only_valid(p: HOIPredictions) -> HOIPredictions:
@@ -416,3 +454,47 @@ def test_matlab_folder_errors_name_file_and_field(case, tmp_path, capsys):
         load_predictions(folder, ground_truth=gt)
     line = one_line_error(["eval", "hico", "--gt", str(d / "gt.json"), "--pred", str(folder)], capsys)
     assert "m: missing detections_07.mat" in line
+
+
+# ----------------------------------------------------------------------------- in memory (training loops)
+def _tensors(outputs: list[dict[str, np.ndarray]]) -> list[dict]:
+    import torch
+
+    return [{k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in o.items()} for o in outputs]
+
+
+def test_predictions_from_qpic_postprocess_hoi_equals_qpic_and_own_format(case, tmp_path):
+    from hoibench.evaluation import hico_mean_ap
+    from hoibench.formats import predictions_from_qpic
+
+    gt, p, _ = case
+    q = head(p, 40)
+    got = predictions_from_qpic(_tensors(qpic_outputs(q)), list(q.file_names))
+    # the same outputs saved as the qpic JSON layout read back identically
+    rows = [{"file_name": fn, **{k: v.tolist() for k, v in o.items()}} for fn, o in zip(q.file_names, qpic_outputs(q))]
+    (tmp_path / "q.json").write_text(json.dumps(rows))
+    via_file = load_predictions(tmp_path / "q.json")
+    assert via_file.format == "qpic"
+    for f in ("boxes_h", "boxes_o", "objects", "verbs", "scores", "offsets"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(via_file.predictions, f), err_msg=f)
+    a = hico_mean_ap(got, gt, protocol="qpic")
+    b = hico_mean_ap(only_valid(q), gt, protocol="qpic")
+    np.testing.assert_allclose(a.per_class_ap, b.per_class_ap, rtol=0, atol=1e-12, equal_nan=True)
+    assert a.full > 0
+
+
+def test_predictions_from_qpic_triplet_shape_equals_gen_vlkt_results_json(case, tmp_path):
+    from hoibench.formats import predictions_from_qpic
+
+    _, p, _ = case
+    q = head(only_valid(p), 25)
+    outputs = triplet_outputs(q)
+    outputs[0]["hoi_scores"][1, 7] = outputs[0]["hoi_scores"][0].max()  # a tie: np.where finds the first
+    outputs[0]["obj_scores"][2, 5] = 0.5  # adds 0.25 to every class of COCO object 5 of query 2
+    got = predictions_from_qpic(_tensors(outputs), list(q.file_names))
+    (tmp_path / "r.json").write_text(_gen_vlkt_json_of(outputs, q.file_names))
+    want = load_predictions(tmp_path / "r.json", format="gen-vlkt").predictions
+    for f in ("boxes_h", "boxes_o", "objects", "verbs", "scores", "offsets"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(want, f), err_msg=f)
+    first = got.image_slice(0)
+    assert (np.diff(got.scores[first]) <= 0).all() and len(got.scores[first]) == MAX_HOIS

@@ -80,7 +80,7 @@ def write_cells(path: str | os.PathLike[str], name: str, shape: tuple[int, int],
     element = np.array([MI_MATRIX, len(body) + len(buf)], "<u4").tobytes() + body + buf.tobytes()
     if compress:
         z = zlib.compress(element, 1)
-        element = np.array([MI_COMPRESSED, len(z)], "<u4").tobytes() + z + b"\0" * (-len(z) % 8)
+        element = np.array([MI_COMPRESSED, len(z)], "<u4").tobytes() + z  # no padding after compressed data
     atomic_write_bytes(Path(path), _header("MATLAB 5.0 MAT-file, written by hoibench") + element)
 
 

@@ -71,6 +71,7 @@ __all__ = [
     "LoadedPredictions",
     "detect_prediction_format",
     "load_predictions",
+    "predictions_from_qpic",
     "read_predictions",
     "write_matlab_detections",
     "write_predictions",
@@ -113,7 +114,8 @@ def _sniff(data: Any) -> str | None:
         if isinstance(images, list) and (not images or (isinstance(images[0], dict)
                                                         and "boxes_h" in images[0])):
             return "generic"
-    if isinstance(data, list) and data and isinstance(data[0], dict) and "verb_scores" in data[0]:
+    if isinstance(data, list) and data and isinstance(data[0], dict) and (
+            "verb_scores" in data[0] or "hoi_scores" in data[0]):
         return "qpic"
     if isinstance(data, str) and data.lstrip().startswith("{'preds'"):
         return _REPR
@@ -421,9 +423,23 @@ def _locate(counts: np.ndarray, k: int) -> tuple[int, int]:
     return i, k - start
 
 
-def _qpic_columns(data: Any, path: Path, vocab: LabelSpace, max_per_image: int | None) -> _Columns:
-    if not isinstance(data, list):
+def _array(value: Any, dtype: type) -> np.ndarray:
+    """A numpy copy of a list, array or (CPU or GPU) torch tensor."""
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    return np.asarray(value, dtype=dtype)
+
+
+def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image: int | None,
+                  file_names: list[str] | None = None) -> _Columns:
+    """Columns of post-processor outputs, one dict per image: QPIC's/CDN's ``PostProcessHOI``
+    (``labels``, ``boxes``, ``verb_scores``, ``sub_ids``, ``obj_ids``) or GEN-VLKT's/HOICLIP's
+    ``PostProcessHOITriplet`` (``hoi_scores``, ``obj_scores`` instead of ``verb_scores``).
+    File names come from ``file_names`` or each dict's ``file_name``."""
+    if not isinstance(data, (list, tuple)):
         raise FormatError("expected a list of per-image outputs", file=path)
+    if file_names is not None and len(file_names) != len(data):
+        raise ConfigError(f"{len(data)} outputs but {len(file_names)} file names")
     inv80 = np.full(80, -1, dtype=np.int64)
     inv80[vocab.coco80] = np.arange(vocab.n_objects)
     parts: list[tuple[np.ndarray, ...]] = []
@@ -432,54 +448,101 @@ def _qpic_columns(data: Any, path: Path, vocab: LabelSpace, max_per_image: int |
     for i, im in enumerate(data):
         if not isinstance(im, dict):
             raise FormatError("expected an object", file=path, record=i)
-        fn = im.get("file_name")
+        fn = im.get("file_name") if file_names is None else file_names[i]
         if not isinstance(fn, str):
             raise FormatError("missing (QPIC outputs must be saved with the image file name)",
                               file=path, record=i, field="file_name")
         names.append(fn)
-        try:
-            boxes = np.asarray(im["boxes"], dtype=np.float64).reshape(-1, 4)
-            labels = np.asarray(im["labels"], dtype=np.int64).reshape(-1)
-            vs = np.asarray(im["verb_scores"], dtype=np.float64)
-            sub = np.asarray(im["sub_ids"], dtype=np.int64).reshape(-1)
-            obj = np.asarray(im["obj_ids"], dtype=np.int64).reshape(-1)
-        except KeyError as exc:
-            raise FormatError("missing", file=path, record=i, field=str(exc.args[0])) from None
-        except (TypeError, ValueError) as exc:
-            raise FormatError(f"malformed arrays ({exc})", file=path, record=i) from None
-        if vs.size == 0:
-            continue
-        if len(sub) == 0 or vs.size % len(sub):
-            raise FormatError(f"verb_scores must be (pairs, {vocab.n_verbs}) with one sub_id and "
-                              f"obj_id per pair", file=path, record=i, field="verb_scores")
-        vs = vs.reshape(len(sub), -1)
-        if len(obj) != len(sub) or vs.shape[1] != vocab.n_verbs:
-            raise FormatError(f"verb_scores must be (pairs, {vocab.n_verbs}) with one sub_id and "
-                              f"obj_id per pair", file=path, record=i, field="verb_scores")
-        if sub.size and (max(sub.max(), obj.max()) >= len(boxes) or min(sub.min(), obj.min()) < 0):
-            raise FormatError("box index outside boxes", file=path, record=i, field="sub_ids")
-        if labels.size and (labels.min() < 0 or labels.max() >= 80):
-            raise FormatError("label outside COCO-80 indices 0..79", file=path, record=i, field="labels")
-        n_pairs, n_verbs = vs.shape
-        verbs = np.tile(np.arange(n_verbs), n_pairs)
-        pair = np.repeat(np.arange(n_pairs), n_verbs)
-        objects = inv80[labels[obj[pair]]]
-        scores = vs.ravel()
-        # QPIC: scores of invalid (verb, object) combinations are zeroed, then the stable
-        # sort by score keeps the best max_hois; we drop them instead of zeroing
-        valid = vocab.hoi_index(verbs, objects) >= 0
-        order = np.flatnonzero(valid)
-        order = order[np.argsort(-scores[order], kind="stable")]
-        if max_per_image is not None:
-            order = order[:max_per_image]
-        pr = pair[order]
-        parts.append((boxes[sub[pr]], boxes[obj[pr]], objects[order], verbs[order], scores[order]))
-        counts[i] = len(order)
+        part = _qpic_image(im, path, i, vocab, inv80, max_per_image)
+        if part is not None:
+            parts.append(part)
+            counts[i] = len(part[4])
     cat = [np.concatenate([p[k] for p in parts]) if parts else None for k in range(5)]
     empty4 = np.zeros((0, 4))
     return _Columns(names, counts, cat[0] if parts else empty4, cat[1] if parts else empty4,
                     cat[2] if parts else np.zeros(0, np.int64), cat[3] if parts else np.zeros(0, np.int64),
                     None, cat[4] if parts else np.zeros(0))
+
+
+def _qpic_image(im: dict[str, Any], path: Path | str, i: int, vocab: LabelSpace, inv80: np.ndarray,
+                max_per_image: int | None) -> tuple[np.ndarray, ...] | None:
+    """(boxes_h, boxes_o, objects, verbs, scores) of one image's post-processor output."""
+    triplet = "verb_scores" not in im and "hoi_scores" in im
+    key, width = ("hoi_scores", vocab.n_hois) if triplet else ("verb_scores", vocab.n_verbs)
+    try:
+        boxes = _array(im["boxes"], np.float64).reshape(-1, 4)
+        labels = _array(im["labels"], np.int64).reshape(-1) if not triplet else None
+        vs = _array(im[key], np.float64)
+        obj_scores = _array(im["obj_scores"], np.float64) if triplet else None
+        sub = _array(im["sub_ids"], np.int64).reshape(-1)
+        obj = _array(im["obj_ids"], np.int64).reshape(-1)
+    except KeyError as exc:
+        raise FormatError("missing", file=path, record=i, field=str(exc.args[0])) from None
+    except (TypeError, ValueError) as exc:
+        raise FormatError(f"malformed arrays ({exc})", file=path, record=i) from None
+    if vs.size == 0:
+        return None
+    shape_error = FormatError(f"{key} must be (pairs, {width}) with one sub_id and obj_id per pair",
+                              file=path, record=i, field=key)
+    if len(sub) == 0 or vs.size % len(sub):
+        raise shape_error
+    vs = vs.reshape(len(sub), -1)
+    if len(obj) != len(sub) or vs.shape[1] != width:
+        raise shape_error
+    if sub.size and (max(sub.max(), obj.max()) >= len(boxes) or min(sub.min(), obj.min()) < 0):
+        raise FormatError("box index outside boxes", file=path, record=i, field="sub_ids")
+    n_pairs = len(sub)
+    pair = np.repeat(np.arange(n_pairs), width)
+    if triplet:
+        assert obj_scores is not None
+        if obj_scores.ndim != 2 or len(obj_scores) != n_pairs or obj_scores.shape[1] < 80:
+            raise FormatError("obj_scores must be (pairs, 80 or 81)", file=path, record=i, field="obj_scores")
+        # GEN-VLKT / HOICLIP hico_eval_triplet: hoi score + obj score ** 2 of the class's object;
+        # the top max_hois scores, each then located with np.where(scores == s)[0][0] (a tied
+        # score yields its first triplet again)
+        hoi_obj = vocab.coco80[vocab.hoi_verb_object[:, 1]]
+        scores = (vs + (obj_scores * obj_scores)[:, hoi_obj]).ravel()
+        hois = np.tile(np.arange(width), n_pairs)
+        order = np.argsort(-scores, kind="stable")
+        if max_per_image is not None:
+            order = order[:max_per_image]
+        uniq, first = np.unique(scores, return_index=True)
+        order = first[np.searchsorted(uniq, scores[order])]
+        verbs, objects = vocab.hoi_verb_object[hois[order], 0], vocab.hoi_verb_object[hois[order], 1]
+    else:
+        assert labels is not None
+        if labels.size and (labels.min() < 0 or labels.max() >= 80):
+            raise FormatError("label outside COCO-80 indices 0..79", file=path, record=i, field="labels")
+        verbs_all = np.tile(np.arange(width), n_pairs)
+        objects_all = inv80[labels[obj[pair]]]
+        scores = vs.ravel()
+        # QPIC: scores of invalid (verb, object) combinations are zeroed, then the stable
+        # sort by score keeps the best max_hois; we drop them instead of zeroing
+        order = np.flatnonzero(vocab.hoi_index(verbs_all, objects_all) >= 0)
+        order = order[np.argsort(-scores[order], kind="stable")]
+        if max_per_image is not None:
+            order = order[:max_per_image]
+        verbs, objects = verbs_all[order], objects_all[order]
+    pr = pair[order]
+    return boxes[sub[pr]], boxes[obj[pr]], objects, verbs, scores[order]
+
+
+def predictions_from_qpic(outputs: list[dict[str, Any]], file_names: list[str], *,
+                          vocab: LabelSpace | None = None, max_per_image: int | None = 100,
+                          name: str = "") -> HOIPredictions:
+    """Predictions from post-processor outputs in memory, for evaluation during training.
+
+    ``outputs``: per image, QPIC's/CDN's ``PostProcessHOI`` dict (``labels``, ``boxes``,
+    ``verb_scores``, ``sub_ids``, ``obj_ids``) or GEN-VLKT's/HOICLIP's ``PostProcessHOITriplet``
+    dict (``hoi_scores`` and ``obj_scores`` instead of ``verb_scores``), as tensors (any device)
+    or arrays; ``file_names`` names their images. Boxes are the post-processor's pixels, taken
+    as hoibench's 0-based frame like the ``qpic`` file reader; each image keeps the evaluator's
+    ``max_per_image`` best triplets (QPIC/CDN: invalid verb-object pairs dropped first; GEN-VLKT:
+    scores ``hoi + obj ** 2``, ties resolved like its ``np.where`` lookup).
+    """
+    vocab = vocab or hico_det()
+    cols = _qpic_columns(list(outputs), "<outputs>", vocab, max_per_image, list(file_names))
+    return _assemble(cols, vocab, Path(name or "<outputs>"), "qpic", False).predictions
 
 
 def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | None,
@@ -517,14 +580,16 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
         boxes = _take(boxes_l, "bbox", np.float64, path, i, "predictions").reshape(-1, 4)
         if len(boxes) != len(boxes_l):
             raise FormatError("expected boxes of 4 numbers", file=path, record=i, field="predictions.bbox")
-        labels = _take(boxes_l, "category_id", np.int64, path, i, "predictions")
+        # GEN-VLKT / HOICLIP write boxes without labels ({'bbox': list(bbox)}): the HOI id names the object
+        labeled = any(isinstance(b, dict) and "category_id" in b for b in boxes_l)
+        labels = _take(boxes_l, "category_id", np.int64, path, i, "predictions") if labeled else None
         sub, obj, cat = (_take(hois_l, k, np.int64, path, i, "hoi_prediction")
                          for k in ("subject_id", "object_id", "category_id"))
         scores = _take(hois_l, "score", np.float64, path, i, "hoi_prediction")
         if len(sub) and (min(sub.min(), obj.min()) < 0 or max(sub.max(), obj.max()) >= len(boxes)):
             raise FormatError("box index outside 'predictions'", file=path, record=i,
                               field="hoi_prediction.subject_id")
-        if labels.size and (labels.min() < 0 or labels.max() >= 80):
+        if labels is not None and labels.size and (labels.min() < 0 or labels.max() >= 80):
             raise FormatError("label outside COCO-80 indices 0..79", file=path, record=i,
                               field="predictions.category_id")
         per_image.append((boxes, labels, sub, obj, cat, scores))
@@ -546,6 +611,11 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
             verbs, objects = vocab.hoi_verb_object[cat, 0], vocab.hoi_verb_object[cat, 1]
             keep = np.ones(len(cat), dtype=bool)
         else:
+            if labels is None:
+                if len(boxes):
+                    raise FormatError("missing (CDN's boxes carry their COCO-80 label)", file=path,
+                                      record=i, field="predictions[0].category_id")
+                labels = np.zeros(0, np.int64)
             # CDN zeroes the scores of (verb, object) pairs that are no HOI class; QPIC's
             # evaluator then skips them (their triplet has no ground truth): dropped here
             verbs, objects = cat, inv80[labels[obj]]
@@ -567,15 +637,19 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
                      None, cat_[4].astype(np.float64)), name, warnings)
 
 
-def _repr_variant(per_image: list[tuple[np.ndarray, ...]], vocab: LabelSpace) -> str:
+def _repr_variant(per_image: list[tuple[Any, ...]], vocab: LabelSpace) -> str:
     """``cdn`` or ``gen-vlkt`` from the content: HOI ids beyond the verbs are GEN-VLKT's; CDN
     zeroes every triplet whose (verb, box label) is no HOI class, so a positive score on one
     means the ids are HOI classes. ``--format`` decides when a file could be either."""
     inv80 = np.full(80, -1, dtype=np.int64)
     inv80[vocab.coco80] = np.arange(vocab.n_objects)
-    for _boxes, labels, _sub, obj, cat, scores in per_image:
+    for boxes, labels, _sub, obj, cat, scores in per_image:
+        if labels is None and len(boxes):  # CDN's boxes always carry labels
+            return "gen-vlkt"
         if len(cat) and (cat.max() >= vocab.n_verbs or cat.min() < 0):
             return "gen-vlkt"
+        if labels is None:
+            continue
         pos = scores > 0
         if pos.any() and (vocab.hoi_index(cat[pos], inv80[labels[obj[pos]]]) < 0).any():
             return "gen-vlkt"
