@@ -498,3 +498,24 @@ def test_predictions_from_qpic_triplet_shape_equals_gen_vlkt_results_json(case, 
         np.testing.assert_array_equal(getattr(got, f), getattr(want, f), err_msg=f)
     first = got.image_slice(0)
     assert (np.diff(got.scores[first]) <= 0).all() and len(got.scores[first]) == MAX_HOIS
+
+
+# ----------------------------------------------------------------------------- box frames
+def _shifted(p: HOIPredictions, d: float) -> HOIPredictions:
+    return HOIPredictions.from_arrays(p.vocab, p.file_names, np.diff(p.offsets), p.boxes_h + d, p.boxes_o + d,
+                                      p.objects, p.verbs, p.scores)
+
+
+def test_a_file_one_pixel_off_gets_a_warning_naming_box_shift(case, tmp_path):
+    gt, p, d = case
+    write_predictions(_shifted(p, 1.0), tmp_path / "off.json")
+    write_predictions(_shifted(p, 0.5), tmp_path / "half.json")
+    assert load_predictions(_own(p, tmp_path), ground_truth=gt).warnings == []
+    assert load_predictions(tmp_path / "half.json", ground_truth=gt).warnings == []  # sub-pixel: no hint
+    r = CliRunner().invoke(cli, ["eval", "hico", "--gt", str(d / "gt.json"), "--pred", str(tmp_path / "off.json"),
+                                 "--protocol", "qpic", "--json", "-"])
+    assert r.exit_code == 0, r.output
+    assert "shifted by -1 pixel" in r.output and "--box-shift -1 sets it" in r.output
+    fixed = evaluate(d / "gt.json", tmp_path / "off.json", "--box-shift", "-1")
+    assert_same_aps(fixed, evaluate(d / "gt.json", _own(p, tmp_path)))
+    assert load_predictions(tmp_path / "off.json", ground_truth=gt, box_shift=-1.0).warnings == []

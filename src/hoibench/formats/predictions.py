@@ -58,6 +58,7 @@ import orjson
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import atomic_write_json, read_bytes, read_json
 from hoibench.data import HOIDataset, HOIPredictions
+from hoibench.formats._frame import box_frame_hint
 from hoibench.formats._literal import parse_numpy_repr
 from hoibench.formats.matlab_detections import (
     is_matlab_detections,
@@ -163,15 +164,37 @@ def read_predictions(path: str | os.PathLike[str], *, format: str | None = None,
 def load_predictions(path: str | os.PathLike[str], *, format: str | None = None,
                      vocab: LabelSpace | None = None, lenient: bool = False,
                      max_per_image: int | None = 100,
-                     ground_truth: HOIDataset | None = None) -> LoadedPredictions:
+                     ground_truth: HOIDataset | None = None, box_shift: float = 0.0) -> LoadedPredictions:
     """Like :func:`read_predictions`, also reporting the format, dropped detections and warnings.
 
     ``ground_truth``: the ground truth the predictions will be scored against; files that embed
     their own (CDN's ``results.json``) get a warning in :attr:`LoadedPredictions.warnings` when
     the two differ. The embedded one is never used. ho-rcnn ``.mat`` files (a folder of
-    ``detections_XX.mat`` or one ``all_boxes`` file) name no images and need it.
+    ``detections_XX.mat`` or one ``all_boxes`` file) name no images and need it. With it, a
+    warning also says when the boxes fit it clearly better one pixel off (see
+    :mod:`hoibench.formats._frame`). ``box_shift``: pixels added to every box after the reader's
+    own conversion (for a file written in another frame than its format's documented one).
     """
-    p = Path(path)
+    loaded = _load(Path(path), format, vocab, lenient, max_per_image, ground_truth)
+    if box_shift:
+        p = loaded.predictions
+        loaded.predictions = HOIPredictions.from_arrays(p.vocab, p.file_names, np.diff(p.offsets),
+                                                        p.boxes_h + box_shift, p.boxes_o + box_shift,
+                                                        p.objects, p.verbs, p.scores, name=p.name)
+    if ground_truth is not None and ground_truth.vocab.name == loaded.predictions.vocab.name:
+        hint = box_frame_hint(loaded.predictions, ground_truth)
+        if hint is not None:
+            total = box_shift + hint.shift
+            loaded.warnings.append(
+                f"{Path(path).name}: the boxes fit the ground truth better shifted by {hint.shift:+g} pixel "
+                f"(mean best IoU of {hint.n_boxes:,} top boxes {hint.mean_iou:.3f} -> "
+                f"{hint.mean_iou_shifted:.3f}): the file may be in another frame than the {loaded.format} "
+                f"reader assumes; --box-shift {total:g} sets it (docs/evaluation.md, 'Box frames')")
+    return loaded
+
+
+def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, max_per_image: int | None,
+          ground_truth: HOIDataset | None) -> LoadedPredictions:
     if format is not None and format not in PREDICTION_FORMATS:
         raise ConfigError(f"prediction format must be one of {sorted(PREDICTION_FORMATS)}; got {format!r}")
     if format == "ho-rcnn" or (format is None and is_matlab_detections(p)):
