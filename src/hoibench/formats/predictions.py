@@ -308,9 +308,9 @@ def _decode_fast(raw: bytes) -> tuple[str, str | None, _Columns] | None:
         f = decoder.decode(raw)
     except error:
         return None
+    # any other top-level "format" value (e.g. "hoi-det-generic/v1") is a generic file: decided
+    # here, from the one parse, never by parsing the file again in the careful reader
     name = "hoibench" if f.format == HOIBENCH_TAG else "generic"
-    if f.format is not None and name != "hoibench":
-        return None
     k_obj, k_verb, k_hoi, shift = _KEYS[name]
     ims = f.images
     counts = np.fromiter((len(im.scores) for im in ims), dtype=np.int64, count=len(ims))
