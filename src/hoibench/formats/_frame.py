@@ -40,23 +40,28 @@ def box_frame_hint(preds: HOIPredictions, gt: HOIDataset, *, top: int = 5, min_i
     one pixel, else ``None`` (also when fewer than ``min_boxes`` of them overlap a ground-truth
     box of their image by ``min_iou``)."""
     row = {f: k for k, f in enumerate(gt.file_names)}
+    pred_row = np.array([row.get(f, -1) for f in preds.file_names], dtype=np.int64)
+    image = preds.image_index
+    order = np.lexsort((-preds.scores, image))  # per image, best first (stable)
+    first = np.r_[0, np.cumsum(np.bincount(image, minlength=preds.n_images))][image[order]]
+    best = order[(np.arange(len(order)) - first) < top]
+    best = best[pred_row[image[best]] >= 0]
     det_boxes, gt_boxes, owner = [], [], []
     n = 0
-    for i, fn in enumerate(preds.file_names):
-        j = row.get(fn)
-        if j is None:
-            continue
-        p0, p1 = int(gt.pair_offsets[j]), int(gt.pair_offsets[j + 1])
-        s = preds.image_slice(i)
-        if p0 == p1 or s.stop == s.start:
-            continue
-        best = s.start + np.argsort(-preds.scores[s], kind="stable")[:top]
-        for boxes, ends in ((preds.boxes_h, gt.pair_subject), (preds.boxes_o, gt.pair_object)):
-            b, g = boxes[best], gt.boxes[np.unique(ends[p0:p1])]
-            det_boxes.append(np.repeat(b, len(g), axis=0))
-            gt_boxes.append(np.tile(g, (len(b), 1)))
-            owner.append(np.repeat(np.arange(n, n + len(b)), len(g)))
-            n += len(b)
+    for boxes, ends in ((preds.boxes_h, gt.pair_subject), (preds.boxes_o, gt.pair_object)):
+        # the distinct ground-truth boxes of each image, as CSR rows
+        ids = np.unique(ends)  # global box ids are grouped by image, so sorted ids are too
+        img_of = np.searchsorted(gt.box_offsets, ids, side="right") - 1
+        start = np.searchsorted(img_of, np.arange(gt.n_images))
+        count = np.bincount(img_of, minlength=gt.n_images)
+        r = pred_row[image[best]]
+        c = count[r]
+        det = np.repeat(best, c)
+        k = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
+        det_boxes.append(boxes[det])
+        gt_boxes.append(gt.boxes[ids[np.repeat(start[r], c) + k]])
+        owner.append(n + np.repeat(np.arange(len(best)), c))
+        n += len(best)
     if not n:
         return None
     d, g, o = np.concatenate(det_boxes), np.concatenate(gt_boxes), np.concatenate(owner)
