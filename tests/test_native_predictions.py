@@ -25,6 +25,7 @@ from hoibench.formats import (
     write_predictions,
 )
 from hoibench.formats._literal import parse_numpy_repr
+from tests.conftest import one_line_error
 from tests.hico_synth import noisy_predictions
 
 MAX_HOIS = 100  # CDN / GEN-VLKT HICOEvaluator max_hois
@@ -99,35 +100,73 @@ def cdn_results_json(p: HOIPredictions, gts: list[dict]) -> str:
     return json.dumps(str({"preds": preds, "gts": gts}))
 
 
-def gen_vlkt_results_json(p: HOIPredictions, gts: list[dict]) -> str:
-    """GEN-VLKT's / HOICLIP's ``results.json`` (``datasets/hico_eval_triplet.py``, as issue 16
-    describes it): CDN's layout, but the post-processor scores (query, HOI class) and
-    ``category_id`` is the HOI class id; boxes are stored as ``list(bbox)`` (numpy 2 prints
-    ``np.float32(...)`` for each coordinate). One query per detection, its score on its HOI class;
-    the top max_hois (query, class) scores kept in stable descending order. Detections whose
-    (verb, object) is no HOI class cannot be expressed and must be left out by the caller.
-    """
-    v = p.vocab
+def triplet_outputs(p: HOIPredictions) -> list[dict[str, np.ndarray]]:
+    """GEN-VLKT's ``PostProcessHOITriplet`` outputs (as numpy) for ``p``: one query per
+    detection, its score on its HOI class, object scores 0."""
     hois_of = p.hois
     assert (hois_of >= 0).all()
-    preds = []
-    for i, fn in enumerate(p.file_names):
+    out = []
+    for i in range(p.n_images):
         s = p.image_slice(i)
         n = s.stop - s.start
-        boxes = np.concatenate([p.boxes_h[s], p.boxes_o[s]]).astype(np.float32)
-        labels = np.concatenate([np.zeros(n, np.int64), v.coco80[p.objects[s]].astype(np.int64)])
-        hoi_scores = np.zeros((n, v.n_hois), np.float32)
-        hoi_scores[np.arange(n), hois_of[s]] = p.scores[s]
-        bboxes = [{"bbox": list(b), "category_id": c} for b, c in zip(boxes, labels)]
-        hoi_labels = np.tile(np.arange(v.n_hois), (n, 1)).ravel()
-        subject_ids = np.tile(np.arange(n), (v.n_hois, 1)).T.ravel()
-        object_ids = np.tile(np.arange(n, 2 * n), (v.n_hois, 1)).T.ravel()
-        flat = hoi_scores.ravel()
-        top = np.argsort(-flat, kind="stable")[:MAX_HOIS]
-        hois = [{"subject_id": subject_ids[k], "object_id": object_ids[k], "category_id": hoi_labels[k],
-                 "score": flat[k]} for k in top]
-        preds.append({"filename": fn, "predictions": bboxes, "hoi_prediction": hois})
-    return json.dumps(str({"preds": preds, "gts": gts}))
+        img = {"boxes": np.concatenate([p.boxes_h[s], p.boxes_o[s]]).astype(np.float32),
+               "hoi_scores": np.zeros((n, p.vocab.n_hois), np.float32), "obj_scores": np.zeros((n, 81), np.float32),
+               "sub_ids": np.arange(n), "obj_ids": np.arange(n, 2 * n)}
+        img["hoi_scores"][np.arange(n), hois_of[s]] = p.scores[s]
+        out.append(img)
+    return out
+
+
+def qpic_outputs(p: HOIPredictions) -> list[dict[str, np.ndarray]]:
+    """QPIC's / CDN's ``PostProcessHOI`` outputs for ``p``: one query per detection (labels 0
+    for the subjects, then COCO-80 object labels; ``verb_scores`` with its score on its verb)."""
+    v = p.vocab
+    out = []
+    for i in range(p.n_images):
+        s = p.image_slice(i)
+        n = s.stop - s.start
+        vs = np.zeros((n, v.n_verbs), np.float32)
+        vs[np.arange(n), p.verbs[s]] = p.scores[s]
+        out.append({"labels": np.concatenate([np.zeros(n, np.int64), v.coco80[p.objects[s]].astype(np.int64)]),
+                    "boxes": np.concatenate([p.boxes_h[s], p.boxes_o[s]]).astype(np.float32),
+                    "verb_scores": vs, "sub_ids": np.arange(n), "obj_ids": np.arange(n, 2 * n)})
+    return out
+
+
+def gen_vlkt_results_json(p: HOIPredictions, gts: list[dict]) -> str:
+    """GEN-VLKT's / HOICLIP's ``results.json``: ``HICOEvaluator.__init__`` of
+    ``datasets/hico_eval_triplet.py`` on ``PostProcessHOITriplet`` outputs (``boxes``: subjects
+    then objects; ``hoi_scores`` (queries x 600); ``obj_scores`` (queries x 81); ``sub_ids``,
+    ``obj_ids``). Boxes are stored as ``{'bbox': list(bbox)}`` without a label (numpy 2 prints
+    ``np.float32(...)`` per coordinate); scores ``hoi_scores + obj_scores ** 2`` of the class's
+    object; the top max_hois values (their ``util/topk.py`` heap: the same values, descending,
+    as ``heapq.nlargest``), each located with ``np.where(hoi_scores == score)[0][0]``. One query
+    per detection with its score on its HOI class, object scores 0. Detections whose (verb,
+    object) is no HOI class cannot be expressed and must be left out by the caller.
+    """
+    return _gen_vlkt_json_of(triplet_outputs(p), p.file_names, gts)
+
+
+def _gen_vlkt_json_of(outputs: list[dict[str, np.ndarray]], file_names, gts: list[dict] | None = None) -> str:
+    import heapq
+
+    vocab = load_dataset("hico-det:test").vocab
+    hoi_obj_list = vocab.coco80[vocab.hoi_verb_object[:, 1]]  # hico_text_label keys: (verb, COCO-80 object)
+    preds = []
+    for fn, img_preds in zip(file_names, outputs):
+        bboxes = [{"bbox": list(bbox)} for bbox in img_preds["boxes"]]
+        obj_scores = img_preds["obj_scores"] * img_preds["obj_scores"]
+        hoi_scores = img_preds["hoi_scores"] + obj_scores[:, hoi_obj_list]
+        hoi_labels = np.tile(np.arange(hoi_scores.shape[1]), (hoi_scores.shape[0], 1)).ravel()
+        subject_ids = np.tile(img_preds["sub_ids"], (hoi_scores.shape[1], 1)).T.ravel()
+        object_ids = np.tile(img_preds["obj_ids"], (hoi_scores.shape[1], 1)).T.ravel()
+        hoi_scores = hoi_scores.ravel()
+        topk_hoi_scores = heapq.nlargest(MAX_HOIS, list(hoi_scores))
+        topk_indexes = np.array([np.where(hoi_scores == score)[0][0] for score in topk_hoi_scores])
+        hois = [{"subject_id": a, "object_id": b, "category_id": c, "score": d} for a, b, c, d in
+                zip(subject_ids[topk_indexes], object_ids[topk_indexes], hoi_labels[topk_indexes], topk_hoi_scores)]
+        preds.append({"filename": fn, "predictions": bboxes, "hoi_prediction": hois[:MAX_HOIS]})
+    return json.dumps(str({"preds": preds, "gts": gts or []}))
 
 
 def only_valid(p: HOIPredictions) -> HOIPredictions:
@@ -273,3 +312,210 @@ def test_cdn_reader_names_record_and_field(tmp_path):
     path.write_text(json.dumps(NUMPY1_REPR.replace("'category_id': 76", "'category_id': 117")))
     with pytest.raises(FormatError, match=r"record 0: hoi_prediction\[0\]\.category_id: verb id outside"):
         load_predictions(path, format="cdn")
+
+
+# ----------------------------------------------------------------------------- UPT / PViC --cache
+def upt_model_boxes(p: HOIPredictions) -> tuple[np.ndarray, np.ndarray]:
+    """The float32 boxes a UPT/PViC model would output for ``p``: their continuous 0-based frame
+    is hoibench's with x2, y2 one larger (PViC's DataFactory: ``boxes[:, :2] -= 1`` on the
+    hicodet toolkit's 1-based pixel indices)."""
+    one = np.array([0, 0, 1, 1], np.float32)
+    return p.boxes_h.astype(np.float32) + one, p.boxes_o.astype(np.float32) + one
+
+
+def upt_cache_hico(p: HOIPredictions, gt: HOIDataset, folder) -> None:
+    """``CustomisedDLE.cache_hico`` of UPT/PViC ``utils.py``, per image of ``gt``: rows
+    ``[boxes_h, boxes_o, score]`` (float32 tensors) with ``boxes[:, 2:] -= 1``, grouped by HOI
+    class with ``interactions.argsort()``, in ``all_results[600, n_images]``; ``None`` cells become
+    ``np.zeros((0, 0))``; one ``detections_{object+1:02d}.mat`` per object holding its classes' rows."""
+    import scipy.io as sio
+    import torch
+
+    v = p.vocab
+    conversion = torch.full((v.n_objects, v.n_verbs), -1.0, dtype=torch.float64)
+    conversion[v.hoi_verb_object[:, 1], v.hoi_verb_object[:, 0]] = torch.arange(v.n_hois, dtype=torch.float64)
+    object2int = [np.flatnonzero(v.hoi_verb_object[:, 1] == o) for o in range(v.n_objects)]
+    all_results = np.empty((600, gt.n_images), dtype=object)
+    bh_all, bo_all = upt_model_boxes(p)
+    column = {f: k for k, f in enumerate(gt.file_names)}
+    for i, fn in enumerate(p.file_names):
+        s = p.image_slice(i)
+        if s.stop == s.start:
+            continue
+        image_idx = column[fn]
+        boxes_h, boxes_o = torch.from_numpy(bh_all[s].copy()), torch.from_numpy(bo_all[s].copy())
+        objects, verbs = torch.from_numpy(p.objects[s].copy()), torch.from_numpy(p.verbs[s].copy())
+        scores = torch.from_numpy(p.scores[s].astype(np.float32))
+        interactions = conversion[objects, verbs]
+        boxes_h[:, 2:] -= 1
+        boxes_o[:, 2:] -= 1
+        permutation = interactions.argsort()
+        boxes_h, boxes_o = boxes_h[permutation], boxes_o[permutation]
+        interactions, scores = interactions[permutation], scores[permutation]
+        unique_class, counts = interactions.unique(return_counts=True)
+        n = 0
+        for cls_id, cls_num in zip(unique_class, counts):
+            all_results[cls_id.long(), image_idx] = torch.cat([
+                boxes_h[n: n + cls_num], boxes_o[n: n + cls_num], scores[n: n + cls_num, None]], dim=1).numpy()
+            n += cls_num
+    for i in range(600):
+        for j in range(gt.n_images):
+            if all_results[i, j] is None:
+                all_results[i, j] = np.zeros((0, 0))
+    folder.mkdir()
+    for object_idx in range(80):
+        sio.savemat(folder / f"detections_{object_idx + 1:02d}.mat", dict(all_boxes=all_results[object2int[object_idx]]))
+
+
+def evaluate_pocket(gt_file, pred_file, *extra: str) -> dict:
+    return evaluate(gt_file, pred_file, "--protocol", "pocket", *extra)
+
+
+@pytest.fixture(scope="module")
+def upt_case(case):
+    """UPT's folder for the valid detections of ``case``, and the same float32 detections in
+    hoibench's format (the model's boxes after ``[:, 2:] -= 1``, computed here with numpy)."""
+    gt, p, d = case
+    q = only_valid(p)
+    folder = d / "upt_matlab"
+    upt_cache_hico(q, gt, folder)
+    bh, bo = upt_model_boxes(q)
+    bh[:, 2:] -= 1
+    bo[:, 2:] -= 1
+    same = HOIPredictions.from_arrays(q.vocab, q.file_names, np.diff(q.offsets), bh.astype(np.float64),
+                                      bo.astype(np.float64), q.objects, q.verbs,
+                                      q.scores.astype(np.float32).astype(np.float64))
+    write_predictions(same, d / "own_upt.json")
+    return gt, same, d, folder
+
+
+@pytest.mark.parametrize("known_object", [False, True], ids=["default", "known-object"])
+def test_upt_pvic_matlab_cache_folder_scores_like_hoibench_format(upt_case, known_object):
+    _, _, d, folder = upt_case
+    assert detect_prediction_format(folder) == "ho-rcnn"
+    extra = ("--known-object",) if known_object else ()
+    got = evaluate_pocket(d / "gt.json", folder, *extra)
+    assert got["prediction_format"] == "ho-rcnn"
+    want = evaluate_pocket(d / "gt.json", d / "own_upt.json", *extra)
+    assert_same_aps(got, want)
+    assert 0 < got["full"] == pytest.approx(want["full"], abs=1e-12)
+
+
+def test_upt_folder_scipy_fallback_reads_the_same(upt_case, monkeypatch):
+    import hoibench.formats.matlab_detections as md
+
+    gt, same, _, folder = upt_case
+    fast = load_predictions(folder, ground_truth=gt).predictions
+    monkeypatch.setattr(md, "read_cells", lambda path, name: None)
+    slow = load_predictions(folder, ground_truth=gt).predictions
+    for key in ("boxes_h", "boxes_o", "scores", "objects", "verbs", "offsets"):
+        np.testing.assert_array_equal(getattr(fast, key), getattr(slow, key))
+    assert len(fast) == len(same)
+
+
+@pytest.mark.parametrize("target", ["folder", "all.mat"])
+def test_matlab_out_reads_back_unchanged(case, tmp_path, target):
+    gt, p, d = case
+    q = head(only_valid(p), 30)
+    out = tmp_path / target
+    r = CliRunner().invoke(cli, ["eval", "hico", "--gt", str(d / "gt.json"), "--pred", str(_own(q, tmp_path)),
+                                 "--matlab-out", str(out)])
+    assert r.exit_code == 0, r.output
+    back = load_predictions(out, ground_truth=gt)
+    assert back.format == "ho-rcnn"
+    b = back.predictions
+    sel = np.flatnonzero(np.isin(b.file_names, q.file_names))
+    assert len(b) == len(q) and sel.size == q.n_images  # the other images are empty columns
+    for i in range(q.n_images):
+        j = b.file_names.index(q.file_names[i])
+        s, t = q.image_slice(i), b.image_slice(j)
+        key_q = np.lexsort((q.scores[s], q.hois[s]))
+        key_b = np.lexsort((b.scores[t], b.hois[t]))
+        for f in ("boxes_h", "boxes_o", "scores", "objects", "verbs"):
+            np.testing.assert_array_equal(getattr(q, f)[s][key_q], getattr(b, f)[t][key_b])
+
+
+def _own(p: HOIPredictions, folder) -> object:
+    path = folder / "own.json"
+    write_predictions(p, path)
+    return path
+
+
+def test_matlab_folder_errors_name_file_and_field(case, tmp_path, capsys):
+    gt, p, d = case
+    folder = tmp_path / "m"
+    from hoibench.formats import write_matlab_detections
+
+    write_matlab_detections(head(only_valid(p), 3), gt, folder)
+    with pytest.raises(FormatError, match=r"all_boxes: 10 x 387 cells, expected 10 x 3 "):  # 10 airplane classes
+        load_predictions(folder, ground_truth=gt.subset(np.arange(3)))
+    (folder / "detections_07.mat").unlink()
+    with pytest.raises(FormatError, match=r"missing detections_07\.mat"):
+        load_predictions(folder, ground_truth=gt)
+    line = one_line_error(["eval", "hico", "--gt", str(d / "gt.json"), "--pred", str(folder)], capsys)
+    assert "m: missing detections_07.mat" in line
+
+
+# ----------------------------------------------------------------------------- in memory (training loops)
+def _tensors(outputs: list[dict[str, np.ndarray]]) -> list[dict]:
+    import torch
+
+    return [{k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in o.items()} for o in outputs]
+
+
+def test_predictions_from_qpic_postprocess_hoi_equals_qpic_and_own_format(case, tmp_path):
+    from hoibench.evaluation import hico_mean_ap
+    from hoibench.formats import predictions_from_qpic
+
+    gt, p, _ = case
+    q = head(p, 40)
+    got = predictions_from_qpic(_tensors(qpic_outputs(q)), list(q.file_names))
+    # the same outputs saved as the qpic JSON layout read back identically
+    rows = [{"file_name": fn, **{k: v.tolist() for k, v in o.items()}} for fn, o in zip(q.file_names, qpic_outputs(q))]
+    (tmp_path / "q.json").write_text(json.dumps(rows))
+    via_file = load_predictions(tmp_path / "q.json")
+    assert via_file.format == "qpic"
+    for f in ("boxes_h", "boxes_o", "objects", "verbs", "scores", "offsets"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(via_file.predictions, f), err_msg=f)
+    a = hico_mean_ap(got, gt, protocol="qpic")
+    b = hico_mean_ap(only_valid(q), gt, protocol="qpic")
+    np.testing.assert_allclose(a.per_class_ap, b.per_class_ap, rtol=0, atol=1e-12, equal_nan=True)
+    assert a.full > 0
+
+
+def test_predictions_from_qpic_triplet_shape_equals_gen_vlkt_results_json(case, tmp_path):
+    from hoibench.formats import predictions_from_qpic
+
+    _, p, _ = case
+    q = head(only_valid(p), 25)
+    outputs = triplet_outputs(q)
+    outputs[0]["hoi_scores"][1, 7] = outputs[0]["hoi_scores"][0].max()  # a tie: np.where finds the first
+    outputs[0]["obj_scores"][2, 5] = 0.5  # adds 0.25 to every class of COCO object 5 of query 2
+    got = predictions_from_qpic(_tensors(outputs), list(q.file_names))
+    (tmp_path / "r.json").write_text(_gen_vlkt_json_of(outputs, q.file_names))
+    want = load_predictions(tmp_path / "r.json", format="gen-vlkt").predictions
+    for f in ("boxes_h", "boxes_o", "objects", "verbs", "scores", "offsets"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(want, f), err_msg=f)
+    first = got.image_slice(0)
+    assert (np.diff(got.scores[first]) <= 0).all() and len(got.scores[first]) == MAX_HOIS
+
+
+# ----------------------------------------------------------------------------- box frames
+def _shifted(p: HOIPredictions, d: float) -> HOIPredictions:
+    return HOIPredictions.from_arrays(p.vocab, p.file_names, np.diff(p.offsets), p.boxes_h + d, p.boxes_o + d,
+                                      p.objects, p.verbs, p.scores)
+
+
+def test_a_file_one_pixel_off_gets_a_warning_naming_box_shift(case, tmp_path):
+    gt, p, d = case
+    write_predictions(_shifted(p, 1.0), tmp_path / "off.json")
+    write_predictions(_shifted(p, 0.5), tmp_path / "half.json")
+    assert load_predictions(_own(p, tmp_path), ground_truth=gt).warnings == []
+    assert load_predictions(tmp_path / "half.json", ground_truth=gt).warnings == []  # sub-pixel: no hint
+    r = CliRunner().invoke(cli, ["eval", "hico", "--gt", str(d / "gt.json"), "--pred", str(tmp_path / "off.json"),
+                                 "--protocol", "qpic", "--json", "-"])
+    assert r.exit_code == 0, r.output
+    assert "shifted by -1 pixel" in r.output and "--box-shift -1 sets it" in r.output
+    fixed = evaluate(d / "gt.json", tmp_path / "off.json", "--box-shift", "-1")
+    assert_same_aps(fixed, evaluate(d / "gt.json", _own(p, tmp_path)))
+    assert load_predictions(tmp_path / "off.json", ground_truth=gt, box_shift=-1.0).warnings == []

@@ -173,3 +173,20 @@ def test_real_test_set_ground_truth_as_predictions(tmp_path, shared):
         r = hico_mean_ap(back, gt, protocol=proto)
         has = r.n_gt > 0
         np.testing.assert_allclose(r.per_class_ap[has], 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("tag", ["hoi-det-generic/v1", "", "hoibench-predictions-v2"])
+def test_generic_file_with_any_format_value_is_parsed_once(tmp_path, monkeypatch, tag):
+    import orjson
+
+    import hoibench.formats.predictions as mod
+
+    p = sample()
+    write_predictions(p, tmp_path / "g.json", format="generic")
+    data = orjson.loads((tmp_path / "g.json").read_bytes())
+    (tmp_path / "g.json").write_bytes(orjson.dumps({"format": tag, "producer": {"any": "key"}, **data}))
+    monkeypatch.setattr(mod, "_parse_json", lambda raw, path: pytest.fail("parsed a second time"))
+    loaded = load_predictions(tmp_path / "g.json")
+    assert loaded.format == "generic"
+    np.testing.assert_allclose(loaded.predictions.boxes_h, p.boxes_h)
+    np.testing.assert_array_equal(loaded.predictions.verbs, p.verbs)

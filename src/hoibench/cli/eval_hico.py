@@ -20,11 +20,17 @@ __all__ = ["hico"]
 @click.command("hico")
 @click.option("--gt", "gt_spec", required=True, metavar="FILE_OR_DATASET",
               help="Ground truth: a bundled dataset (hico-det:test) or an annotation file.")
-@click.option("--pred", "pred_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Detections: hoibench or generic prediction JSON, QPIC/CDN outputs as JSON, or CDN's / GEN-VLKT's / "
-                   "HOICLIP's results.json (see docs/evaluation.md, 'From your model's output').")
-@click.option("--format", "pred_format", type=click.Choice(["hoibench", "generic", "qpic", "cdn", "gen-vlkt"]),
+@click.option("--pred", "pred_path", required=True, type=click.Path(exists=True),
+              help="Detections: hoibench or generic prediction JSON, QPIC/CDN outputs as JSON, CDN's / GEN-VLKT's / "
+                   "HOICLIP's results.json, or a ho-rcnn detections_XX.mat folder (UPT/PViC --cache) "
+                   "(see docs/evaluation.md, 'From your model's output').")
+@click.option("--format", "pred_format",
+              type=click.Choice(["hoibench", "generic", "qpic", "cdn", "gen-vlkt", "ho-rcnn"]),
               default=None, help="Prediction format (detected from the content when omitted).")
+@click.option("--box-shift", type=float, default=0.0, show_default=True, metavar="PIXELS",
+              help="Add this to every predicted box after reading, for a file in another frame than its "
+                   "format's documented one (e.g. -1: a 1-based file read as 0-based; docs/evaluation.md, "
+                   "'Box frames').")
 @click.option("--protocol", type=click.Choice(["official", "qpic", "pocket", "cdn"]), default="official",
               show_default=True, help="Which reference implementation to reproduce (cdn: qpic + pair-NMS).")
 @click.option("--pair-nms", type=float, default=None, metavar="THRESHOLD",
@@ -44,8 +50,9 @@ __all__ = ["hico"]
 @click.option("--matches", "matches_out", type=click.Path(dir_okay=False), default=None,
               help="Also write every counted detection's class, score and TP flag (kind 'hoi_matches', "
                    "for `hoibench analyze sensitivity --matches`).")
-@click.option("--matlab-out", type=click.Path(dir_okay=False), default=None,
-              help="Also write ho-rcnn's detections.mat (all_boxes) to cross-check in MATLAB.")
+@click.option("--matlab-out", type=click.Path(), default=None,
+              help="Also write ho-rcnn's evaluation input to cross-check in MATLAB: a folder of "
+                   "detections_XX.mat (ho-rcnn/UPT layout), or one all_boxes file if the name ends in .mat.")
 @click.option("--model", default="",
               help="Model name recorded in --json/--matches output [default: the --pred file's stem].")
 @click.option("--benchmark", default="",
@@ -53,7 +60,7 @@ __all__ = ["hico"]
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=0, show_default=True,
               metavar="N", help="Bootstrap confidence intervals from N resamples of the test images (0: off).")
 @confidence_interval_options
-def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
+def hico(gt_spec: str, pred_path: str, pred_format: str | None, box_shift: float, protocol: str,
          pair_nms: float | None, known_object: bool,
          image_labels: str | None, classes_spec: str | None, lenient: bool, per_class_csv: str | None,
          json_out: str | None, matches_out: str | None, matlab_out: str | None, model: str, benchmark: str,
@@ -89,7 +96,7 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, protocol: str,
     with err_console.status("reading the ground truth and the detections"):
         gt = resolve_dataset(gt_spec)
         loaded = load_predictions(pred_path, format=pred_format, vocab=gt.vocab, lenient=lenient,
-                                  ground_truth=gt)
+                                  ground_truth=gt, box_shift=box_shift)
         labels = read_image_labels(image_labels, vocab=gt.vocab) if image_labels else None
     for line in loaded.warnings:
         err_console.print(f"[yellow]warning:[/] {line}")

@@ -88,6 +88,7 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
     record = ResultRecord(res, model or file_stem(pred_path), benchmark or Path(str(gt_spec)).name, {
         "ground_truth": gt.source, GROUND_TRUTH_KEY: ground_truth_id(gt_spec), "predictions": pred_path,
         "layout": loaded.layout,
+        "prediction_format": loaded.layout,
         "n_detections": len(loaded.detections), "dropped": loaded.dropped})
     rows = res.per_class_rows()
     if per_class_csv:

@@ -2,13 +2,17 @@
 
 One reader serves every command that takes such a file (``hoibench eval hico --classes``,
 ``hoibench analyze class-ap --classes``), so they accept the same layouts: a JSON list of
-0-based ids, a ``classes.json`` written by ``hoibench split balanced``, or a text file with one
-id per line (``#`` starts a comment).
+0-based ids, a Python list literal of them in a ``.txt`` or ``.json`` (how other repositories
+write their zero-shot splits, e.g. HOICLIP's ``UC_HOI_IDX['uc0']``: trailing commas and
+comments allowed), a ``classes.json`` written by ``hoibench split balanced``, or a text file
+of ids separated by newlines, commas or spaces (``#`` starts a comment).
 """
 
 from __future__ import annotations
 
+import ast
 import os
+from typing import Any
 
 import numpy as np
 import orjson
@@ -17,6 +21,16 @@ from hoibench._exceptions import FormatError
 from hoibench._io import read_bytes
 
 __all__ = ["read_class_list"]
+
+
+def _python_list(text: bytes) -> list[Any] | None:
+    """A Python list literal (other repos' class lists copied from source: trailing commas,
+    comments), evaluated with ``ast.literal_eval`` (literals only, nothing runs)."""
+    try:
+        value = ast.literal_eval(text.decode("utf-8"))
+    except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError):
+        return None
+    return list(value) if isinstance(value, (list, tuple)) else None
 
 
 def read_class_list(path: str | os.PathLike[str], *, n_classes: int | None = None) -> np.ndarray:
@@ -34,7 +48,9 @@ def read_class_list(path: str | os.PathLike[str], *, n_classes: int | None = Non
         try:
             items = orjson.loads(stripped)
         except orjson.JSONDecodeError as exc:
-            raise FormatError(f"not valid JSON ({exc})", file=path) from None
+            items = _python_list(stripped)
+            if items is None:
+                raise FormatError(f"neither JSON nor a Python list of ids ({exc})", file=path) from None
         if isinstance(items, dict) and items.get("kind") == "balanced_classes":
             classes = items.get("classes")
             if not isinstance(classes, list):
@@ -45,7 +61,7 @@ def read_class_list(path: str | os.PathLike[str], *, n_classes: int | None = Non
                               "(kind 'balanced_classes')", file=path)
     else:
         text = data.decode("utf-8", errors="replace")
-        items = [x for x in (ln.split("#")[0].strip() for ln in text.splitlines()) if x]
+        items = [x for ln in text.splitlines() for x in ln.split("#")[0].replace(",", " ").split()]
     expected = "a non-negative integer" if n_classes is None else f"0..{n_classes - 1}"
     ids = []
     for k, x in enumerate(items):

@@ -30,6 +30,11 @@ Formats
 ``gen-vlkt``
     GEN-VLKT's and HOICLIP's ``results.json`` (``datasets/hico_eval_triplet.py``): the same
     layout, ``category_id`` is the HOI class id (0..599); told apart from ``cdn`` by content.
+``ho-rcnn``
+    ho-rcnn's MATLAB evaluation input, a folder of ``detections_01.mat`` .. ``detections_80.mat``
+    (what UPT's and PViC's ``--cache`` write) or one ``all_boxes`` ``.mat``; 0-based pixel
+    indices, read unchanged; columns are the ground truth's images. See
+    :mod:`hoibench.formats.matlab_detections`.
 
 Reading ~1M detections (a ~180 MB file) takes about a second: a typed msgspec decoder parses the
 columnar formats (orjson's untyped parse alone takes 2-3 s), and the per-image lists are
@@ -51,9 +56,15 @@ import numpy as np
 import orjson
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import atomic_write, atomic_write_json, read_bytes, read_json
+from hoibench._io import atomic_write_json, read_bytes, read_json
 from hoibench.data import HOIDataset, HOIPredictions
+from hoibench.formats._frame import box_frame_hint
 from hoibench.formats._literal import parse_numpy_repr
+from hoibench.formats.matlab_detections import (
+    is_matlab_detections,
+    read_matlab_detections,
+    write_matlab_detections,
+)
 from hoibench.vocab import LabelSpace, get_label_space, hico_det
 
 __all__ = [
@@ -61,6 +72,7 @@ __all__ = [
     "LoadedPredictions",
     "detect_prediction_format",
     "load_predictions",
+    "predictions_from_qpic",
     "read_predictions",
     "write_matlab_detections",
     "write_predictions",
@@ -73,6 +85,7 @@ PREDICTION_FORMATS: dict[str, str] = {
     "qpic": "QPIC/CDN post-processed outputs as JSON (boxes, labels, verb_scores, sub_ids, obj_ids)",
     "cdn": "CDN's results.json: json.dumps(str({'preds', 'gts'})), hoi_prediction category_id = verb id",
     "gen-vlkt": "GEN-VLKT/HOICLIP results.json: CDN's layout with category_id = HOI class id",
+    "ho-rcnn": "ho-rcnn's MATLAB input: a detections_XX.mat folder (UPT/PViC --cache) or one all_boxes .mat",
 }
 #: formats whose file is ``json.dumps(str({'preds': ..., 'gts': ...}))`` -> what ``category_id`` is
 REPR_RESULTS = {"cdn": "verb", "gen-vlkt": "hoi"}
@@ -102,7 +115,8 @@ def _sniff(data: Any) -> str | None:
         if isinstance(images, list) and (not images or (isinstance(images[0], dict)
                                                         and "boxes_h" in images[0])):
             return "generic"
-    if isinstance(data, list) and data and isinstance(data[0], dict) and "verb_scores" in data[0]:
+    if isinstance(data, list) and data and isinstance(data[0], dict) and (
+            "verb_scores" in data[0] or "hoi_scores" in data[0]):
         return "qpic"
     if isinstance(data, str) and data.lstrip().startswith("{'preds'"):
         return _REPR
@@ -110,12 +124,14 @@ def _sniff(data: Any) -> str | None:
 
 
 _REPR = "python-repr results.json"  # which of REPR_RESULTS is decided from the content
-_UNKNOWN = ("unknown prediction format (expected hoibench, generic, qpic JSON or a CDN/GEN-VLKT/HOICLIP "
-            "results.json; see docs/evaluation.md)")
+_UNKNOWN = ("unknown prediction format (expected hoibench, generic, qpic JSON, a CDN/GEN-VLKT/HOICLIP "
+            "results.json or a ho-rcnn detections_XX.mat folder; see docs/evaluation.md)")
 
 
 def detect_prediction_format(path: str | os.PathLike[str]) -> str:
     """Name of the prediction format of ``path`` (see :data:`PREDICTION_FORMATS`)."""
+    if is_matlab_detections(path):
+        return "ho-rcnn"
     name = _sniff(read_json(path))
     if name is None:
         raise FormatError(_UNKNOWN, file=path)
@@ -148,14 +164,43 @@ def read_predictions(path: str | os.PathLike[str], *, format: str | None = None,
 def load_predictions(path: str | os.PathLike[str], *, format: str | None = None,
                      vocab: LabelSpace | None = None, lenient: bool = False,
                      max_per_image: int | None = 100,
-                     ground_truth: HOIDataset | None = None) -> LoadedPredictions:
+                     ground_truth: HOIDataset | None = None, box_shift: float = 0.0) -> LoadedPredictions:
     """Like :func:`read_predictions`, also reporting the format, dropped detections and warnings.
 
     ``ground_truth``: the ground truth the predictions will be scored against; files that embed
     their own (CDN's ``results.json``) get a warning in :attr:`LoadedPredictions.warnings` when
-    the two differ. The embedded one is never used.
+    the two differ. The embedded one is never used. ho-rcnn ``.mat`` files (a folder of
+    ``detections_XX.mat`` or one ``all_boxes`` file) name no images and need it. With it, a
+    warning also says when the boxes fit it clearly better one pixel off (see
+    :mod:`hoibench.formats._frame`). ``box_shift``: pixels added to every box after the reader's
+    own conversion (for a file written in another frame than its format's documented one).
     """
-    p = Path(path)
+    loaded = _load(Path(path), format, vocab, lenient, max_per_image, ground_truth)
+    if box_shift:
+        p = loaded.predictions
+        loaded.predictions = HOIPredictions.from_arrays(p.vocab, p.file_names, np.diff(p.offsets),
+                                                        p.boxes_h + box_shift, p.boxes_o + box_shift,
+                                                        p.objects, p.verbs, p.scores, name=p.name)
+    if ground_truth is not None and ground_truth.vocab.name == loaded.predictions.vocab.name:
+        hint = box_frame_hint(loaded.predictions, ground_truth)
+        if hint is not None:
+            total = box_shift + hint.shift
+            loaded.warnings.append(
+                f"{Path(path).name}: the boxes fit the ground truth better shifted by {hint.shift:+g} pixel "
+                f"(mean best IoU of {hint.n_boxes:,} top boxes {hint.mean_iou:.3f} -> "
+                f"{hint.mean_iou_shifted:.3f}): the file may be in another frame than the {loaded.format} "
+                f"reader assumes; --box-shift {total:g} sets it (docs/evaluation.md, 'Box frames')")
+    return loaded
+
+
+def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, max_per_image: int | None,
+          ground_truth: HOIDataset | None) -> LoadedPredictions:
+    if format is not None and format not in PREDICTION_FORMATS:
+        raise ConfigError(f"prediction format must be one of {sorted(PREDICTION_FORMATS)}; got {format!r}")
+    if format == "ho-rcnn" or (format is None and is_matlab_detections(p)):
+        return _load_matlab(p, vocab, ground_truth, lenient)
+    if p.is_dir():
+        raise FormatError("is a directory without detections_01.mat .. detections_80.mat (ho-rcnn layout)", file=p)
     raw = read_bytes(p)
     if format in (None, "hoibench", "generic"):
         fast = _decode_fast(raw)
@@ -164,8 +209,6 @@ def load_predictions(path: str | os.PathLike[str], *, format: str | None = None,
             return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
     data = _parse_json(raw, p)
     name = _sniff(data) if format is None else format
-    if format is not None and format not in PREDICTION_FORMATS:
-        raise ConfigError(f"prediction format must be one of {sorted(PREDICTION_FORMATS)}; got {format!r}")
     if name == _REPR or name in REPR_RESULTS:
         vocab = vocab or hico_det()
         cols, name, warnings = _repr_results_columns(data, p, vocab, None if name == _REPR else name,
@@ -185,6 +228,19 @@ def load_predictions(path: str | os.PathLike[str], *, format: str | None = None,
         vocab = _vocab_of(declared, vocab, p)
         cols = _columns(data["images"], p, name)
     return _assemble(cols, vocab, p, name, lenient)
+
+
+def _load_matlab(path: Path, vocab: LabelSpace | None, ground_truth: HOIDataset | None,
+                 lenient: bool) -> LoadedPredictions:
+    if ground_truth is None:
+        raise ConfigError(f"{path}: ho-rcnn .mat detections name no images; pass the ground truth "
+                          "(its images, in order, are the columns)")
+    if vocab is not None and vocab.name != ground_truth.vocab.name:
+        raise ConfigError(f"ho-rcnn .mat detections are read in the ground truth's label space "
+                          f"{ground_truth.vocab.name!r}, not {vocab.name!r}")
+    m = read_matlab_detections(path, ground_truth)
+    cols = _Columns(list(ground_truth.file_names), m.counts, m.boxes_h, m.boxes_o, None, None, m.hois, m.scores)
+    return _assemble(cols, ground_truth.vocab, path, "ho-rcnn", lenient)
 
 
 def _vocab_of(declared: Any, vocab: LabelSpace | None, path: Path) -> LabelSpace:
@@ -252,9 +308,9 @@ def _decode_fast(raw: bytes) -> tuple[str, str | None, _Columns] | None:
         f = decoder.decode(raw)
     except error:
         return None
+    # any other top-level "format" value (e.g. "hoi-det-generic/v1") is a generic file: decided
+    # here, from the one parse, never by parsing the file again in the careful reader
     name = "hoibench" if f.format == HOIBENCH_TAG else "generic"
-    if f.format is not None and name != "hoibench":
-        return None
     k_obj, k_verb, k_hoi, shift = _KEYS[name]
     ims = f.images
     counts = np.fromiter((len(im.scores) for im in ims), dtype=np.int64, count=len(ims))
@@ -390,9 +446,23 @@ def _locate(counts: np.ndarray, k: int) -> tuple[int, int]:
     return i, k - start
 
 
-def _qpic_columns(data: Any, path: Path, vocab: LabelSpace, max_per_image: int | None) -> _Columns:
-    if not isinstance(data, list):
+def _array(value: Any, dtype: type) -> np.ndarray:
+    """A numpy copy of a list, array or (CPU or GPU) torch tensor."""
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    return np.asarray(value, dtype=dtype)
+
+
+def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image: int | None,
+                  file_names: list[str] | None = None) -> _Columns:
+    """Columns of post-processor outputs, one dict per image: QPIC's/CDN's ``PostProcessHOI``
+    (``labels``, ``boxes``, ``verb_scores``, ``sub_ids``, ``obj_ids``) or GEN-VLKT's/HOICLIP's
+    ``PostProcessHOITriplet`` (``hoi_scores``, ``obj_scores`` instead of ``verb_scores``).
+    File names come from ``file_names`` or each dict's ``file_name``."""
+    if not isinstance(data, (list, tuple)):
         raise FormatError("expected a list of per-image outputs", file=path)
+    if file_names is not None and len(file_names) != len(data):
+        raise ConfigError(f"{len(data)} outputs but {len(file_names)} file names")
     inv80 = np.full(80, -1, dtype=np.int64)
     inv80[vocab.coco80] = np.arange(vocab.n_objects)
     parts: list[tuple[np.ndarray, ...]] = []
@@ -401,54 +471,101 @@ def _qpic_columns(data: Any, path: Path, vocab: LabelSpace, max_per_image: int |
     for i, im in enumerate(data):
         if not isinstance(im, dict):
             raise FormatError("expected an object", file=path, record=i)
-        fn = im.get("file_name")
+        fn = im.get("file_name") if file_names is None else file_names[i]
         if not isinstance(fn, str):
             raise FormatError("missing (QPIC outputs must be saved with the image file name)",
                               file=path, record=i, field="file_name")
         names.append(fn)
-        try:
-            boxes = np.asarray(im["boxes"], dtype=np.float64).reshape(-1, 4)
-            labels = np.asarray(im["labels"], dtype=np.int64).reshape(-1)
-            vs = np.asarray(im["verb_scores"], dtype=np.float64)
-            sub = np.asarray(im["sub_ids"], dtype=np.int64).reshape(-1)
-            obj = np.asarray(im["obj_ids"], dtype=np.int64).reshape(-1)
-        except KeyError as exc:
-            raise FormatError("missing", file=path, record=i, field=str(exc.args[0])) from None
-        except (TypeError, ValueError) as exc:
-            raise FormatError(f"malformed arrays ({exc})", file=path, record=i) from None
-        if vs.size == 0:
-            continue
-        if len(sub) == 0 or vs.size % len(sub):
-            raise FormatError(f"verb_scores must be (pairs, {vocab.n_verbs}) with one sub_id and "
-                              f"obj_id per pair", file=path, record=i, field="verb_scores")
-        vs = vs.reshape(len(sub), -1)
-        if len(obj) != len(sub) or vs.shape[1] != vocab.n_verbs:
-            raise FormatError(f"verb_scores must be (pairs, {vocab.n_verbs}) with one sub_id and "
-                              f"obj_id per pair", file=path, record=i, field="verb_scores")
-        if sub.size and (max(sub.max(), obj.max()) >= len(boxes) or min(sub.min(), obj.min()) < 0):
-            raise FormatError("box index outside boxes", file=path, record=i, field="sub_ids")
-        if labels.size and (labels.min() < 0 or labels.max() >= 80):
-            raise FormatError("label outside COCO-80 indices 0..79", file=path, record=i, field="labels")
-        n_pairs, n_verbs = vs.shape
-        verbs = np.tile(np.arange(n_verbs), n_pairs)
-        pair = np.repeat(np.arange(n_pairs), n_verbs)
-        objects = inv80[labels[obj[pair]]]
-        scores = vs.ravel()
-        # QPIC: scores of invalid (verb, object) combinations are zeroed, then the stable
-        # sort by score keeps the best max_hois; we drop them instead of zeroing
-        valid = vocab.hoi_index(verbs, objects) >= 0
-        order = np.flatnonzero(valid)
-        order = order[np.argsort(-scores[order], kind="stable")]
-        if max_per_image is not None:
-            order = order[:max_per_image]
-        pr = pair[order]
-        parts.append((boxes[sub[pr]], boxes[obj[pr]], objects[order], verbs[order], scores[order]))
-        counts[i] = len(order)
+        part = _qpic_image(im, path, i, vocab, inv80, max_per_image)
+        if part is not None:
+            parts.append(part)
+            counts[i] = len(part[4])
     cat = [np.concatenate([p[k] for p in parts]) if parts else None for k in range(5)]
     empty4 = np.zeros((0, 4))
     return _Columns(names, counts, cat[0] if parts else empty4, cat[1] if parts else empty4,
                     cat[2] if parts else np.zeros(0, np.int64), cat[3] if parts else np.zeros(0, np.int64),
                     None, cat[4] if parts else np.zeros(0))
+
+
+def _qpic_image(im: dict[str, Any], path: Path | str, i: int, vocab: LabelSpace, inv80: np.ndarray,
+                max_per_image: int | None) -> tuple[np.ndarray, ...] | None:
+    """(boxes_h, boxes_o, objects, verbs, scores) of one image's post-processor output."""
+    triplet = "verb_scores" not in im and "hoi_scores" in im
+    key, width = ("hoi_scores", vocab.n_hois) if triplet else ("verb_scores", vocab.n_verbs)
+    try:
+        boxes = _array(im["boxes"], np.float64).reshape(-1, 4)
+        labels = _array(im["labels"], np.int64).reshape(-1) if not triplet else None
+        vs = _array(im[key], np.float64)
+        obj_scores = _array(im["obj_scores"], np.float64) if triplet else None
+        sub = _array(im["sub_ids"], np.int64).reshape(-1)
+        obj = _array(im["obj_ids"], np.int64).reshape(-1)
+    except KeyError as exc:
+        raise FormatError("missing", file=path, record=i, field=str(exc.args[0])) from None
+    except (TypeError, ValueError) as exc:
+        raise FormatError(f"malformed arrays ({exc})", file=path, record=i) from None
+    if vs.size == 0:
+        return None
+    shape_error = FormatError(f"{key} must be (pairs, {width}) with one sub_id and obj_id per pair",
+                              file=path, record=i, field=key)
+    if len(sub) == 0 or vs.size % len(sub):
+        raise shape_error
+    vs = vs.reshape(len(sub), -1)
+    if len(obj) != len(sub) or vs.shape[1] != width:
+        raise shape_error
+    if sub.size and (max(sub.max(), obj.max()) >= len(boxes) or min(sub.min(), obj.min()) < 0):
+        raise FormatError("box index outside boxes", file=path, record=i, field="sub_ids")
+    n_pairs = len(sub)
+    pair = np.repeat(np.arange(n_pairs), width)
+    if triplet:
+        assert obj_scores is not None
+        if obj_scores.ndim != 2 or len(obj_scores) != n_pairs or obj_scores.shape[1] < 80:
+            raise FormatError("obj_scores must be (pairs, 80 or 81)", file=path, record=i, field="obj_scores")
+        # GEN-VLKT / HOICLIP hico_eval_triplet: hoi score + obj score ** 2 of the class's object;
+        # the top max_hois scores, each then located with np.where(scores == s)[0][0] (a tied
+        # score yields its first triplet again)
+        hoi_obj = vocab.coco80[vocab.hoi_verb_object[:, 1]]
+        scores = (vs + (obj_scores * obj_scores)[:, hoi_obj]).ravel()
+        hois = np.tile(np.arange(width), n_pairs)
+        order = np.argsort(-scores, kind="stable")
+        if max_per_image is not None:
+            order = order[:max_per_image]
+        uniq, first = np.unique(scores, return_index=True)
+        order = first[np.searchsorted(uniq, scores[order])]
+        verbs, objects = vocab.hoi_verb_object[hois[order], 0], vocab.hoi_verb_object[hois[order], 1]
+    else:
+        assert labels is not None
+        if labels.size and (labels.min() < 0 or labels.max() >= 80):
+            raise FormatError("label outside COCO-80 indices 0..79", file=path, record=i, field="labels")
+        verbs_all = np.tile(np.arange(width), n_pairs)
+        objects_all = inv80[labels[obj[pair]]]
+        scores = vs.ravel()
+        # QPIC: scores of invalid (verb, object) combinations are zeroed, then the stable
+        # sort by score keeps the best max_hois; we drop them instead of zeroing
+        order = np.flatnonzero(vocab.hoi_index(verbs_all, objects_all) >= 0)
+        order = order[np.argsort(-scores[order], kind="stable")]
+        if max_per_image is not None:
+            order = order[:max_per_image]
+        verbs, objects = verbs_all[order], objects_all[order]
+    pr = pair[order]
+    return boxes[sub[pr]], boxes[obj[pr]], objects, verbs, scores[order]
+
+
+def predictions_from_qpic(outputs: list[dict[str, Any]], file_names: list[str], *,
+                          vocab: LabelSpace | None = None, max_per_image: int | None = 100,
+                          name: str = "") -> HOIPredictions:
+    """Predictions from post-processor outputs in memory, for evaluation during training.
+
+    ``outputs``: per image, QPIC's/CDN's ``PostProcessHOI`` dict (``labels``, ``boxes``,
+    ``verb_scores``, ``sub_ids``, ``obj_ids``) or GEN-VLKT's/HOICLIP's ``PostProcessHOITriplet``
+    dict (``hoi_scores`` and ``obj_scores`` instead of ``verb_scores``), as tensors (any device)
+    or arrays; ``file_names`` names their images. Boxes are the post-processor's pixels, taken
+    as hoibench's 0-based frame like the ``qpic`` file reader; each image keeps the evaluator's
+    ``max_per_image`` best triplets (QPIC/CDN: invalid verb-object pairs dropped first; GEN-VLKT:
+    scores ``hoi + obj ** 2``, ties resolved like its ``np.where`` lookup).
+    """
+    vocab = vocab or hico_det()
+    cols = _qpic_columns(list(outputs), "<outputs>", vocab, max_per_image, list(file_names))
+    return _assemble(cols, vocab, Path(name or "<outputs>"), "qpic", False).predictions
 
 
 def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | None,
@@ -486,14 +603,16 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
         boxes = _take(boxes_l, "bbox", np.float64, path, i, "predictions").reshape(-1, 4)
         if len(boxes) != len(boxes_l):
             raise FormatError("expected boxes of 4 numbers", file=path, record=i, field="predictions.bbox")
-        labels = _take(boxes_l, "category_id", np.int64, path, i, "predictions")
+        # GEN-VLKT / HOICLIP write boxes without labels ({'bbox': list(bbox)}): the HOI id names the object
+        labeled = any(isinstance(b, dict) and "category_id" in b for b in boxes_l)
+        labels = _take(boxes_l, "category_id", np.int64, path, i, "predictions") if labeled else None
         sub, obj, cat = (_take(hois_l, k, np.int64, path, i, "hoi_prediction")
                          for k in ("subject_id", "object_id", "category_id"))
         scores = _take(hois_l, "score", np.float64, path, i, "hoi_prediction")
         if len(sub) and (min(sub.min(), obj.min()) < 0 or max(sub.max(), obj.max()) >= len(boxes)):
             raise FormatError("box index outside 'predictions'", file=path, record=i,
                               field="hoi_prediction.subject_id")
-        if labels.size and (labels.min() < 0 or labels.max() >= 80):
+        if labels is not None and labels.size and (labels.min() < 0 or labels.max() >= 80):
             raise FormatError("label outside COCO-80 indices 0..79", file=path, record=i,
                               field="predictions.category_id")
         per_image.append((boxes, labels, sub, obj, cat, scores))
@@ -515,6 +634,11 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
             verbs, objects = vocab.hoi_verb_object[cat, 0], vocab.hoi_verb_object[cat, 1]
             keep = np.ones(len(cat), dtype=bool)
         else:
+            if labels is None:
+                if len(boxes):
+                    raise FormatError("missing (CDN's boxes carry their COCO-80 label)", file=path,
+                                      record=i, field="predictions[0].category_id")
+                labels = np.zeros(0, np.int64)
             # CDN zeroes the scores of (verb, object) pairs that are no HOI class; QPIC's
             # evaluator then skips them (their triplet has no ground truth): dropped here
             verbs, objects = cat, inv80[labels[obj]]
@@ -536,15 +660,19 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
                      None, cat_[4].astype(np.float64)), name, warnings)
 
 
-def _repr_variant(per_image: list[tuple[np.ndarray, ...]], vocab: LabelSpace) -> str:
+def _repr_variant(per_image: list[tuple[Any, ...]], vocab: LabelSpace) -> str:
     """``cdn`` or ``gen-vlkt`` from the content: HOI ids beyond the verbs are GEN-VLKT's; CDN
     zeroes every triplet whose (verb, box label) is no HOI class, so a positive score on one
     means the ids are HOI classes. ``--format`` decides when a file could be either."""
     inv80 = np.full(80, -1, dtype=np.int64)
     inv80[vocab.coco80] = np.arange(vocab.n_objects)
-    for _boxes, labels, _sub, obj, cat, scores in per_image:
+    for boxes, labels, _sub, obj, cat, scores in per_image:
+        if labels is None and len(boxes):  # CDN's boxes always carry labels
+            return "gen-vlkt"
         if len(cat) and (cat.max() >= vocab.n_verbs or cat.min() < 0):
             return "gen-vlkt"
+        if labels is None:
+            continue
         pos = scores > 0
         if pos.any() and (vocab.hoi_index(cat[pos], inv80[labels[obj[pos]]]) < 0).any():
             return "gen-vlkt"
@@ -647,34 +775,3 @@ def write_predictions(preds: HOIPredictions, path: str | os.PathLike[str], *,
     obj: dict[str, Any] = ({"format": HOIBENCH_TAG, "version": 1, "label_space": preds.vocab.name,
                             "images": images} if format == "hoibench" else {"images": images})
     atomic_write_json(path, obj)
-
-
-def write_matlab_detections(preds: HOIPredictions, gt: HOIDataset,
-                            path: str | os.PathLike[str]) -> None:
-    """Write ho-rcnn's evaluation input ``detections.mat`` (``all_boxes``, 600 x n_images cells).
-
-    Each cell holds ``[h_x1 h_y1 h_x2 h_y2 o_x1 o_y1 o_x2 o_y2 score]`` rows with 0-based boxes
-    (``eval_one.m`` adds 1), images in the order of ``gt`` (which must be the official test list
-    for the MATLAB script to accept it). Use it to cross-check ``--protocol official`` in MATLAB.
-    """
-    from scipy.io import savemat
-
-    vocab = preds.vocab
-    if vocab.n_hois == 0:
-        raise ConfigError("the MATLAB evaluation input needs HOI classes (HICO-DET)")
-    cells = np.empty((vocab.n_hois, gt.n_images), dtype=object)
-    for idx in np.ndindex(cells.shape):
-        cells[idx] = np.zeros((0, 9))
-    hois = preds.hois
-    gt_index = {f: k for k, f in enumerate(gt.file_names)}
-    for i, fn in enumerate(preds.file_names):
-        j = gt_index.get(fn)
-        if j is None:
-            raise FormatError(f"image {fn!r} is not in the ground truth", record=i, field="file_name")
-        s = preds.image_slice(i)
-        rows = np.concatenate([preds.boxes_h[s], preds.boxes_o[s], preds.scores[s, None]], axis=1)
-        h = hois[s]
-        for c in np.unique(h[h >= 0]):
-            cells[c, j] = rows[h == c]
-    with atomic_write(path, "wb") as fh:
-        savemat(fh, {"all_boxes": cells}, do_compression=True)

@@ -27,7 +27,10 @@ The reference layout of ``vsrl_eval.py`` is also read, as a pickle or as JSON: a
 dict per detected person, ``{"image_id", "person_box": [x1, y1, x2, y2], "<action>_agent": score,
 "<action>_<role>": [x1, y1, x2, y2, score]}`` (NaN score = not predicted; an all-zero or NaN
 box = no role object). Pickles are read with an unpickler that only builds numpy arrays and plain
-Python values. :func:`write_vsrl_detections` writes that pickle, to cross-check with the reference.
+Python values, and UPT's/PViC's ``utils.CacheTemplate`` (their ``--cache`` ``vcoco_cache/cache.pkl``:
+one record per detected pair and action, boxes as their model outputs them, in the original
+image's pixels, passed on unchanged), read as a plain mapping whose missing keys get
+CacheTemplate's defaults (score 0, role ``[0, 0, .1, .1, 0]``). :func:`write_vsrl_detections` writes that pickle, to cross-check with the reference.
 
 Ground truth (read by :func:`read_vcoco_ground_truth`, written by :func:`write_vcoco_ground_truth`)
 ---------------------------------------------------------------------------------------------------
@@ -154,7 +157,27 @@ class _NumpyOnlyUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in self._ALLOWED:
             return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"refusing to load {module}.{name} (only numpy arrays and plain values)")
+        if (module, name) == ("utils", "CacheTemplate"):  # UPT/PViC cache.pkl records
+            return CacheRecord
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name} (only numpy arrays, plain values "
+                                     "and UPT's utils.CacheTemplate)")
+
+
+class CacheRecord(dict):  # type: ignore[type-arg]
+    """A plain-mapping stand-in for UPT's/PViC's ``utils.CacheTemplate`` (a ``defaultdict``
+    subclass pickled as ``CacheTemplate()`` plus its items). Theirs answers missing keys with
+    score 0 (``<action>_agent``) or ``[0, 0, .1, .1, 0]`` (``<action>_<role>``), which is what
+    ``vsrl_eval.py`` sees; :func:`read_vcoco_detections` fills them in the same way."""
+
+    def __init__(self, *args: Any) -> None:  # unpickling calls CacheTemplate() with no arguments
+        super().__init__()
+
+
+def _fill_cache_defaults(data: list[Any], agent_keys: list[str], role_keys: list[str]) -> list[Any]:
+    """UPT records hold one action each; the others get CacheTemplate's ``__missing__`` values."""
+    defaults: dict[str, Any] = dict.fromkeys(agent_keys, 0.0)
+    defaults.update(dict.fromkeys(role_keys, (0.0, 0.0, 0.1, 0.1, 0.0)))
+    return [{**defaults, **d} if isinstance(d, CacheRecord) else d for d in data]
 
 
 def _safe_unpickle(raw: bytes, path: object) -> Any:
@@ -283,6 +306,8 @@ def _from_vsrl(data: Any, path: object, lenient: bool, layout: str) -> VCOCODete
     agent_keys = [f"{a}_agent" for a in names]
     role_keys = [f"{a}_{r}" for a, rs in zip(names, roles) for r in rs[1:]]
     known = {"image_id", "person_box", *agent_keys, *role_keys}
+    if any(isinstance(d, CacheRecord) for d in data):
+        data, layout = _fill_cache_defaults(data, agent_keys, role_keys), "upt cache.pkl"
     n = len(data)
     fast = _vsrl_fast(data, agent_keys, role_keys, len(known))
     if fast is not None:
