@@ -9,13 +9,16 @@ and the question builder's negative-filtering judges (:mod:`hoibench.benchmarks.
 
 from hoibench.models._backend import (
     BackendStats,
+    BackendUnavailable,
     ChatBackend,
     ChatMessage,
     ChatRequest,
     ChatResponse,
+    ChatSession,
     GenerationParams,
     ImagePart,
     ScriptedBackend,
+    ServerStats,
     TextPart,
 )
 from hoibench.models._cache import CachedBackend, ResponseCache, request_key
@@ -25,15 +28,18 @@ from hoibench.models._text import format_box, parse_yes_no
 __all__ = [
     "BACKENDS",
     "BackendStats",
+    "BackendUnavailable",
     "CachedBackend",
     "ChatBackend",
     "ChatMessage",
     "ChatRequest",
     "ChatResponse",
+    "ChatSession",
     "GenerationParams",
     "ImagePart",
     "ResponseCache",
     "ScriptedBackend",
+    "ServerStats",
     "TextPart",
     "format_box",
     "make_backend",

@@ -25,12 +25,13 @@ from hoibench.runners.mcq._prompts import (
     load_template,
     render_question,
 )
-from hoibench.runners.mcq._run import MCQRunner, RunSummary
+from hoibench.runners.mcq._run import FrameCache, MCQRunner, RunSummary
 
 __all__ = [
     "ANSWER_FORMATS",
     "BOX_CONVENTIONS",
     "DetectionParse",
+    "FrameCache",
     "LetterParse",
     "MCQRunner",
     "ModelFrame",

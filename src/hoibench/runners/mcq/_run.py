@@ -13,6 +13,7 @@ import hashlib
 import io
 import logging
 import mimetypes
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -51,7 +52,7 @@ from hoibench.runners.mcq._prompts import (
     render_question,
 )
 
-__all__ = ["MCQRunner", "RunSummary"]
+__all__ = ["FrameCache", "MCQRunner", "RunSummary"]
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,11 @@ ANSWERS_KIND = "mcq_answers"
 @dataclass(frozen=True)
 class RunSummary:
     """What a run did: questions in total, answers kept from an earlier run, and the statuses of
-    the answers in the file at the end; ``requests`` went to the model, ``cache_hits`` did not."""
+    the answers in the file at the end. ``requests`` went to the model (one per question and
+    stage), ``attempts`` were sent for them (``retries`` = attempts - requests; ``None`` when the
+    backend does not count), ``cache_hits`` needed no request; ``servers`` gives each server's
+    attempts, failures and seconds spent waiting on it; ``first_error`` is the cause of the first
+    failed question (item order)."""
 
     total: int
     resumed: int
@@ -73,9 +78,49 @@ class RunSummary:
     cache_hits: int
     seconds: float
     out: str
+    attempts: int | None = None
+    servers: tuple[dict[str, Any], ...] = ()
+    first_error: str | None = None
+
+    @property
+    def retries(self) -> int | None:
+        return None if self.attempts is None else self.attempts - self.requests
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "servers": list(self.servers), "retries": self.retries}
+
+
+class FrameCache:
+    """Prepared images by content: the sha256 of the file's bytes and the frame settings → the
+    bytes to send and their frame, so that the K orders of ``--permutations`` (one runner each,
+    sharing one cache) and every stage of setting 3 prepare an image once. Bounded by
+    ``max_bytes`` (least recently used out first)."""
+
+    def __init__(self, max_bytes: int = 1 << 30) -> None:
+        self.max_bytes = max_bytes
+        self.hits = 0
+        self._items: dict[tuple[Any, ...], tuple[ModelFrame | None, ImagePart, int, int]] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> tuple[ModelFrame | None, ImagePart, int, int] | None:
+        with self._lock:
+            hit = self._items.pop(key, None)
+            if hit is not None:
+                self._items[key] = hit  # most recently used last
+                self.hits += 1
+            return hit
+
+    def put(self, key: tuple[Any, ...], value: tuple[ModelFrame | None, ImagePart, int, int]) -> None:
+        size = len(value[1].data or b"")
+        with self._lock:
+            if key in self._items or size > self.max_bytes:
+                return
+            self._items[key] = value
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                old = self._items.pop(next(iter(self._items)))
+                self._bytes -= len(old[1].data or b"")
 
 
 @dataclass
@@ -133,6 +178,9 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         Added to the target box before it is written into a setting-2 prompt. hoibench boxes are
         0-based; the released code prints HICO-DET's 1-based file boxes, so ``box_shift=1``
         reproduces its prompts digit for digit on CrossHOI-Bench HICO-DET files.
+    frames:
+        A :class:`FrameCache` to share prepared images with other runners (``--permutations``);
+        default: one of this runner's own.
     """
 
     def __init__(self, backend: ChatBackend, *, images: str | Path, follow_symlinks: bool = False,
@@ -144,7 +192,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
                  iou_threshold: float = 0.5, strict_iou: bool = False,
                  strict_detection_parser: bool = False, box_shift: float = 0.0, min_pixels: int = QWEN_MIN_PIXELS,
                  max_pixels: int = QWEN_MAX_PIXELS, chunk_size: int = 256, progress: bool = True,
-                 extra_header: Mapping[str, Any] | None = None) -> None:
+                 extra_header: Mapping[str, Any] | None = None, frames: FrameCache | None = None) -> None:
         if setting not in (None, 1, 2, 3):
             raise ConfigError(f"setting must be 1, 2 or 3; got {setting!r}")
         if answer_format not in ANSWER_FORMATS:
@@ -179,6 +227,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         self.chunk_size = chunk_size
         self.progress = progress
         self.extra_header = dict(extra_header or {})
+        self.frames = frames if frames is not None else FrameCache()
 
     noun = "question"
     rate_unit = "q/s"
@@ -213,14 +262,29 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         return path
 
     def _prepare_image(self, q: MCQuestion) -> _Image:
+        """The image as the model will see it (resized once here when the convention resizes),
+        from :attr:`frames` when the same content was prepared with the same settings before."""
+        path = self._image_path(q)
+        raw = path.read_bytes()
+        digest = hashlib.sha256(raw).hexdigest()
+        key = (digest, self.box_convention, self.min_pixels, self.max_pixels)
+        hit = self.frames.get(key)
+        if hit is None:
+            hit = self._encode(path, raw, digest)
+            self.frames.put(key, hit)
+        frame, part, width, height = hit
+        if q.width and q.height and (q.width, q.height) != (width, height):
+            raise ValidationError(f"question {q.id!r}: image {path} is {width}x{height} but the "
+                                  f"question says {q.width}x{q.height}")
+        if part.path != str(path):  # the same content under another name
+            part = ImagePart(path=str(path), data=part.data, mime=part.mime, digest=part.digest)
+        return _Image(frame, part, width, height)
+
+    def _encode(self, path: Path, raw: bytes, digest: str) -> tuple[ModelFrame | None, ImagePart, int, int]:
         from PIL import Image
 
-        path = self._image_path(q)
-        with Image.open(path) as im:
+        with Image.open(io.BytesIO(raw)) as im:
             width, height = im.size
-            if q.width and q.height and (q.width, q.height) != (width, height):
-                raise ValidationError(f"question {q.id!r}: image {path} is {width}x{height} but the "
-                                      f"question says {q.width}x{q.height}")
             if self.box_convention == "internvl":
                 frame = None
             else:
@@ -232,13 +296,10 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
                 buf = io.BytesIO()
                 rgb.save(buf, format="PNG", compress_level=1)  # lossless; fast over small
                 data = buf.getvalue()
-                part = ImagePart(path=str(path), data=data, mime="image/png",
-                                 digest=hashlib.sha256(data).hexdigest())
-                return _Image(frame, part, width, height)
-        raw = path.read_bytes()
+                return frame, ImagePart(path=str(path), data=data, mime="image/png",
+                                        digest=hashlib.sha256(data).hexdigest()), width, height
         mime = mimetypes.guess_type(path.name)[0] or "image/jpeg"
-        part = ImagePart(path=str(path), data=raw, mime=mime, digest=hashlib.sha256(raw).hexdigest())
-        return _Image(frame, part, width, height)
+        return frame, ImagePart(path=str(path), data=raw, mime=mime, digest=digest), width, height
 
     # ------------------------------------------------------------------ run
     def run(self, questions: Sequence[MCQuestion], out: str | Path, *,
@@ -256,11 +317,16 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
                             header=self.header(), overwrite=overwrite, chunk_size=self.chunk_size,
                             progress=self.progress)
         counts = res.counts
+        first = next((r for r in res.records if r is None or r.status == "error"), False)
+        first_error = (None if first is False else "no answer (the run stopped)" if first is None
+                       else f"question {first.question_id!r}: {first.meta.get('error') or 'error'}")
         return RunSummary(total=len(questions), resumed=res.resumed, ok=counts.get("ok", 0),
                           parse_error=counts.get("parse_error", 0),
                           no_person_match=counts.get("no_person_match", 0),
                           error=counts.get("error", 0) + res.missing, requests=res.requests,
-                          cache_hits=res.cache_hits, seconds=res.seconds, out=str(out))
+                          cache_hits=res.cache_hits, seconds=res.seconds, out=str(out),
+                          attempts=res.attempts, servers=tuple(x.as_dict() for x in res.servers),
+                          first_error=first_error)
 
     # ------------------------------------------------------------------ the task protocol
     def item_id(self, item: MCQuestion) -> str:
@@ -291,6 +357,10 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         for q in items:
             rank.setdefault(q.file_name, len(rank))
         return sorted(items, key=lambda q: rank[q.file_name])
+
+    def group_key(self, item: MCQuestion) -> str:
+        """The questions of one image form a group: prepared once, detected once (setting 3)."""
+        return item.file_name
 
     def prepare(self, chunk: Sequence[MCQuestion]) -> dict[str, Callable[[], _Image]]:
         first: dict[str, MCQuestion] = {}
