@@ -16,6 +16,7 @@ __all__ = ["mcq"]
     "from-detections": "hoibench.cli.mcq_bench:from_detections",
     "run": "hoibench.cli.mcq_run:run",
     "analyze": "hoibench.cli.mcq_run:analyze",
+    "merge": "hoibench.cli.mcq_merge:merge",
 })
 def mcq() -> None:
     """Multiple-choice HOI benchmark: build questions, run VLMs, score answers."""
