@@ -108,6 +108,12 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
+def _consume(task: asyncio.Future[Any]) -> None:
+    """Retrieve a cancelled attempt's outcome (no "exception was never retrieved" noise)."""
+    if not task.cancelled():
+        task.exception()
+
+
 @functools.lru_cache(maxsize=1)
 def _ssl_context() -> ssl.SSLContext:
     """One SSL context (certificate store loaded once, ~50 ms) for every client of the process."""
@@ -380,6 +386,7 @@ class _OpenAISession(ChatSession):
         finally:
             if not task.done():
                 task.cancel()
+                task.add_done_callback(_consume)
             if released:
                 await self._slots.acquire()
 
@@ -389,37 +396,36 @@ class _OpenAISession(ChatSession):
         last = ""
         attempt = 0
         while True:
-            s = self._choose(avoid)
+            await self._slots.acquire()
+            s = self._choose(avoid)  # chosen with a slot in hand: the health of now, not of the queue
             if s is None:
+                self._slots.release()
                 self._check_down()
                 await asyncio.sleep(self._wait_for_open())
                 continue
-            async with self._slots:
-                s.outstanding += 1
-                s.attempts += 1
-                self.b.attempts += 1
-                t0 = time.perf_counter()
-                try:
-                    text = await self._attempt(s, body)
-                except _Retry as exc:
-                    err: _Retry | _Fatal | None = exc
-                except _Fatal as exc:
-                    err = exc
-                else:
-                    err = None
-                finally:
-                    dt = time.perf_counter() - t0
-                    s.outstanding -= 1
-                    s.wait += dt
+            s.outstanding += 1
+            s.attempts += 1
+            self.b.attempts += 1
+            t0 = time.perf_counter()
+            err: _Retry | _Fatal | None = None
+            try:
+                text = await self._attempt(s, body)
+            except (_Retry, _Fatal) as exc:
+                err = exc
+            finally:
+                dt = time.perf_counter() - t0
+                s.outstanding -= 1
+                s.wait += dt
+                self._slots.release()
             self.b._servers[s.url] = s.stats()
             attempt += 1
             if err is None:
                 self._succeeded(s, dt)
                 self.b.requests += 1
                 return ChatResponse(text, meta={**request.meta, "attempts": attempt})
-            if isinstance(err, _Fatal):
+            if isinstance(err, _Fatal):  # the server is up; this request is what fails
+                self._succeeded(s, dt)
                 s.failures += 1
-                s.probing = False
                 self.b._servers[s.url] = s.stats()
                 self.b.requests += 1
                 return ChatResponse(None, error=str(err), meta=dict(request.meta))
