@@ -364,3 +364,71 @@ def test_sigkill_at_random_moments_then_rerun_is_byte_identical(tmp_path, images
     assert done.returncode == 0, done.stderr
     assert kills >= 2
     assert out.read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
+
+
+# --------------------------------------------------------------------------- offline engines
+
+
+class EngineDeadError(Exception):
+    """Named like vLLM's (vllm.v1.engine.exceptions.EngineDeadError)."""
+
+
+class DyingLLM:
+    """A fake ``vllm.LLM`` whose engine dies after ``alive`` batches."""
+
+    def __init__(self, alive: int) -> None:
+        self.alive = alive
+        self.calls = 0
+
+    def chat(self, conversations, sampling_params, use_tqdm):
+        self.calls += 1
+        if self.calls > self.alive:
+            raise EngineDeadError("EngineCore encountered an issue")
+        return [type("Out", (), {"outputs": [type("O", (), {"text": "A"})()]})() for _ in conversations]
+
+
+def test_vllm_engine_death_ends_the_run_with_one_line_and_keeps_the_answers(tmp_path, images):
+    from hoibench.models._vllm import VLLMBackend
+
+    backend = VLLMBackend(model="m", batch_size=2, llm=DyingLLM(alive=2), sampling_params=lambda **kw: kw)
+    runner = MCQRunner(backend, images=images, model=MODEL, progress=False)
+    with pytest.raises(BackendUnavailable, match=r"vLLM engine died.*run again to resume"):
+        runner.run(_questions(9), tmp_path / "a.jsonl")
+    kept = read_answers(tmp_path / "a.jsonl")
+    assert len(kept) == 4 and {a.status for a in kept} == {"ok"}  # two batches of two
+    again = MCQRunner(VLLMBackend(model="m", batch_size=2, llm=DyingLLM(alive=99), sampling_params=lambda **kw: kw),
+                      images=images, model=MODEL, progress=False).run(_questions(9), tmp_path / "a.jsonl")
+    assert again.resumed == 4 and again.ok == 9
+
+
+def test_engine_kwargs_reach_the_offline_engine_and_its_cache_key(tmp_path, images, capsys, monkeypatch):
+    from hoibench.models import _vllm
+
+    seen = {}
+
+    class FakeVLLM:
+        @staticmethod
+        def LLM(model, **kw):
+            seen.update(kw)
+            return DyingLLM(alive=99)
+
+        @staticmethod
+        def SamplingParams(**kw):
+            return kw
+
+    monkeypatch.setitem(sys.modules, "vllm", FakeVLLM)
+    assert _vllm  # the module imports vllm lazily, from sys.modules
+    qpath = tmp_path / "q.jsonl"
+    write_questions(qpath, _questions(2), header={"seed": 0})
+    out = tmp_path / "a.jsonl"
+    args = ["mcq", "run", "--questions", str(qpath), "--images", str(images), "--model", MODEL,
+            "--backend", "vllm", "--out", str(out), "--no-progress", "--json",
+            "--engine-kwargs", '{"tensor_parallel_size": 2, "max_model_len": 8192}']
+    main(args)
+    assert json.loads(capsys.readouterr().out)["ok"] == 2
+    assert seen == {"tensor_parallel_size": 2, "max_model_len": 8192}
+    header = read_answers(out).header
+    assert header["backend"]["engine_kwargs"] == seen
+    with pytest.raises(SystemExit):
+        main([*args[:-1], "[2]"])
+    assert "--engine-kwargs must be a JSON object" in capsys.readouterr().err

@@ -125,7 +125,7 @@ class _Server:
     """A server's live state: requests outstanding, counts, and its circuit."""
 
     url: str
-    client: Any
+    clients: list[Any]  # long-lived connection pools of this server (small: see the session)
     outstanding: int = 0
     attempts: int = 0
     failures: int = 0
@@ -137,8 +137,14 @@ class _Server:
     last_down: bool = False  # the last failure was a refused connection or a timeout
     ever_ok: bool = False
 
+    turn: int = 0
+
     def stats(self) -> ServerStats:
         return ServerStats(self.url, self.attempts, self.failures, self.wait)
+
+    def client(self) -> Any:
+        self.turn = (self.turn + 1) % len(self.clients)
+        return self.clients[self.turn]
 
 
 class OpenAIBackend(ChatBackend):
@@ -248,19 +254,24 @@ class OpenAIBackend(ChatBackend):
 class _OpenAISession(ChatSession):
     """The backend opened in one event loop: clients, routing, circuits and the slot semaphore."""
 
+    connections_per_pool = 8
+
     def __init__(self, backend: OpenAIBackend, httpx: Any) -> None:
         self.b = backend
         self.capacity = backend.concurrency
         self._httpx = httpx
         key = backend.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        # room for every slot on any one server (the others may be down), and for attempts whose
-        # slot was released because they stalled
-        limits = httpx.Limits(max_connections=2 * backend.concurrency,
-                              max_keepalive_connections=backend.concurrency)
+        # httpx's pool scans all its connections on every request start and finish: several small
+        # pools per server (8 connections each, made once per session, one SSL context for all)
+        # keep that cheap at high concurrency; together they have room for every slot on any one
+        # server (the others may be down) and for attempts whose slot was given back (stalled)
+        n_pools = max(1, -(-backend.concurrency // self.connections_per_pool))
+        per_pool = -(-2 * backend.concurrency // n_pools)
+        limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
         timeout = httpx.Timeout(backend.timeout)
         headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-        self.servers = [_Server(u, httpx.AsyncClient(base_url=u, headers=headers, limits=limits,
-                                                     timeout=timeout, verify=_ssl_context()))
+        self.servers = [_Server(u, [httpx.AsyncClient(base_url=u, headers=headers, limits=limits, timeout=timeout,
+                                                      verify=_ssl_context()) for _ in range(n_pools)])
                         for u in backend.base_urls]
         for s in self.servers:  # counts carry on from earlier sessions of the same backend
             old = backend._servers.get(s.url)
@@ -276,7 +287,8 @@ class _OpenAISession(ChatSession):
 
     async def aclose(self) -> None:
         for s in self.servers:
-            await s.client.aclose()
+            for c in s.clients:
+                await c.aclose()
 
     # ------------------------------------------------------------------ routing
     def _choose(self, avoid: set[str]) -> _Server | None:
@@ -349,7 +361,7 @@ class _OpenAISession(ChatSession):
     async def _post(self, s: _Server, body: bytes) -> str:
         httpx = self._httpx
         try:
-            resp = await s.client.post("/chat/completions", content=body)
+            resp = await s.client().post("/chat/completions", content=body)
         except httpx.ConnectError as exc:
             raise _Retry(f"ConnectError: {exc} ({s.url})", down=True) from exc
         except httpx.TimeoutException as exc:

@@ -306,7 +306,8 @@ async def _stream_async(task: ChatTask[T, R], todo: Sequence[T], backend: ChatBa
     sent = 0
     failed: list[BaseException] = []
     running: set[asyncio.Task[None]] = set()
-    pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1), thread_name_prefix="prepare")
+    # preparation threads mostly wait on the image worker processes: twice as many keep them fed
+    pool = ThreadPoolExecutor(max_workers=max(4, 2 * (os.cpu_count() or 1)), thread_name_prefix="prepare")
 
     async def one(session: ChatSession, batch: Batch, i: int) -> None:
         batch.on_response(i, await session.complete(batch.requests[i]))

@@ -15,6 +15,8 @@ import logging
 import mimetypes
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -44,6 +46,7 @@ from hoibench.runners.mcq._boxes import (
     resolve_box_convention,
 )
 from hoibench.runners.mcq._detections import match_person
+from hoibench.runners.mcq._frames import frame_pool, resize_png
 from hoibench.runners.mcq._parsing import parse_detection, parse_image_size, parse_letters
 from hoibench.runners.mcq._prompts import (
     ANSWER_FORMATS,
@@ -228,6 +231,9 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         self.progress = progress
         self.extra_header = dict(extra_header or {})
         self.frames = frames if frames is not None else FrameCache()
+        self._pool: ProcessPoolExecutor | None = None  # resize workers, started on first need
+        self._pool_lock = threading.Lock()
+        self._no_pool = False
 
     noun = "question"
     rate_unit = "q/s"
@@ -283,23 +289,40 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
     def _encode(self, path: Path, raw: bytes, digest: str) -> tuple[ModelFrame | None, ImagePart, int, int]:
         from PIL import Image
 
-        with Image.open(io.BytesIO(raw)) as im:
+        with Image.open(io.BytesIO(raw)) as im:  # the header only: size and frame
             width, height = im.size
-            if self.box_convention == "internvl":
-                frame = None
-            else:
-                frame = model_frame(self.box_convention, width, height,
-                                    min_pixels=self.min_pixels, max_pixels=self.max_pixels)
-            if frame is not None and frame.resized:
-                # resize once, here; the server sees a size it will not change again
-                rgb = im.convert("RGB").resize((frame.sent_width, frame.sent_height))
-                buf = io.BytesIO()
-                rgb.save(buf, format="PNG", compress_level=1)  # lossless; fast over small
-                data = buf.getvalue()
-                return frame, ImagePart(path=str(path), data=data, mime="image/png",
-                                        digest=hashlib.sha256(data).hexdigest()), width, height
+        if self.box_convention == "internvl":
+            frame = None
+        else:
+            frame = model_frame(self.box_convention, width, height,
+                                min_pixels=self.min_pixels, max_pixels=self.max_pixels)
+        if frame is not None and frame.resized:
+            # resize once, here (in a worker process); the server sees a size it will not change again
+            data = self._resize(raw, frame.sent_width, frame.sent_height)
+            return frame, ImagePart(path=str(path), data=data, mime="image/png",
+                                    digest=hashlib.sha256(data).hexdigest()), width, height
         mime = mimetypes.guess_type(path.name)[0] or "image/jpeg"
         return frame, ImagePart(path=str(path), data=raw, mime=mime, digest=digest), width, height
+
+    def _resize(self, raw: bytes, width: int, height: int) -> bytes:
+        """:func:`resize_png` in a worker process; in this thread when processes cannot start
+        (a ``__main__`` without a main guard, a sandbox without semaphores)."""
+        with self._pool_lock:
+            if self._pool is None and not self._no_pool:
+                try:
+                    self._pool = frame_pool()
+                except (OSError, ImportError, NotImplementedError):
+                    self._no_pool = True
+            pool = self._pool
+        if pool is not None:
+            try:
+                return pool.submit(resize_png, raw, width, height).result()
+            except (BrokenProcessPool, RuntimeError, OSError):
+                with self._pool_lock:
+                    if not self._no_pool:
+                        log.warning("image workers could not start; preparing images in threads")
+                    self._no_pool = True
+        return resize_png(raw, width, height)
 
     # ------------------------------------------------------------------ run
     def run(self, questions: Sequence[MCQuestion], out: str | Path, *,
@@ -313,9 +336,14 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         self._paths.clear()
         if self.setting is not None:
             questions = [q if q.setting == self.setting else q.with_setting(self.setting) for q in questions]
-        res = run_resumable(self, questions, backend=self.backend, store=_AnswersFile(Path(out)),
-                            header=self.header(), overwrite=overwrite, chunk_size=self.chunk_size,
-                            progress=self.progress)
+        try:
+            res = run_resumable(self, questions, backend=self.backend, store=_AnswersFile(Path(out)),
+                                header=self.header(), overwrite=overwrite, chunk_size=self.chunk_size,
+                                progress=self.progress)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
+                self._pool = None
         counts = res.counts
         first = next((r for r in res.records if r is None or r.status == "error"), False)
         first_error = (None if first is False else "no answer (the run stopped)" if first is None
