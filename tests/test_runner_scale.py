@@ -432,3 +432,22 @@ def test_engine_kwargs_reach_the_offline_engine_and_its_cache_key(tmp_path, imag
     with pytest.raises(SystemExit):
         main([*args[:-1], "[2]"])
     assert "--engine-kwargs must be a JSON object" in capsys.readouterr().err
+
+
+def test_worker_processes_prepare_the_same_bytes_as_threads(tmp_path, images, monkeypatch):
+    from hoibench.models import ScriptedBackend
+    from hoibench.runners.mcq import _run
+
+    def sent(tag: str) -> list[str]:
+        seen: list[str] = []
+        backend = ScriptedBackend(lambda req: seen.append(req.messages[0].parts[0].content_hash()) or "A", model=MODEL)
+        runner = MCQRunner(backend, images=images, model=MODEL, progress=False)  # Qwen2.5: resized
+        runner.run(_questions(8, n_images=8), tmp_path / f"{tag}.jsonl")
+        return seen
+
+    monkeypatch.setattr(_run, "_POOL_MIN_IMAGES", 10**9)
+    threads = sent("threads")
+    monkeypatch.setattr(_run, "_POOL_MIN_IMAGES", 0)
+    processes = sent("processes")
+    assert threads == processes and len(set(threads)) == 8
+    assert (tmp_path / "threads.jsonl").read_bytes() == (tmp_path / "processes.jsonl").read_bytes()

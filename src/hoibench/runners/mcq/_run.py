@@ -60,6 +60,8 @@ __all__ = ["FrameCache", "MCQRunner", "RunSummary"]
 log = logging.getLogger(__name__)
 
 ANSWERS_KIND = "mcq_answers"
+#: distinct images from which a run resizes them in worker processes (fewer: in threads)
+_POOL_MIN_IMAGES = 64
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         self.frames = frames if frames is not None else FrameCache()
         self._pool: ProcessPoolExecutor | None = None  # resize workers, started on first need
         self._pool_lock = threading.Lock()
-        self._no_pool = False
+        self._no_pool = False  # set for small runs and when worker processes cannot start
 
     noun = "question"
     rate_unit = "q/s"
@@ -305,8 +307,9 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         return frame, ImagePart(path=str(path), data=raw, mime=mime, digest=digest), width, height
 
     def _resize(self, raw: bytes, width: int, height: int) -> bytes:
-        """:func:`resize_png` in a worker process; in this thread when processes cannot start
-        (a ``__main__`` without a main guard, a sandbox without semaphores)."""
+        """:func:`resize_png` in a worker process; in this thread for small runs (starting the
+        workers costs more than they save) and when processes cannot start (a ``__main__``
+        without a main guard, a sandbox without semaphores)."""
         with self._pool_lock:
             if self._pool is None and not self._no_pool:
                 try:
@@ -334,6 +337,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         source = questions_file if questions_file is not None else getattr(questions, "path", None)
         self._questions_file = None if source is None else str(source)
         self._paths.clear()
+        self._no_pool = len({q.file_name for q in questions}) < _POOL_MIN_IMAGES
         if self.setting is not None:
             questions = [q if q.setting == self.setting else q.with_setting(self.setting) for q in questions]
         try:
