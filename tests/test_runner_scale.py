@@ -161,7 +161,7 @@ sys.stdin.read()
 
 
 def test_a_stopped_server_among_three_costs_little(tmp_path, images):
-    qs = _questions(240)
+    qs = _questions(360)
     proc = subprocess.Popen([sys.executable, "-c", SERVER_PROCESS], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
     try:

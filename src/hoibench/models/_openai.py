@@ -384,7 +384,7 @@ class _OpenAISession(ChatSession):
         released = False
         try:
             while True:
-                stall = max(1.0, 8 * self._latency) if self._latency else None
+                stall = max(0.5, 4 * self._latency) if self._latency else None
                 done, _ = await asyncio.wait({task}, timeout=stall)
                 if done:
                     break
