@@ -85,8 +85,19 @@ def test_backend_builds_inputs_and_returns_only_new_tokens():
     assert model.kwargs[-1] == {"max_new_tokens": 512, "do_sample": True, "temperature": 0.7, "top_p": 0.9}
 
 
-def _tiny_qwen2_vl(monkeypatch):
+def _byte_tokenizer(specials):
+    """A byte-level tokenizer with no merges (every byte a token) and the given special tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(specials)
+    return tok
+
+
+def _tiny_qwen2_vl(monkeypatch):
     from transformers import (
         PreTrainedTokenizerFast,
         Qwen2VLConfig,
@@ -102,11 +113,7 @@ def _tiny_qwen2_vl(monkeypatch):
 
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                 "<|image_pad|>", "<|video_pad|>"]
-    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens(specials)
+    tok = _byte_tokenizer(specials)
     template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% for c in m['content'] %}"
                 "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
                 "{% else %}{{ c['text'] }}{% endif %}{% endfor %}<|im_end|>\n{% endfor %}"
@@ -184,7 +191,6 @@ def _save_tiny_llava(folder):
     ``Qwen2VLVideoProcessor requires the Torchvision library``, and ``save_pretrained`` of a
     processor without it fails), while LLaVA's PIL image processor needs none."""
     import transformers
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import (
         LlavaConfig,
         LlavaForConditionalGeneration,
@@ -193,11 +199,7 @@ def _save_tiny_llava(folder):
     )
 
     specials = ["<pad>", "<s>", "</s>", "<|image|>"]  # the prompts themselves say "<image>"
-    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens(specials)
+    tok = _byte_tokenizer(specials)
     template = ("{% for m in messages %}{{ m['role'] }}: {% for c in m['content'] %}{% if c['type'] == 'image' %}"
                 "<|image|>{% else %}{{ c['text'] }}{% endif %}{% endfor %}\n{% endfor %}"
                 "{% if add_generation_prompt %}assistant: {% endif %}")
