@@ -85,8 +85,19 @@ def test_backend_builds_inputs_and_returns_only_new_tokens():
     assert model.kwargs[-1] == {"max_new_tokens": 512, "do_sample": True, "temperature": 0.7, "top_p": 0.9}
 
 
-def _tiny_qwen2_vl(monkeypatch):
+def _byte_tokenizer(specials):
+    """A byte-level tokenizer with no merges (every byte a token) and the given special tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(specials)
+    return tok
+
+
+def _tiny_qwen2_vl(monkeypatch):
     from transformers import (
         PreTrainedTokenizerFast,
         Qwen2VLConfig,
@@ -102,11 +113,7 @@ def _tiny_qwen2_vl(monkeypatch):
 
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                 "<|image_pad|>", "<|video_pad|>"]
-    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens(specials)
+    tok = _byte_tokenizer(specials)
     template = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% for c in m['content'] %}"
                 "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
                 "{% else %}{{ c['text'] }}{% endif %}{% endfor %}<|im_end|>\n{% endfor %}"
@@ -175,3 +182,64 @@ def test_tiny_qwen2_vl_end_to_end(tmp_path, monkeypatch):
     assert inputs["image_grid_thw"].tolist() == [[1, 84 // 14, 140 // 14]]
     direct = model.generate(**inputs, max_new_tokens=1, do_sample=False)
     assert processor.batch_decode(direct[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True) == ["B"]
+
+
+def _save_tiny_llava(folder):
+    """A tiny random LLaVA (CLIP vision tower, Llama text model) and its processor saved to disk:
+    the ``from_pretrained`` path of the backend. LLaVA, not Qwen2-VL: transformers 5 builds every
+    Qwen2-VL processor with a video processor that needs torchvision (``AutoProcessor`` raises
+    ``Qwen2VLVideoProcessor requires the Torchvision library``, and ``save_pretrained`` of a
+    processor without it fails), while LLaVA's PIL image processor needs none."""
+    import transformers
+    from transformers import (
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+        PreTrainedTokenizerFast,
+    )
+
+    specials = ["<pad>", "<s>", "</s>", "<|image|>"]  # the prompts themselves say "<image>"
+    tok = _byte_tokenizer(specials)
+    template = ("{% for m in messages %}{{ m['role'] }}: {% for c in m['content'] %}{% if c['type'] == 'image' %}"
+                "<|image|>{% else %}{{ c['text'] }}{% endif %}{% endfor %}\n{% endfor %}"
+                "{% if add_generation_prompt %}assistant: {% endif %}")
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="</s>", pad_token="<pad>", bos_token="<s>",
+                                   chat_template=template)
+    image_processor = getattr(transformers, "CLIPImageProcessorPil", transformers.CLIPImageProcessor)
+    processor = LlavaProcessor(image_processor=image_processor(size={"shortest_edge": 28},
+                                                               crop_size={"height": 28, "width": 28}),
+                               tokenizer=fast, patch_size=14, chat_template=template, image_token="<|image|>",
+                               vision_feature_select_strategy="default", num_additional_image_tokens=1)
+    ids = {t: fast.convert_tokens_to_ids(t) for t in specials}
+    config = LlavaConfig(
+        vision_config={"model_type": "clip_vision_model", "hidden_size": 16, "intermediate_size": 32,
+                       "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 28, "patch_size": 14},
+        text_config={"model_type": "llama", "vocab_size": len(fast), "hidden_size": 16, "intermediate_size": 32,
+                     "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+                     "pad_token_id": ids["<pad>"], "eos_token_id": ids["</s>"], "bos_token_id": ids["<s>"]},
+        image_token_id=ids["<|image|>"], vision_feature_layer=-1, vision_feature_select_strategy="default")
+    torch.manual_seed(0)
+    LlavaForConditionalGeneration(config).eval().save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
+
+
+def test_loads_a_model_and_processor_saved_to_disk(tmp_path):
+    from hoibench.models import make_backend
+
+    folder = _save_tiny_llava(tmp_path / "tiny-llava")
+    img_dir = tmp_path / "img"
+    img_dir.mkdir()
+    Image.new("RGB", (40, 30), (10, 200, 30)).save(img_dir / "a.jpg")
+    qs = [MCQuestion(id=f"q{i}", file_name="a.jpg", setting=1,
+                     choices=(Choice("hold a/an cup"), Choice("wash a/an cup")), correct=frozenset({0}))
+          for i in range(2)]
+    backend = make_backend("transformers", model=str(folder), batch_size=2, processor_kwargs={"backend": "pil"})
+    assert backend.fingerprint()["processor_kwargs"] == {"backend": "pil"}
+    summary = MCQRunner(backend, images=img_dir, model="tiny-llava", progress=False,
+                        params=GenerationParams(max_tokens=2)).run(qs, tmp_path / "answers.jsonl")
+    assert summary.ok + summary.parse_error == 2 and summary.error == 0
+    assert type(backend._model).__name__ == "LlavaForConditionalGeneration"
+    assert type(backend._processor).__name__ == "LlavaProcessor"
+    raws = [a.raw for a in read_answers(tmp_path / "answers.jsonl")]
+    assert len(raws) == 2 and raws[0] is not None

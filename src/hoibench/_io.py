@@ -22,6 +22,11 @@ from typing import IO, Any
 
 import orjson
 
+try:  # POSIX; elsewhere exclusive_lock does not lock
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
 from hoibench._exceptions import ConfigError, FormatError, MissingExtraError
 
 __all__ = [
@@ -33,6 +38,7 @@ __all__ = [
     "csv_text",
     "dumps_json",
     "ensure_dir",
+    "exclusive_lock",
     "read_bytes",
     "read_json",
     "read_mat",
@@ -328,3 +334,40 @@ def _normalise(parts: Iterable[str]) -> list[str] | None:
         elif part not in ("", "."):
             kept.append(part)
     return kept
+
+
+@contextlib.contextmanager
+def exclusive_lock(target: PathLike, *, what: str) -> Iterator[Path]:
+    """Hold ``TARGET.lock`` (an ``flock`` on a file beside the target) for the ``with`` block, so
+    that two processes never write ``target`` at once; a second one stops at once with one line
+    naming the holder's pid. The lock file is removed on release (a stale file left by a killed
+    process holds no lock and is reused)."""
+    lock = Path(str(target) + ".lock")
+    if fcntl is None:  # pragma: no cover - Windows
+        yield lock
+        return
+    ensure_dir(lock.parent, for_path=target)
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise ConfigError(f"{target}: another {what} is using it (pid {holder}, lock file {lock}); "
+                              "wait for it to finish or choose another path") from None
+        try:  # the holder before us may have removed the file we opened: lock the new one
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield lock
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)

@@ -18,6 +18,7 @@ __all__ = ["mcq"]
     "analyze": "hoibench.cli.mcq_run:analyze",
     "compare": "hoibench.cli.mcq_compare:compare",
     "export": "hoibench.cli.mcq_export:export",
+    "merge": "hoibench.cli.mcq_merge:merge",
 })
 def mcq() -> None:
     """Multiple-choice HOI benchmark: build questions, run VLMs, score answers."""

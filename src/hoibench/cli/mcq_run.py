@@ -32,9 +32,25 @@ def _file_id(path: str) -> str:
 @click.option("--backend", type=click.Choice(["openai", "vllm", "transformers"]), default="openai",
               show_default=True)
 @click.option("--base-url", "base_urls", multiple=True, default=("http://127.0.0.1:8000/v1",),
-              show_default=True, help="OpenAI-compatible server; repeat to spread requests round-robin.")
+              show_default=True, help="OpenAI-compatible server (one data-parallel server or router is "
+                                      "simplest); repeat for several: each request goes to the one "
+                                      "with the fewest outstanding, failing servers are skipped.")
 @click.option("--concurrency", type=int, default=16, show_default=True, help="Requests in flight (openai).")
 @click.option("--batch-size", type=int, default=32, show_default=True, help="Batch size (vllm, transformers).")
+@click.option("--engine-kwargs", default=None, metavar="JSON",
+              help="Offline engine options: vllm.LLM keywords for --backend vllm (e.g. "
+                   "'{\"tensor_parallel_size\": 2, \"max_model_len\": 8192, \"limit_mm_per_prompt\": "
+                   "{\"image\": 1}, \"gpu_memory_utilization\": 0.9}'), from_pretrained keywords for "
+                   "--backend transformers. Part of the cache key.")
+@click.option("--min-pixels", type=click.IntRange(min=1), default=None,
+              help="Qwen2.5 frame: fewest pixels of the image sent (default the processor's 3136); "
+                   "also set on the transformers processor.")
+@click.option("--max-pixels", type=click.IntRange(min=1), default=None,
+              help="Qwen2.5 frame: most pixels of the image sent (default the processor's 12845056); "
+                   "also set on the transformers processor.")
+@click.option("--shard", default=None, metavar="I/N",
+              help="Only shard I of N of the questions (by image; runs on N machines), each with its "
+                   "own --out and cache; join them with `hoibench mcq merge`.")
 @click.option("--extra-body", default=None, metavar="JSON",
               help="Extra JSON fields for every request (openai), e.g. '{\"top_k\": 1}'.")
 @click.option("--setting", type=click.Choice(["1", "2", "3"]), default=None,
@@ -60,7 +76,9 @@ def _file_id(path: str) -> str:
 @click.option("--max-tokens", type=int, default=512, show_default=True)
 @click.option("--temperature", type=float, default=0.0, show_default=True)
 @click.option("--max-retries", type=int, default=5, show_default=True)
-@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per request (openai).")
+@click.option("--timeout", type=float, default=600.0, show_default=True,
+              help="Seconds one attempt may take in all, connect to last byte (openai); then it is "
+                   "retried, on another server when there is one.")
 @click.option("--iou-threshold", type=float, default=0.5, show_default=True)
 @click.option("--strict-iou", is_flag=True, help="IoU > threshold (released code) instead of >= (paper).")
 @click.option("--strict-detection-parser", is_flag=True, help="Only fenced ```json blocks (released code).")
@@ -72,19 +90,31 @@ def _file_id(path: str) -> str:
 @click.option("--no-progress", is_flag=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def run(questions_path: str, images: str, follow_symlinks: bool, model: str, backend: str, base_urls: tuple[str, ...],
-        concurrency: int, batch_size: int, extra_body: str | None, setting: str | None, box_convention: str,
+        concurrency: int, batch_size: int, engine_kwargs: str | None, min_pixels: int | None,
+        max_pixels: int | None, shard: str | None, extra_body: str | None, setting: str | None, box_convention: str,
         detections: str | None, limit: int | None, out: str, cache: str | None, template: str,
         answer_format: str, seed: int, permutation: int, n_orders: int, max_tokens: int,
         temperature: float,
         max_retries: int, timeout: float, iou_threshold: float, strict_iou: bool,
         strict_detection_parser: bool, box_shift: float, overwrite: bool, no_progress: bool,
         as_json: bool) -> None:
-    """Answer multiple-choice HOI questions with a VLM; resumable, every response cached."""
+    """Answer multiple-choice HOI questions with a VLM; resumable, every response cached.
+
+    Exits 1 when any question failed (the first cause and the count on stderr; a re-run asks
+    them again), 2 on bad input or when no server answers at all."""
     from hoibench._exceptions import ConfigError
     from hoibench.formats import read_questions
-    from hoibench.models import CachedBackend, GenerationParams, make_backend
+    from hoibench.models import CachedBackend, GenerationParams, ResponseCache, make_backend
     from hoibench.runners import MCQRunner
-    from hoibench.runners.mcq import load_detections
+    from hoibench.runners.mcq import (
+        QWEN_MAX_PIXELS,
+        QWEN_MIN_PIXELS,
+        FrameCache,
+        load_detections,
+        parse_shard,
+        resolve_box_convention,
+        shard_questions,
+    )
 
     if limit is not None and limit < 0:
         raise ConfigError(f"--limit must be >= 0; got {limit}")
@@ -98,30 +128,41 @@ def run(questions_path: str, images: str, follow_symlinks: bool, model: str, bac
         qlist = [q if q.setting == s else q.with_setting(s) for q in qlist if q.setting in want]
         if not qlist:
             raise ConfigError(f"{questions_path}: no questions of setting {' or '.join(map(str, want))}")
+    shard_header: dict[str, str] = {}
+    if shard is not None:
+        index, count = parse_shard(shard)
+        qlist = shard_questions(qlist, index, count)
+        shard_header = {"shard": f"{index}/{count}"}
     if limit is not None:
         qlist = qlist[:limit]
     if template == "crosshoi" and any(q.label_space == "swig-hoi" for q in qlist):
         err_console.print("note: SWiG-HOI questions ask about human-human interactions; the released "
                           "code words them differently: --template crosshoi-swig")
-    extra = None
-    if extra_body is not None:
-        import json
-
-        try:
-            extra = json.loads(extra_body)
-        except ValueError as exc:
-            raise ConfigError(f"--extra-body must be a JSON object; got {extra_body!r} ({exc})") from None
-        if not isinstance(extra, dict):
-            raise ConfigError(f"--extra-body must be a JSON object; got {extra_body!r}")
-        if backend != "openai":
-            raise ConfigError("--extra-body is only used with --backend openai")
+    extra = _json_object("--extra-body", extra_body)
+    if extra is not None and backend != "openai":
+        raise ConfigError("--extra-body is only used with --backend openai")
+    engine = _json_object("--engine-kwargs", engine_kwargs)
+    if engine is not None and backend == "openai":
+        raise ConfigError("--engine-kwargs is only used with --backend vllm or transformers")
+    px_min = QWEN_MIN_PIXELS if min_pixels is None else min_pixels
+    px_max = QWEN_MAX_PIXELS if max_pixels is None else max_pixels
+    if px_min > px_max:
+        raise ConfigError(f"--min-pixels ({px_min}) must not exceed --max-pixels ({px_max})")
     if backend == "openai":
         inner = make_backend("openai", model=model, base_urls=base_urls, concurrency=concurrency,
                              max_retries=max_retries, timeout=timeout, extra_body=extra)
+    elif backend == "vllm":
+        inner = make_backend("vllm", model=model, batch_size=batch_size, engine_kwargs=engine)
     else:
-        inner = make_backend(backend, model=model, batch_size=batch_size)
+        # the processor resizes as the box frame assumes (Qwen2.5: smart_resize within the bounds)
+        pixels = ({"min_pixels": px_min, "max_pixels": px_max}
+                  if resolve_box_convention(box_convention, model) == "qwen2.5"
+                  and (min_pixels is not None or max_pixels is not None) else None)
+        inner = make_backend("transformers", model=model, batch_size=batch_size, model_kwargs=engine,
+                             processor_kwargs=pixels)
     cache_path = cache if cache is not None else str(out) + ".cache.sqlite"
-    cached = CachedBackend(inner, cache_path)
+    cached = CachedBackend(inner, ResponseCache(cache_path, exclusive=True))
+    frames = FrameCache()
     dets = load_detections(detections) if detections else None
     orders = list(range(permutation, permutation + n_orders))
     outs = [out] if n_orders == 1 else [_order_path(out, k) for k in orders]
@@ -135,19 +176,44 @@ def run(questions_path: str, images: str, follow_symlinks: bool, model: str, bac
                 detections=dets, detections_id=_file_id(detections) if detections else None,
                 iou_threshold=iou_threshold, strict_iou=strict_iou,
                 strict_detection_parser=strict_detection_parser, box_shift=box_shift,
-                progress=not no_progress,
-                extra_header={"questions": _file_id(questions_path)})
+                min_pixels=px_min, max_pixels=px_max, progress=not no_progress, frames=frames,
+                extra_header={"questions": _file_id(questions_path), **shard_header})
             summaries.append(runner.run(qlist, order_out, overwrite=overwrite, questions_file=questions_path))
     finally:
         cached.cache.close()
     if as_json:
         echo_json(summaries[0].as_dict() if n_orders == 1 else {"orders": [x.as_dict() for x in summaries]})
-        return
-    for summary in summaries:
-        _print_summary(summary, model, backend)
-    if n_orders > 1:
-        answers = " ".join(f"--answers {o}" for o in outs)
-        console.print(f"position sensitivity: hoibench mcq score --questions {questions_path} {answers}")
+    else:
+        for summary in summaries:
+            _print_summary(summary, model, backend)
+        if n_orders > 1:
+            answers = " ".join(f"--answers {o}" for o in outs)
+            console.print(f"position sensitivity: hoibench mcq score --questions {questions_path} {answers}")
+    failed = [x for x in summaries if x.error]
+    if failed:
+        n = sum(x.error for x in failed)
+        total = sum(x.total for x in summaries)
+        first = next(x.first_error for x in failed if x.first_error)
+        err_console.print(f"error: {n} of {total} questions failed (first: {first}); run the same "
+                          "command again to ask them again", soft_wrap=True, highlight=False, markup=False)
+        raise SystemExit(1)
+
+
+def _json_object(option: str, text: str | None) -> dict[str, Any] | None:
+    """A JSON object given on the command line, or one line naming the option."""
+    if text is None:
+        return None
+    import json
+
+    from hoibench._exceptions import ConfigError
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{option} must be a JSON object; got {text!r} ({exc})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{option} must be a JSON object; got {text!r}")
+    return value
 
 
 def _order_path(out: str, k: int) -> str:
@@ -163,8 +229,15 @@ def _print_summary(summary: Any, model: str, backend: str) -> None:
     for key, label in (("total", "questions"), ("resumed", "kept from an earlier run"),
                        ("ok", "answered"), ("parse_error", "parse failures"),
                        ("no_person_match", "no person matched (setting 3)"), ("error", "errors"),
-                       ("requests", "requests sent"), ("cache_hits", "cache hits")):
-        table.add_row(label, str(getattr(summary, key)))
+                       ("requests", "requests (one per question and stage)"),
+                       ("attempts", "attempts sent (retries included)"), ("retries", "retries"),
+                       ("cache_hits", "cache hits")):
+        value = getattr(summary, key)
+        if value is not None:
+            table.add_row(label, str(value))
+    for srv in summary.servers:
+        table.add_row(f"server {srv['url']}", f"{srv['attempts']} attempts, {srv['failures']} failed, "
+                      f"{srv['wait_seconds']:.1f} s waited")
     table.add_row("seconds", f"{summary.seconds:.1f}")
     table.add_row("answers", summary.out)
     console.print(table)

@@ -9,13 +9,16 @@ and the question builder's negative-filtering judges (:mod:`hoibench.benchmarks.
 
 from hoibench.models._backend import (
     BackendStats,
+    BackendUnavailable,
     ChatBackend,
     ChatMessage,
     ChatRequest,
     ChatResponse,
+    ChatSession,
     GenerationParams,
     ImagePart,
     ScriptedBackend,
+    ServerStats,
     TextPart,
 )
 from hoibench.models._cache import CachedBackend, ResponseCache, request_key
@@ -26,17 +29,20 @@ from hoibench.models._text import format_box, parse_yes_no
 __all__ = [
     "BACKENDS",
     "BackendStats",
+    "BackendUnavailable",
     "CachedBackend",
     "ChatBackend",
     "ChatMessage",
     "ChatRequest",
     "ChatResponse",
+    "ChatSession",
     "GenerationParams",
     "ImagePart",
     "ObjectDetections",
     "ObjectDetector",
     "ResponseCache",
     "ScriptedBackend",
+    "ServerStats",
     "TextPart",
     "clip_box",
     "format_box",

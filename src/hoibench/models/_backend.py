@@ -14,15 +14,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hoibench._exceptions import HOIBenchError
+
 __all__ = [
     "BackendStats",
+    "BackendUnavailable",
     "ChatBackend",
     "ChatMessage",
     "ChatRequest",
     "ChatResponse",
+    "ChatSession",
     "GenerationParams",
     "ImagePart",
     "ScriptedBackend",
+    "ServerStats",
     "TextPart",
 ]
 
@@ -104,12 +109,53 @@ class ChatResponse:
 
 
 @dataclass(frozen=True)
+class ServerStats:
+    """One server's share of a run: ``attempts`` sent to it, ``failures`` among them (errors and
+    timeouts) and ``wait_seconds``, the time requests spent waiting on it (sum over attempts)."""
+
+    url: str
+    attempts: int = 0
+    failures: int = 0
+    wait_seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"url": self.url, "attempts": self.attempts, "failures": self.failures,
+                "wait_seconds": round(self.wait_seconds, 3)}
+
+
+@dataclass(frozen=True)
 class BackendStats:
-    """What a backend has done since it was made: ``requests`` sent to the model (``None`` when
-    the backend does not count them) and ``cache_hits``, answers served without a request."""
+    """What a backend has done since it was made: ``requests`` answered by the model or given up
+    on (``None`` when the backend does not count them), ``attempts`` sent (retries included;
+    ``None`` when not counted), ``cache_hits`` (answers served without a request) and per-server
+    counts."""
 
     requests: int | None = None
     cache_hits: int = 0
+    attempts: int | None = None
+    servers: tuple[ServerStats, ...] = ()
+
+
+class BackendUnavailable(HOIBenchError):
+    """No server can answer (all refused connections or timed out, none answered since): the run
+    stops instead of retrying forever; answers already written are kept for a resume."""
+
+
+class ChatSession(abc.ABC):
+    """A backend opened for streaming inside one event loop: any number of :meth:`complete`
+    calls in flight at once, each answered as soon as its server replies (no batch barrier).
+
+    ``capacity`` is how many requests the session wants in flight (its concurrency)."""
+
+    capacity: int = 1
+
+    @abc.abstractmethod
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        """One response (``error`` set after the session's own retries); raises
+        :class:`BackendUnavailable` when no server can answer at all."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, not abstract
+        """Release connections (the default holds none)."""
 
 
 class ChatBackend(abc.ABC):
@@ -134,6 +180,11 @@ class ChatBackend(abc.ABC):
         """Counts since the backend was made; a backend that does not count says ``requests=None``
         (callers then count what they sent themselves)."""
         return BackendStats()
+
+    def session(self) -> ChatSession | None:
+        """A streaming session for the running event loop, or ``None`` when the backend answers
+        in batches only (offline engines): callers then use :meth:`generate`."""
+        return None
 
 
 class ScriptedBackend(ChatBackend):

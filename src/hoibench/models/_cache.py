@@ -17,12 +17,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hoibench._io import dumps_json
+from hoibench._io import dumps_json, exclusive_lock
 from hoibench.models._backend import (
     BackendStats,
     ChatBackend,
     ChatRequest,
     ChatResponse,
+    ChatSession,
     ImagePart,
     TextPart,
 )
@@ -48,11 +49,18 @@ def request_key(fingerprint: dict[str, Any], request: ChatRequest) -> str:
 
 
 class ResponseCache:
-    """key → response text in one SQLite file (WAL journal; one commit per response)."""
+    """key → response text in one SQLite file (WAL journal; one commit per response).
 
-    def __init__(self, path: str | Path) -> None:
+    ``exclusive=True`` holds ``PATH.lock`` until :meth:`close`: a second process that opens the
+    same cache stops at once with one line (SQLite's WAL needs shared memory, so a cache must not
+    be shared across machines either: give each shard its own)."""
+
+    def __init__(self, path: str | Path, *, exclusive: bool = False) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._held = exclusive_lock(self.path, what="hoibench run (response cache)") if exclusive else None
+        if self._held is not None:
+            self._held.__enter__()
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -86,6 +94,9 @@ class ResponseCache:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        if self._held is not None:
+            held, self._held = self._held, None
+            held.__exit__(None, None, None)
 
     def __enter__(self) -> ResponseCache:
         return self
@@ -113,7 +124,24 @@ class CachedBackend(ChatBackend):
         return self.backend.fingerprint()
 
     def stats(self) -> BackendStats:
-        return BackendStats(requests=self.misses, cache_hits=self.hits)
+        inner = self.backend.stats()
+        return BackendStats(requests=self.misses, cache_hits=self.hits, attempts=inner.attempts,
+                            servers=inner.servers)
+
+    def session(self) -> ChatSession | None:
+        inner = self.backend.session()
+        return None if inner is None else _CachedSession(self, inner)
+
+    def _lookup(self, request: ChatRequest) -> tuple[str | None, ChatResponse | None]:
+        """The request's cache key (``None``: not cacheable) and its cached response, if any."""
+        if not _deterministic(request):
+            return None, None
+        key = request_key(self.backend.fingerprint(), request)
+        text = self.cache.get(key)
+        if text is None:
+            return key, None
+        self.hits += 1
+        return key, ChatResponse(text, meta={**request.meta, "cached": True})
 
     def generate(self, requests: Sequence[ChatRequest],
                  on_response: Callable[[int, ChatResponse], None] | None = None) -> list[ChatResponse]:
@@ -144,3 +172,26 @@ class CachedBackend(ChatBackend):
 
             self.backend.generate([requests[i] for i in todo], store)
         return [r if r is not None else ChatResponse(None, error="no response") for r in out]
+
+
+class _CachedSession(ChatSession):
+    """:class:`CachedBackend` streaming: a hit answers at once, a miss goes to the inner session
+    and is stored the moment it arrives (errors never)."""
+
+    def __init__(self, owner: CachedBackend, inner: ChatSession) -> None:
+        self.owner = owner
+        self.inner = inner
+        self.capacity = inner.capacity
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        key, hit = self.owner._lookup(request)
+        if hit is not None:
+            return hit
+        self.owner.misses += 1
+        resp = await self.inner.complete(request)
+        if key is not None and resp.ok:
+            self.owner.cache.put(key, resp.text)  # type: ignore[arg-type]
+        return resp
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

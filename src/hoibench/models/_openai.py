@@ -1,35 +1,47 @@
-"""Any OpenAI-compatible chat server (``vllm serve``, SGLang, hosted APIs) through the ``openai``
-client: bounded concurrency, retries with exponential backoff on 429/5xx/timeouts/connection
-errors, and several base URLs used round-robin (one server per GPU or node scales a run out).
+"""Any OpenAI-compatible chat server (``vllm serve``, SGLang, hosted APIs) over ``httpx``: one
+long-lived client per server (one SSL context for all), each request routed to the server with
+the fewest requests outstanding, a circuit breaker per server (consecutive failures open it for a
+backoff period, one half-open probe closes it again), ``Retry-After`` honoured, backoff waits
+that hold no concurrency slot, and ``timeout`` as a total deadline per attempt (connect to last
+byte). Several base URLs scale a run out (one server per GPU or node); one URL of a
+data-parallel server or router is the simplest.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import os
 import random
+import ssl
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from hoibench._exceptions import ConfigError, MissingExtraError
 from hoibench.models._backend import (
+    BackendStats,
+    BackendUnavailable,
     ChatBackend,
     ChatMessage,
     ChatRequest,
     ChatResponse,
+    ChatSession,
     ImagePart,
+    ServerStats,
     TextPart,
 )
 
 __all__ = ["OpenAIBackend", "openai_messages"]
 
 
-def _image_url(part: ImagePart, memo: dict[int, str]) -> str:
-    key = id(part)
+def _image_url(part: ImagePart, memo: dict[Any, str]) -> str:
+    key = part.digest or id(part)
     url = memo.get(key)
     if url is None:
         url = f"data:{part.mime};base64,{base64.b64encode(part.read_bytes()).decode('ascii')}"
@@ -37,7 +49,7 @@ def _image_url(part: ImagePart, memo: dict[int, str]) -> str:
     return url
 
 
-def openai_messages(messages: Sequence[ChatMessage], memo: dict[int, str] | None = None
+def openai_messages(messages: Sequence[ChatMessage], memo: dict[Any, str] | None = None
                     ) -> list[dict[str, Any]]:
     """Chat messages in the OpenAI format; images as base64 data URLs (image first, as sent)."""
     memo = {} if memo is None else memo
@@ -53,13 +65,86 @@ def openai_messages(messages: Sequence[ChatMessage], memo: dict[int, str] | None
     return out
 
 
+class _Retry(Exception):
+    """An attempt that may succeed elsewhere or later: ``down`` when the server is unreachable
+    (connection refused; a hung server only opens its circuit), ``after`` a server-given wait."""
+
+    def __init__(self, message: str, *, down: bool = False, after: float | None = None) -> None:
+        super().__init__(message)
+        self.down = down
+        self.after = after
+
+
+class _Fatal(Exception):
+    """An attempt that no retry can fix (a 4xx other than 408/409/429, a malformed body)."""
+
+
 def _reply_text(content: bytes) -> str:
-    """The assistant text of a chat-completion response body ("" when the server sent none)."""
-    data = orjson.loads(content)
+    """The assistant text of a chat-completion response body; ``content: null`` (or a missing
+    message) is a failed attempt to retry, never an empty answer to cache."""
+    try:
+        data = orjson.loads(content)
+    except orjson.JSONDecodeError as exc:
+        raise _Fatal(f"the response is not JSON: {content[:200]!r}") from exc
     choices = data.get("choices") if isinstance(data, dict) else None
-    if not choices:
-        raise ValueError(f"no choices in the response: {content[:200]!r}")
-    return choices[0].get("message", {}).get("content") or ""
+    if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+        raise _Fatal(f"no choices in the response: {content[:200]!r}")
+    message = choices[0].get("message")
+    text = message.get("content") if isinstance(message, dict) else None
+    if text is None:
+        raise _Retry(f"the server sent no content (content: null): {content[:200]!r}")
+    if not isinstance(text, str):
+        raise _Fatal(f"content is not a string: {content[:200]!r}")
+    return text
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds of a ``Retry-After`` header (delta-seconds only; HTTP dates are ignored)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    """Retrieve a cancelled attempt's outcome (no "exception was never retrieved" noise)."""
+    if not task.cancelled():
+        task.exception()
+
+
+@functools.lru_cache(maxsize=1)
+def _ssl_context() -> ssl.SSLContext:
+    """One SSL context (certificate store loaded once, ~50 ms) for every client of the process."""
+    return ssl.create_default_context()
+
+
+@dataclass
+class _Server:
+    """A server's live state: requests outstanding, counts, and its circuit."""
+
+    url: str
+    clients: list[Any]  # long-lived connection pools of this server (small: see the session)
+    outstanding: int = 0
+    attempts: int = 0
+    failures: int = 0
+    wait: float = 0.0
+    consecutive: int = 0  # failures in a row
+    open_until: float = 0.0  # circuit open (no requests) until this monotonic time
+    opened: int = 0  # times opened in a row (the backoff doubles)
+    probing: bool = False  # a half-open probe is in flight
+    last_down: bool = False  # the last failure was a refused connection or a timeout
+    ever_ok: bool = False
+
+    turn: int = 0
+
+    def stats(self) -> ServerStats:
+        return ServerStats(self.url, self.attempts, self.failures, self.wait)
+
+    def client(self) -> Any:
+        self.turn = (self.turn + 1) % len(self.clients)
+        return self.clients[self.turn]
 
 
 class OpenAIBackend(ChatBackend):
@@ -70,14 +155,20 @@ class OpenAIBackend(ChatBackend):
     model:
         Model name as the server knows it.
     base_urls:
-        One or more ``http://host:port/v1`` URLs; requests (and their retries) go round-robin.
+        One or more ``http://host:port/v1`` URLs. Each request goes to the server with the fewest
+        requests outstanding; a retry goes to another server when there is one.
     concurrency:
-        Requests in flight at once, over all servers.
+        Requests in flight at once, over all servers (a backoff wait holds no slot).
     max_retries, backoff, max_backoff:
-        Retries of a failed request (429, 5xx, timeout, connection error) with exponential
-        backoff ``backoff * 2**attempt`` (jittered, capped at ``max_backoff`` seconds).
+        Retries of a failed attempt (429, 408/409, 5xx, timeout, connection error, a reply with
+        no content) with exponential backoff ``backoff * 2**attempt`` (jittered, capped at
+        ``max_backoff`` seconds); a ``Retry-After`` header sets the wait instead.
     timeout:
-        Seconds before a request counts as hung (then it is retried).
+        Seconds one attempt may take in all, connect to last byte (a server that trickles its
+        reply is cut here); then the attempt counts as hung and is retried.
+    failure_threshold:
+        Consecutive failures that open a server's circuit: no requests go to it for a backoff
+        period (doubling up to ``max_backoff``), then one probe request decides.
     api_key:
         Defaults to ``$OPENAI_API_KEY``, else ``"EMPTY"`` (what local vLLM/SGLang servers accept).
     extra_body:
@@ -86,12 +177,11 @@ class OpenAIBackend(ChatBackend):
     """
 
     name = "openai"
-    connections_per_pool = 8
 
     def __init__(self, *, model: str, base_urls: Sequence[str] = ("http://127.0.0.1:8000/v1",),
                  concurrency: int = 16, max_retries: int = 5, backoff: float = 1.0,
-                 max_backoff: float = 60.0, timeout: float = 600.0, api_key: str | None = None,
-                 extra_body: Mapping[str, Any] | None = None) -> None:
+                 max_backoff: float = 60.0, timeout: float = 600.0, failure_threshold: int = 3,
+                 api_key: str | None = None, extra_body: Mapping[str, Any] | None = None) -> None:
         if not base_urls:
             raise ConfigError("base_urls must name at least one server")
         if concurrency < 1:
@@ -100,6 +190,8 @@ class OpenAIBackend(ChatBackend):
             raise ConfigError(f"max_retries must be >= 0; got {max_retries}")
         if timeout <= 0:
             raise ConfigError(f"timeout must be > 0; got {timeout}")
+        if failure_threshold < 1:
+            raise ConfigError(f"failure_threshold must be >= 1; got {failure_threshold}")
         self.model = model
         self.base_urls = tuple(u.rstrip("/") for u in base_urls)
         self.concurrency = concurrency
@@ -107,13 +199,27 @@ class OpenAIBackend(ChatBackend):
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.timeout = timeout
+        self.failure_threshold = failure_threshold
         self.api_key = api_key
         self.extra_body = dict(extra_body or {})
-        self.attempts = 0  # requests sent, retries included
+        self.requests = 0  # requests finished (answered or given up on)
+        self.attempts = 0  # attempts sent, retries included
+        self._servers: dict[str, ServerStats] = {u: ServerStats(u) for u in self.base_urls}
 
     def fingerprint(self) -> dict[str, Any]:
         # base URLs are left out on purpose: scaling out must not invalidate the cache
         return {"backend": "openai", "model": self.model, "extra_body": self.extra_body}
+
+    def stats(self) -> BackendStats:
+        return BackendStats(requests=self.requests, attempts=self.attempts,
+                            servers=tuple(self._servers.values()))
+
+    def session(self) -> _OpenAISession:
+        try:
+            import httpx
+        except ImportError as exc:  # pragma: no cover - httpx comes with the base install
+            raise MissingExtraError("httpx", "openai", "the OpenAI-compatible backend") from exc
+        return _OpenAISession(self, httpx)
 
     def generate(self, requests: Sequence[ChatRequest],
                  on_response: Callable[[int, ChatResponse], None] | None = None) -> list[ChatResponse]:
@@ -130,67 +236,223 @@ class OpenAIBackend(ChatBackend):
 
     async def _generate(self, requests: Sequence[ChatRequest],
                         on_response: Callable[[int, ChatResponse], None] | None) -> list[ChatResponse]:
-        try:
-            import httpx
-            import openai
-        except ImportError as exc:
-            raise MissingExtraError("openai", "openai", "the OpenAI-compatible backend") from exc
-        key = self.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        # httpx's pool scans all its connections on every request; several small pools (one per
-        # CONNECTIONS_PER_POOL requests in flight) keep that cheap at high concurrency
-        n_pools = max(1, -(-self.concurrency // self.connections_per_pool))
-        per_pool = -(-self.concurrency // n_pools)
-        limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
-        # interleaved by server, so that consecutive attempts (a retry) go to different servers
-        clients = [openai.AsyncOpenAI(base_url=u, api_key=key, max_retries=0, timeout=self.timeout,
-                                      http_client=httpx.AsyncClient(limits=limits, timeout=self.timeout))
-                   for _ in range(n_pools) for u in self.base_urls]
-        retryable = (openai.RateLimitError, openai.InternalServerError, openai.APITimeoutError,
-                     openai.APIConnectionError, openai.ConflictError)
-        sem = asyncio.Semaphore(self.concurrency)
-        memo: dict[int, str] = {}
-        rng = random.Random()
-        counter = [0]
+        session = self.session()
         out: list[ChatResponse | None] = [None] * len(requests)
 
         async def one(i: int, req: ChatRequest) -> None:
-            params = req.params
-            payload = {"model": self.model, "messages": openai_messages(req.messages, memo),
-                       "max_tokens": params.max_tokens, "temperature": params.temperature,
-                       "top_p": params.top_p, **({"seed": params.seed} if params.seed is not None else {}),
-                       **self.extra_body}
-            last = ""
-            async with sem:
-                for attempt in range(self.max_retries + 1):
-                    client = clients[counter[0] % len(clients)]
-                    counter[0] += 1
-                    self.attempts += 1
-                    try:
-                        # the client's low-level post: its auth, base URL, timeouts and typed
-                        # errors, without re-validating our already well-formed body per request
-                        raw = await client.post("/chat/completions", body=payload,
-                                                cast_to=httpx.Response)
-                        text = _reply_text(raw.content)
-                        result = ChatResponse(text, meta={**req.meta, "attempts": attempt + 1})
-                        break
-                    except retryable as exc:
-                        last = f"{type(exc).__name__}: {exc}"
-                        if attempt == self.max_retries:
-                            result = ChatResponse(None, error=f"gave up after {attempt + 1} attempts; "
-                                                  f"last: {last}", meta=dict(req.meta))
-                            break
-                        delay = min(self.max_backoff, self.backoff * 2 ** attempt)
-                        await asyncio.sleep(delay * (0.5 + rng.random() / 2))
-                    except (openai.APIError, ValueError) as exc:  # 4xx or a malformed body: no retry
-                        result = ChatResponse(None, error=f"{type(exc).__name__}: {exc}", meta=dict(req.meta))
-                        break
-            out[i] = result
+            out[i] = await session.complete(req)
             if on_response is not None:
-                on_response(i, result)
+                on_response(i, out[i])  # type: ignore[arg-type]
 
         try:
             await asyncio.gather(*(one(i, r) for i, r in enumerate(requests)))
         finally:
-            for c in clients:
-                await c.close()
+            await session.aclose()
         return [r if r is not None else ChatResponse(None, error="no response") for r in out]
+
+
+class _OpenAISession(ChatSession):
+    """The backend opened in one event loop: clients, routing, circuits and the slot semaphore."""
+
+    connections_per_pool = 8
+
+    def __init__(self, backend: OpenAIBackend, httpx: Any) -> None:
+        self.b = backend
+        self.capacity = backend.concurrency
+        self._httpx = httpx
+        key = backend.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        # httpx's pool scans all its connections on every request start and finish: several small
+        # pools per server (8 connections each, made once per session, one SSL context for all)
+        # keep that cheap at high concurrency; together they have room for every slot on any one
+        # server (the others may be down) and for attempts whose slot was given back (stalled)
+        n_pools = max(1, -(-backend.concurrency // self.connections_per_pool))
+        per_pool = -(-2 * backend.concurrency // n_pools)
+        limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
+        timeout = httpx.Timeout(backend.timeout)
+        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+        self.servers = [_Server(u, [httpx.AsyncClient(base_url=u, headers=headers, limits=limits, timeout=timeout,
+                                                      verify=_ssl_context()) for _ in range(n_pools)])
+                        for u in backend.base_urls]
+        for s in self.servers:  # counts carry on from earlier sessions of the same backend
+            old = backend._servers.get(s.url)
+            if old is not None:
+                s.attempts, s.failures, s.wait = old.attempts, old.failures, old.wait_seconds
+        self._slots = asyncio.Semaphore(backend.concurrency)
+        self._rng = random.Random()
+        self._turn = 0
+        self._last_ok = time.monotonic()
+        self._latency = 0.0  # moving average of successful attempts, for stall detection
+        # data URLs of the images in recent requests (questions of one image are sent together)
+        self._memo: dict[Any, str] = {}
+
+    async def aclose(self) -> None:
+        for s in self.servers:
+            for c in s.clients:
+                await c.aclose()
+
+    # ------------------------------------------------------------------ routing
+    def _choose(self, avoid: set[str]) -> _Server | None:
+        """The server for the next attempt: a half-open probe when one is due, else the closed
+        circuit with the fewest outstanding requests (``avoid``: servers this request just failed
+        on, used only when nothing else is open); ``None`` when every circuit is open."""
+        now = time.monotonic()
+        n = len(self.servers)
+        self._turn = (self._turn + 1) % n
+        order = [self.servers[(self._turn + k) % n] for k in range(n)]
+        due = [s for s in order if s.open_until and now >= s.open_until and not s.probing]
+        closed = [s for s in order if not s.open_until]
+        probe = [s for s in due if s.url not in avoid] or ([] if closed else due)
+        if probe:
+            probe[0].probing = True
+            return probe[0]
+        if not closed:
+            return None
+        fresh = [s for s in closed if s.url not in avoid] or closed
+        return min(fresh, key=lambda s: s.outstanding)
+
+    def _wait_for_open(self) -> float:
+        now = time.monotonic()
+        due = [s.open_until - now for s in self.servers if s.open_until and not s.probing]
+        return max(0.01, min(due)) if due else 0.05
+
+    def _check_down(self) -> None:
+        """Every circuit open on servers that refuse connections, and no answer for a while (none
+        at all yet, or none for ``max_backoff``): stop the run rather than retry forever."""
+        if not all(s.open_until and s.last_down for s in self.servers):
+            return
+        never = not any(s.ever_ok for s in self.servers)
+        if never or time.monotonic() - self._last_ok > self.b.max_backoff:
+            urls = ", ".join(s.url for s in self.servers)
+            raise BackendUnavailable(f"no server answers ({urls}); last: {self._last_error}")
+
+    _last_error = ""
+
+    def _failed(self, s: _Server, message: str, *, down: bool) -> None:
+        s.failures += 1
+        s.consecutive += 1
+        s.last_down = down
+        self._last_error = message
+        if s.probing or s.consecutive >= self.b.failure_threshold:
+            s.opened += 1
+            period = min(self.b.max_backoff, self.b.backoff * 2 ** (s.opened - 1))
+            s.open_until = time.monotonic() + period * (0.75 + self._rng.random() / 2)
+        s.probing = False
+
+    def _succeeded(self, s: _Server, seconds: float) -> None:
+        s.consecutive = 0
+        s.open_until = 0.0
+        s.opened = 0
+        s.probing = False
+        s.ever_ok = True
+        self._last_ok = time.monotonic()
+        self._latency = seconds if not self._latency else 0.9 * self._latency + 0.1 * seconds
+
+    # ------------------------------------------------------------------ one request
+    def _payload(self, req: ChatRequest) -> bytes:
+        params = req.params
+        payload = {"model": self.b.model, "messages": openai_messages(req.messages, self._memo),
+                   "max_tokens": params.max_tokens, "temperature": params.temperature,
+                   "top_p": params.top_p, **({"seed": params.seed} if params.seed is not None else {}),
+                   **self.b.extra_body}
+        if len(self._memo) > 4 * self.capacity:
+            self._memo.clear()
+        return orjson.dumps(payload)
+
+    async def _post(self, s: _Server, body: bytes) -> str:
+        httpx = self._httpx
+        try:
+            resp = await s.client().post("/chat/completions", content=body)
+        except httpx.ConnectError as exc:
+            raise _Retry(f"ConnectError: {exc} ({s.url})", down=True) from exc
+        except httpx.TimeoutException as exc:
+            raise _Retry(f"{type(exc).__name__}: no reply within {self.b.timeout:g} s ({s.url})") from exc
+        except httpx.TransportError as exc:
+            raise _Retry(f"{type(exc).__name__}: {exc} ({s.url})") from exc
+        code = resp.status_code
+        if code == 200:
+            return _reply_text(resp.content)
+        detail = resp.text[:200]
+        if code == 429 or code in (408, 409) or code >= 500:
+            raise _Retry(f"HTTP {code} from {s.url}: {detail}",
+                         after=_retry_after(resp.headers.get("retry-after")))
+        raise _Fatal(f"HTTP {code} from {s.url}: {detail}")
+
+    async def _attempt(self, s: _Server, body: bytes) -> str:
+        """One attempt within the total deadline; a stalled attempt (far slower than the usual
+        reply) gives its concurrency slot back so that healthy servers stay busy."""
+        task = asyncio.ensure_future(asyncio.wait_for(self._post(s, body), self.b.timeout))
+        released = False
+        try:
+            while True:
+                stall = max(0.5, 4 * self._latency) if self._latency else None
+                done, _ = await asyncio.wait({task}, timeout=stall)
+                if done:
+                    break
+                if not released:
+                    released = True
+                    self._slots.release()
+            try:
+                return task.result()
+            except asyncio.TimeoutError as exc:
+                raise _Retry(f"Timeout: no complete reply within {self.b.timeout:g} s ({s.url})") from exc
+        finally:
+            if not task.done():
+                task.cancel()
+                task.add_done_callback(_consume)
+            if released:
+                await self._slots.acquire()
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        body = self._payload(request)
+        avoid: set[str] = set()
+        last = ""
+        attempt = 0
+        while True:
+            await self._slots.acquire()
+            s = self._choose(avoid)  # chosen with a slot in hand: the health of now, not of the queue
+            if s is None:
+                self._slots.release()
+                self._check_down()
+                await asyncio.sleep(self._wait_for_open())
+                continue
+            s.outstanding += 1
+            s.attempts += 1
+            self.b.attempts += 1
+            t0 = time.perf_counter()
+            err: _Retry | _Fatal | None = None
+            try:
+                text = await self._attempt(s, body)
+            except (_Retry, _Fatal) as exc:
+                err = exc
+            finally:
+                dt = time.perf_counter() - t0
+                s.outstanding -= 1
+                s.wait += dt
+                self._slots.release()
+            self.b._servers[s.url] = s.stats()
+            attempt += 1
+            if err is None:
+                self._succeeded(s, dt)
+                self.b.requests += 1
+                return ChatResponse(text, meta={**request.meta, "attempts": attempt})
+            if isinstance(err, _Fatal):  # the server is up; this request is what fails
+                self._succeeded(s, dt)
+                s.failures += 1
+                self.b._servers[s.url] = s.stats()
+                self.b.requests += 1
+                return ChatResponse(None, error=str(err), meta=dict(request.meta))
+            last = str(err)
+            self._failed(s, last, down=err.down)
+            self.b._servers[s.url] = s.stats()
+            if attempt > self.b.max_retries:
+                self.b.requests += 1
+                return ChatResponse(None, error=f"gave up after {attempt} attempts; last: {last}",
+                                    meta=dict(request.meta))
+            avoid = {s.url}
+            if err.after is not None:  # the server said when: it gets nothing before then
+                s.open_until = max(s.open_until, time.monotonic() + err.after)
+            if any(o is not s and not o.open_until for o in self.servers):
+                continue  # another healthy server takes the retry at once
+            delay = err.after if err.after is not None else min(
+                self.b.max_backoff, self.b.backoff * 2 ** (attempt - 1)) * (0.5 + self._rng.random() / 2)
+            await asyncio.sleep(delay)  # no slot held

@@ -25,12 +25,17 @@ class TransformersBackend(ChatBackend):
         Conversations per ``generate`` call (left padding).
     device, dtype, model_kwargs:
         Where and how to load the model (``dtype="auto"`` keeps the checkpoint's).
+    processor_kwargs:
+        Passed to ``AutoProcessor.from_pretrained``, e.g. Qwen2-VL's ``min_pixels`` and
+        ``max_pixels`` so that the processor resizes images as the runner's box frame assumes;
+        part of the cache key when given.
     """
 
     name = "transformers"
 
     def __init__(self, *, model: str, batch_size: int = 1, device: str | None = None,
                  dtype: str = "auto", model_kwargs: Mapping[str, Any] | None = None,
+                 processor_kwargs: Mapping[str, Any] | None = None,
                  model_obj: Any = None, processor: Any = None) -> None:
         if batch_size < 1:
             raise ConfigError(f"batch_size must be >= 1; got {batch_size}")
@@ -39,12 +44,16 @@ class TransformersBackend(ChatBackend):
         self.device = device
         self.dtype = dtype
         self.model_kwargs = dict(model_kwargs or {})
+        self.processor_kwargs = dict(processor_kwargs or {})
         self._model = model_obj
         self._processor = processor
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "transformers", "model": self.model, "dtype": self.dtype,
-                "model_kwargs": self.model_kwargs}
+        fp = {"backend": "transformers", "model": self.model, "dtype": self.dtype,
+              "model_kwargs": self.model_kwargs}
+        if self.processor_kwargs:  # absent when unset: earlier caches stay valid
+            fp["processor_kwargs"] = self.processor_kwargs
+        return fp
 
     def _load(self) -> tuple[Any, Any]:
         if self._model is None or self._processor is None:
@@ -53,7 +62,7 @@ class TransformersBackend(ChatBackend):
                 from transformers import AutoModelForImageTextToText, AutoProcessor
             except ImportError as exc:
                 raise MissingExtraError("transformers", "transformers", "the transformers backend") from exc
-            self._processor = AutoProcessor.from_pretrained(self.model)
+            self._processor = AutoProcessor.from_pretrained(self.model, **self.processor_kwargs)
             self._model = AutoModelForImageTextToText.from_pretrained(
                 self.model, dtype=self.dtype, **self.model_kwargs)
             if self.device is not None:

@@ -10,10 +10,22 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hoibench._exceptions import ConfigError, MissingExtraError
-from hoibench.models._backend import ChatBackend, ChatRequest, ChatResponse, GenerationParams
+from hoibench.models._backend import (
+    BackendUnavailable,
+    ChatBackend,
+    ChatRequest,
+    ChatResponse,
+    GenerationParams,
+)
 from hoibench.models._openai import openai_messages
 
 __all__ = ["VLLMBackend"]
+
+
+def _engine_dead(exc: BaseException) -> bool:
+    """vLLM's ``EngineDeadError`` (its engine process died: every later call fails too), known by
+    name so that vLLM need not be imported to recognise it."""
+    return any(type(e).__name__ == "EngineDeadError" for e in (exc, exc.__cause__, exc.__context__) if e)
 
 
 class VLLMBackend(ChatBackend):
@@ -67,6 +79,15 @@ class VLLMBackend(ChatBackend):
         return factory(max_tokens=params.max_tokens, temperature=params.temperature,
                        top_p=params.top_p, seed=params.seed)
 
+    def _chat(self, llm: Any, conversations: list[Any], sampling: list[Any]) -> list[Any]:
+        try:
+            return list(llm.chat(conversations, sampling_params=sampling, use_tqdm=False))
+        except Exception as exc:
+            if _engine_dead(exc):  # one line, and the answers already written stay for a resume
+                raise BackendUnavailable(f"the vLLM engine died ({type(exc).__name__}: {exc}); the answers "
+                                         "written so far are kept, run again to resume") from None
+            raise
+
     def generate(self, requests: Sequence[ChatRequest],
                  on_response: Callable[[int, ChatResponse], None] | None = None) -> list[ChatResponse]:
         llm = self._engine()
@@ -77,7 +98,7 @@ class VLLMBackend(ChatBackend):
             conversations = [openai_messages(r.messages, memo) for r in batch]
             sampling = [self._sampling(r.params) for r in batch]
             try:
-                results = llm.chat(conversations, sampling_params=sampling, use_tqdm=False)
+                results = self._chat(llm, conversations, sampling)
                 texts: list[tuple[str | None, str | None]] = [(r.outputs[0].text, None) for r in results]
             except (ValueError, RuntimeError) as exc:
                 if len(batch) == 1:
@@ -86,7 +107,7 @@ class VLLMBackend(ChatBackend):
                     texts = []
                     for conv, sp in zip(conversations, sampling):
                         try:
-                            res = llm.chat([conv], sampling_params=[sp], use_tqdm=False)
+                            res = self._chat(llm, [conv], [sp])
                             texts.append((res[0].outputs[0].text, None))
                         except (ValueError, RuntimeError) as one:
                             texts.append((None, f"{type(one).__name__}: {one}"))

@@ -7,17 +7,29 @@ again), chunking, preparing a chunk's inputs in worker threads while the chunk b
 answered, the progress bar, the final rewrite (one record per item, in item order) and the counts
 of requests and cache hits (from :meth:`~hoibench.models.ChatBackend.stats`).
 
-A chunk is answered in *batches*: the task yields a :class:`Batch` of requests, the loop sends it
-and calls back per response, and the task's generator continues once every response is in (a
-later batch may depend on earlier answers, e.g. a detection before the question). All requests go
-to the backend in :func:`_answer_chunks`; that function is where a streaming pipeline across
-several servers would keep batches of several chunks in flight at once.
+A group of items is answered in *batches*: the task yields a :class:`Batch` of requests, the loop
+sends it and calls back per response, and the task's generator continues once every response of
+that batch is in (a later batch may depend on earlier answers, e.g. a detection before the
+question).
+
+Backends with a streaming session (:meth:`~hoibench.models.ChatBackend.session`, the HTTP
+backend) run as one pipeline without barriers (:func:`_stream`): items are cut into small groups
+(:meth:`ChatTask.group_key`, e.g. the questions of one image), a bounded window of groups is in
+flight at once, each group's inputs are prepared in a worker pool off the event loop, and each
+group moves on to its next batch the moment its own responses are in, whatever the other groups
+do. Offline backends, which batch on the accelerator, get chunks of ``chunk_size`` items
+(:func:`_answer_chunks`).
+
+One run at a time per record file: the loop holds ``PATH.lock`` while it runs, so a second run on
+the same file stops at once with one line instead of interleaving its records.
 """
 
 from __future__ import annotations
 
 import abc
+import asyncio
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -28,8 +40,9 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from hoibench._exceptions import ConfigError, ValidationError
+from hoibench._io import exclusive_lock
 from hoibench._progress import make_progress
-from hoibench.models import ChatBackend, ChatRequest, ChatResponse
+from hoibench.models import ChatBackend, ChatRequest, ChatResponse, ChatSession, ServerStats
 
 __all__ = ["Batch", "ChatTask", "LoopResult", "RecordStore", "run_resumable"]
 
@@ -109,8 +122,13 @@ class ChatTask(abc.ABC, Generic[T, R]):
         """Reject items that cannot run (raise) before the record file is touched."""
 
     def order(self, items: list[T]) -> list[T]:
-        """The order to ask the unanswered items in (chunks are cut from it)."""
+        """The order to ask the unanswered items in (chunks and groups are cut from it)."""
         return items
+
+    def group_key(self, item: T) -> str:
+        """Items next to each other in :meth:`order` with one key form one group of the streaming
+        pipeline (prepared and answered together, e.g. the questions of one image)."""
+        return self.item_id(item)
 
     def prepare(self, chunk: Sequence[T]) -> Mapping[str, Callable[[], Any]]:
         """Inputs of a chunk to build in worker threads, by name (e.g. decoded images); the loop
@@ -129,7 +147,9 @@ class ChatTask(abc.ABC, Generic[T, R]):
 class LoopResult(Generic[R]):
     """What a run did: ``records`` in item order (``None``: no record, e.g. the run stopped),
     ``resumed`` records kept from an earlier run, ``counts`` per status of the final records,
-    ``requests`` sent to the model and ``cache_hits`` answered without one."""
+    ``requests`` that went to the model, ``attempts`` sent for them (retries included; ``None``
+    when the backend does not count), ``cache_hits`` answered without a request, and per-server
+    counts of this run."""
 
     records: list[R | None]
     resumed: int
@@ -137,6 +157,8 @@ class LoopResult(Generic[R]):
     requests: int
     cache_hits: int
     seconds: float
+    attempts: int | None = None
+    servers: tuple[ServerStats, ...] = ()
 
     @property
     def missing(self) -> int:
@@ -158,40 +180,60 @@ def run_resumable(task: ChatTask[T, R], items: Sequence[T], *, backend: ChatBack
         dup = next(i for i in ids if n[i] > 1)
         raise ValidationError(f"{task.noun} id {dup!r} occurs more than once")
     task.check(items)
-    if overwrite and store.path.exists():
-        store.path.unlink()
-    records = _resume(task, store, header)
-    todo = task.order([x for x, i in zip(items, ids) if i not in records])
-    resumed = len(items) - len(todo)
-    stats0 = backend.stats()
+    with exclusive_lock(store.path, what=f"run writing these {store.noun}"):
+        if overwrite and store.path.exists():
+            store.path.unlink()
+        records, others = _resume(task, store, header, set(ids))
+        todo = task.order([x for x, i in zip(items, ids) if i not in records])
+        resumed = len(items) - len(todo)
+        stats0 = backend.stats()
 
-    with store.appender(header) as writer, \
-            _Progress(len(items), resumed, progress, task.progress_label, task.rate_unit) as bar:
-        def emit(record: R) -> None:
-            writer.write(record)
-            records[task.record_id(record)] = record
-            bar.advance(task.status(record), ok=task.ok_status)
+        with store.appender(header) as writer, \
+                _Progress(len(items), resumed, progress, task.progress_label, task.rate_unit) as bar:
+            def emit(record: R) -> None:
+                writer.write(record)
+                records[task.record_id(record)] = record
+                bar.advance(task.status(record), ok=task.ok_status)
 
-        chunks = [todo[s:s + chunk_size] for s in range(0, len(todo), chunk_size)]
-        sent = _answer_chunks(task, chunks, backend, emit)
+            sent = _stream(task, todo, backend, emit)
+            if sent is None:  # no streaming session: chunks for an offline engine
+                chunks = [todo[s:s + chunk_size] for s in range(0, len(todo), chunk_size)]
+                sent = _answer_chunks(task, chunks, backend, emit)
 
-    final = [records.get(i) for i in ids]
-    # one record per item, in item order (replaces retried errors and resumed duplicates)
-    store.rewrite([r for r in final if r is not None], header)
+        final = [records.get(i) for i in ids]
+        # one record per item, in item order (replaces retried errors and resumed duplicates);
+        # records of items outside this run (an earlier run without --limit) are kept after them
+        store.rewrite([r for r in final if r is not None] + others, header)
     counts = Counter(task.status(r) for r in final if r is not None)
     stats1 = backend.stats()
     reqs = (stats1.requests - stats0.requests
             if stats1.requests is not None and stats0.requests is not None else sent)
+    attempts = (stats1.attempts - stats0.attempts
+                if stats1.attempts is not None and stats0.attempts is not None else None)
     return LoopResult(records=final, resumed=resumed, counts=dict(counts), requests=reqs,
                       cache_hits=stats1.cache_hits - stats0.cache_hits,
-                      seconds=time.perf_counter() - start)
+                      seconds=time.perf_counter() - start, attempts=attempts,
+                      servers=_server_delta(stats0.servers, stats1.servers))
 
 
-def _resume(task: ChatTask[T, R], store: RecordStore[R], header: Mapping[str, Any]) -> dict[str, R]:
-    """Records an earlier run with the same header left in the store (retry statuses excluded)."""
+def _server_delta(before: Sequence[ServerStats], after: Sequence[ServerStats]) -> tuple[ServerStats, ...]:
+    """Per-server counts of this run (a backend's counters span its whole life)."""
+    old = {s.url: s for s in before}
+    out = []
+    for s in after:
+        o = old.get(s.url, ServerStats(s.url))
+        out.append(ServerStats(s.url, s.attempts - o.attempts, s.failures - o.failures,
+                               s.wait_seconds - o.wait_seconds))
+    return tuple(out)
+
+
+def _resume(task: ChatTask[T, R], store: RecordStore[R], header: Mapping[str, Any],
+            ids: set[str]) -> tuple[dict[str, R], list[R]]:
+    """Records an earlier run with the same header left in the store for this run's items (retry
+    statuses excluded), and its records of other items (kept as they are, in file order)."""
     path = store.path
     if not path.exists() or path.stat().st_size == 0:
-        return {}
+        return {}, []
     old_header, old = store.read()
     if not old_header:
         raise ConfigError(f"{path}: exists and has no {store.noun} header; choose another --out")
@@ -203,7 +245,112 @@ def _resume(task: ChatTask[T, R], store: RecordStore[R], header: Mapping[str, An
         raise ConfigError(f"{path}: was written by a run with other settings ({k}: "
                           f"{old_header.get(k)!r} there, {header.get(k)!r} now); use another "
                           "--out or --overwrite" + (f" ({note})" if note else ""))
-    return {task.record_id(r): r for r in old if task.status(r) not in task.retry_statuses}
+    mine = {task.record_id(r): r for r in old
+            if task.record_id(r) in ids and task.status(r) not in task.retry_statuses}
+    last: dict[str, R] = {}
+    for r in old:  # the last record of an item wins, as in the reader
+        if task.record_id(r) not in ids:
+            last[task.record_id(r)] = r
+    return mine, list(last.values())
+
+
+def _stream(task: ChatTask[T, R], todo: Sequence[T], backend: ChatBackend,
+            emit: Callable[[R], None]) -> int | None:
+    """Answer ``todo`` through the backend's streaming session, one pipeline without barriers;
+    ``None`` when the backend has no session. Returns the number of requests sent."""
+    if type(backend).session is ChatBackend.session or not todo:
+        return None if type(backend).session is ChatBackend.session else 0
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_stream_async(task, todo, backend, emit))
+    box: list[Any] = []  # called from inside an event loop (a notebook): ours in a thread
+    err: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            box.append(asyncio.run(_stream_async(task, todo, backend, emit)))
+        except BaseException as exc:  # re-raised in the caller's thread
+            err.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if err:
+        raise err[0]
+    return box[0]
+
+
+def _groups(task: ChatTask[T, R], todo: Sequence[T]) -> Iterable[list[T]]:
+    group: list[T] = []
+    key = None
+    for item in todo:
+        k = task.group_key(item)
+        if group and k != key:
+            yield group
+            group = []
+        group.append(item)
+        key = k
+    if group:
+        yield group
+
+
+async def _stream_async(task: ChatTask[T, R], todo: Sequence[T], backend: ChatBackend,
+                        emit: Callable[[R], None]) -> int | None:
+    session = backend.session()
+    if session is None:
+        return None
+    loop = asyncio.get_running_loop()
+    # groups in flight: enough prepared work for every slot, bounded so memory stays small
+    window = asyncio.Semaphore(max(8, 2 * session.capacity))
+    sent = 0
+    failed: list[BaseException] = []
+    running: set[asyncio.Task[None]] = set()
+    # preparation threads mostly wait on the image worker processes: twice as many keep them fed
+    pool = ThreadPoolExecutor(max_workers=max(4, 2 * (os.cpu_count() or 1)), thread_name_prefix="prepare")
+
+    async def one(session: ChatSession, batch: Batch, i: int) -> None:
+        batch.on_response(i, await session.complete(batch.requests[i]))
+
+    async def run_group(group: list[T]) -> None:
+        nonlocal sent
+        try:
+            futures = {name: loop.run_in_executor(pool, build) for name, build in task.prepare(group).items()}
+            prepared = {name: await fut for name, fut in futures.items()}
+            for batch in task.batches(group, prepared, emit):
+                if batch.requests:
+                    sent += len(batch.requests)
+                    await asyncio.gather(*(one(session, batch, i) for i in range(len(batch.requests))))
+        finally:
+            window.release()
+
+    def finished(t: asyncio.Task[None]) -> None:
+        running.discard(t)
+        if not t.cancelled() and t.exception() is not None and not failed:
+            failed.append(t.exception())  # type: ignore[arg-type]
+            for other in list(running):
+                other.cancel()
+
+    try:
+        for group in _groups(task, todo):
+            await window.acquire()
+            if failed:
+                break
+            t = asyncio.ensure_future(run_group(group))
+            running.add(t)
+            t.add_done_callback(finished)
+        while running and not failed:
+            await asyncio.wait(set(running))
+    finally:
+        for t in list(running):
+            t.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+        await session.aclose()
+        pool.shutdown(wait=True, cancel_futures=True)
+    if failed:
+        raise failed[0]
+    return sent
 
 
 def _answer_chunks(task: ChatTask[T, R], chunks: Sequence[Sequence[T]], backend: ChatBackend,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -24,11 +24,13 @@ __all__ = ["FakeChatServer", "FakeReply", "request_image", "request_text"]
 @dataclass(frozen=True)
 class FakeReply:
     """What the fake server does with one request: wait ``delay`` seconds, then answer ``text``
-    with ``status`` (an error body when ``status`` is not 200)."""
+    with ``status`` (an error body when ``status`` is not 200; ``text=None`` sends
+    ``content: null``) and extra ``headers`` (e.g. ``Retry-After``)."""
 
-    text: str = ""
+    text: str | None = ""
     status: int = 200
     delay: float = 0.0
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 def request_text(body: dict[str, Any]) -> str:
@@ -125,12 +127,13 @@ class FakeChatServer:
                            for k, v in (ln.split(":", 1) for ln in lines[1:] if ":" in ln)}
                 length = int(headers.get("content-length", "0"))
                 raw = await reader.readexactly(length) if length else b""
-                status, payload, delay = self._dispatch(method, path, raw)
+                status, payload, delay, extra = self._dispatch(method, path, raw)
                 if delay:
                     await asyncio.sleep(delay)
                 data = orjson.dumps(payload)
+                more = "".join(f"{k}: {v}\r\n" for k, v in extra.items())
                 writer.write(f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}\r\n"
-                             f"content-type: application/json\r\ncontent-length: {len(data)}\r\n"
+                             f"content-type: application/json\r\ncontent-length: {len(data)}\r\n{more}"
                              "connection: keep-alive\r\n\r\n".encode() + data)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError):
@@ -138,11 +141,12 @@ class FakeChatServer:
         finally:
             writer.close()
 
-    def _dispatch(self, method: str, path: str, raw: bytes) -> tuple[int, dict[str, Any], float]:
+    def _dispatch(self, method: str, path: str, raw: bytes
+                  ) -> tuple[int, dict[str, Any], float, Mapping[str, str]]:
         if method == "GET" and path.rstrip("/").endswith("/models"):
-            return 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}, 0.0
+            return 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}, 0.0, {}
         if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
-            return 404, {"error": {"message": f"no route {method} {path}"}}, 0.0
+            return 404, {"error": {"message": f"no route {method} {path}"}}, 0.0, {}
         body = orjson.loads(raw)
         with self._lock:
             self.count += 1
@@ -156,11 +160,11 @@ class FakeChatServer:
             reply = FakeReply(reply)
         if reply.status != 200:
             return reply.status, {"error": {"message": reply.text or "fake error",
-                                            "type": "server_error", "code": reply.status}}, reply.delay
+                                            "type": "server_error", "code": reply.status}}, reply.delay, reply.headers
         return 200, {
             "id": f"chatcmpl-{self.count}", "object": "chat.completion", "created": 0,
             "model": body.get("model", self.model),
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": reply.text}}],
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-        }, reply.delay
+        }, reply.delay, reply.headers

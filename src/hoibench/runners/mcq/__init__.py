@@ -5,6 +5,8 @@ asks a :class:`~hoibench.models.ChatBackend` every question and writes a resumab
 
 from hoibench.runners.mcq._boxes import (
     BOX_CONVENTIONS,
+    QWEN_MAX_PIXELS,
+    QWEN_MIN_PIXELS,
     ModelFrame,
     model_frame,
     resolve_box_convention,
@@ -32,13 +34,17 @@ from hoibench.runners.mcq._prompts import (
     load_template,
     render_question,
 )
-from hoibench.runners.mcq._run import MCQRunner, RunSummary
+from hoibench.runners.mcq._run import FrameCache, MCQRunner, RunSummary
+from hoibench.runners.mcq._shard import merge_answers, parse_shard, shard_questions
 
 __all__ = [
     "ANSWER_FORMATS",
     "BOX_CONVENTIONS",
+    "QWEN_MAX_PIXELS",
+    "QWEN_MIN_PIXELS",
     "SINGLE_TURN_CONVENTIONS",
     "DetectionParse",
+    "FrameCache",
     "LetterParse",
     "MCQRunner",
     "ModelFrame",
@@ -51,12 +57,15 @@ __all__ = [
     "load_detections",
     "load_template",
     "match_person",
+    "merge_answers",
     "model_frame",
     "parse_detection",
     "parse_image_size",
     "parse_letters",
+    "parse_shard",
     "prepare_question",
     "render_question",
     "resolve_box_convention",
+    "shard_questions",
     "smart_resize",
 ]

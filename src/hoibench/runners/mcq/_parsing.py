@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 __all__ = ["DetectionParse", "LetterParse", "parse_detection", "parse_image_size", "parse_letters"]
 
 _ANSWER_TAG = re.compile(r"<answer>\s*([A-Za-z, ]+)\s*</answer>", re.IGNORECASE | re.DOTALL)
+_MARKUP = re.compile(r"</?[A-Za-z][^<>]*>")
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
 
@@ -44,11 +45,14 @@ def parse_letters(text: str | None, valid: Mapping[str, object] | frozenset[str]
     and loses a trailing full stop (``"A, b."`` → ``{A, B}``). Tag formats read the first
     ``<answer>…</answer>`` only. Tokens that are not valid letters (``"(A)"``, ``"A and B"``, a letter
     beyond the choices) are never reinterpreted; with no valid letter at all the status is
-    ``parse_error``.
+    ``parse_error``. Under ``letters`` a reply with markup (``<answer>A,C,D</answer>``, another
+    format's reply) is a parse error as a whole, never the partial answer its bare tokens make.
     """
     if text is None:
         return LetterParse(frozenset(), "parse_error")
     body = _strip_thinking(text)
+    if answer_format == "letters" and _MARKUP.search(body):
+        return LetterParse(frozenset(), "parse_error", (body.strip()[:80],))
     if answer_format != "letters":
         m = _ANSWER_TAG.search(body)
         if m is None:

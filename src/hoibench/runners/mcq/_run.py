@@ -13,7 +13,10 @@ import hashlib
 import io
 import logging
 import mimetypes
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -43,6 +46,7 @@ from hoibench.runners.mcq._boxes import (
     resolve_box_convention,
 )
 from hoibench.runners.mcq._detections import match_person
+from hoibench.runners.mcq._frames import frame_pool, resize_png
 from hoibench.runners.mcq._parsing import parse_detection, parse_image_size, parse_letters
 from hoibench.runners.mcq._prompts import (
     ANSWER_FORMATS,
@@ -51,17 +55,23 @@ from hoibench.runners.mcq._prompts import (
     render_question,
 )
 
-__all__ = ["MCQRunner", "RunSummary"]
+__all__ = ["FrameCache", "MCQRunner", "RunSummary"]
 
 log = logging.getLogger(__name__)
 
 ANSWERS_KIND = "mcq_answers"
+#: distinct images from which a run resizes them in worker processes (fewer: in threads)
+_POOL_MIN_IMAGES = 64
 
 
 @dataclass(frozen=True)
 class RunSummary:
     """What a run did: questions in total, answers kept from an earlier run, and the statuses of
-    the answers in the file at the end; ``requests`` went to the model, ``cache_hits`` did not."""
+    the answers in the file at the end. ``requests`` went to the model (one per question and
+    stage), ``attempts`` were sent for them (``retries`` = attempts - requests; ``None`` when the
+    backend does not count), ``cache_hits`` needed no request; ``servers`` gives each server's
+    attempts, failures and seconds spent waiting on it; ``first_error`` is the cause of the first
+    failed question (item order)."""
 
     total: int
     resumed: int
@@ -73,9 +83,49 @@ class RunSummary:
     cache_hits: int
     seconds: float
     out: str
+    attempts: int | None = None
+    servers: tuple[dict[str, Any], ...] = ()
+    first_error: str | None = None
+
+    @property
+    def retries(self) -> int | None:
+        return None if self.attempts is None else self.attempts - self.requests
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "servers": list(self.servers), "retries": self.retries}
+
+
+class FrameCache:
+    """Prepared images by content: the sha256 of the file's bytes and the frame settings → the
+    bytes to send and their frame, so that the K orders of ``--permutations`` (one runner each,
+    sharing one cache) and every stage of setting 3 prepare an image once. Bounded by
+    ``max_bytes`` (least recently used out first)."""
+
+    def __init__(self, max_bytes: int = 1 << 30) -> None:
+        self.max_bytes = max_bytes
+        self.hits = 0
+        self._items: dict[tuple[Any, ...], tuple[ModelFrame | None, ImagePart, int, int]] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...]) -> tuple[ModelFrame | None, ImagePart, int, int] | None:
+        with self._lock:
+            hit = self._items.pop(key, None)
+            if hit is not None:
+                self._items[key] = hit  # most recently used last
+                self.hits += 1
+            return hit
+
+    def put(self, key: tuple[Any, ...], value: tuple[ModelFrame | None, ImagePart, int, int]) -> None:
+        size = len(value[1].data or b"")
+        with self._lock:
+            if key in self._items or size > self.max_bytes:
+                return
+            self._items[key] = value
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                old = self._items.pop(next(iter(self._items)))
+                self._bytes -= len(old[1].data or b"")
 
 
 @dataclass
@@ -133,6 +183,9 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         Added to the target box before it is written into a setting-2 prompt. hoibench boxes are
         0-based; the released code prints HICO-DET's 1-based file boxes, so ``box_shift=1``
         reproduces its prompts digit for digit on CrossHOI-Bench HICO-DET files.
+    frames:
+        A :class:`FrameCache` to share prepared images with other runners (``--permutations``);
+        default: one of this runner's own.
     """
 
     def __init__(self, backend: ChatBackend, *, images: str | Path, follow_symlinks: bool = False,
@@ -144,7 +197,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
                  iou_threshold: float = 0.5, strict_iou: bool = False,
                  strict_detection_parser: bool = False, box_shift: float = 0.0, min_pixels: int = QWEN_MIN_PIXELS,
                  max_pixels: int = QWEN_MAX_PIXELS, chunk_size: int = 256, progress: bool = True,
-                 extra_header: Mapping[str, Any] | None = None) -> None:
+                 extra_header: Mapping[str, Any] | None = None, frames: FrameCache | None = None) -> None:
         if setting not in (None, 1, 2, 3):
             raise ConfigError(f"setting must be 1, 2 or 3; got {setting!r}")
         if answer_format not in ANSWER_FORMATS:
@@ -179,6 +232,10 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         self.chunk_size = chunk_size
         self.progress = progress
         self.extra_header = dict(extra_header or {})
+        self.frames = frames if frames is not None else FrameCache()
+        self._pool: ProcessPoolExecutor | None = None  # resize workers, started on first need
+        self._pool_lock = threading.Lock()
+        self._no_pool = False  # set for small runs and when worker processes cannot start
 
     noun = "question"
     rate_unit = "q/s"
@@ -213,32 +270,62 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         return path
 
     def _prepare_image(self, q: MCQuestion) -> _Image:
+        """The image as the model will see it (resized once here when the convention resizes),
+        from :attr:`frames` when the same content was prepared with the same settings before."""
+        path = self._image_path(q)
+        raw = path.read_bytes()
+        digest = hashlib.sha256(raw).hexdigest()
+        key = (digest, self.box_convention, self.min_pixels, self.max_pixels)
+        hit = self.frames.get(key)
+        if hit is None:
+            hit = self._encode(path, raw, digest)
+            self.frames.put(key, hit)
+        frame, part, width, height = hit
+        if q.width and q.height and (q.width, q.height) != (width, height):
+            raise ValidationError(f"question {q.id!r}: image {path} is {width}x{height} but the "
+                                  f"question says {q.width}x{q.height}")
+        if part.path != str(path):  # the same content under another name
+            part = ImagePart(path=str(path), data=part.data, mime=part.mime, digest=part.digest)
+        return _Image(frame, part, width, height)
+
+    def _encode(self, path: Path, raw: bytes, digest: str) -> tuple[ModelFrame | None, ImagePart, int, int]:
         from PIL import Image
 
-        path = self._image_path(q)
-        with Image.open(path) as im:
+        with Image.open(io.BytesIO(raw)) as im:  # the header only: size and frame
             width, height = im.size
-            if q.width and q.height and (q.width, q.height) != (width, height):
-                raise ValidationError(f"question {q.id!r}: image {path} is {width}x{height} but the "
-                                      f"question says {q.width}x{q.height}")
-            if self.box_convention == "internvl":
-                frame = None
-            else:
-                frame = model_frame(self.box_convention, width, height,
-                                    min_pixels=self.min_pixels, max_pixels=self.max_pixels)
-            if frame is not None and frame.resized:
-                # resize once, here; the server sees a size it will not change again
-                rgb = im.convert("RGB").resize((frame.sent_width, frame.sent_height))
-                buf = io.BytesIO()
-                rgb.save(buf, format="PNG", compress_level=1)  # lossless; fast over small
-                data = buf.getvalue()
-                part = ImagePart(path=str(path), data=data, mime="image/png",
-                                 digest=hashlib.sha256(data).hexdigest())
-                return _Image(frame, part, width, height)
-        raw = path.read_bytes()
+        if self.box_convention == "internvl":
+            frame = None
+        else:
+            frame = model_frame(self.box_convention, width, height,
+                                min_pixels=self.min_pixels, max_pixels=self.max_pixels)
+        if frame is not None and frame.resized:
+            # resize once, here (in a worker process); the server sees a size it will not change again
+            data = self._resize(raw, frame.sent_width, frame.sent_height)
+            return frame, ImagePart(path=str(path), data=data, mime="image/png",
+                                    digest=hashlib.sha256(data).hexdigest()), width, height
         mime = mimetypes.guess_type(path.name)[0] or "image/jpeg"
-        part = ImagePart(path=str(path), data=raw, mime=mime, digest=hashlib.sha256(raw).hexdigest())
-        return _Image(frame, part, width, height)
+        return frame, ImagePart(path=str(path), data=raw, mime=mime, digest=digest), width, height
+
+    def _resize(self, raw: bytes, width: int, height: int) -> bytes:
+        """:func:`resize_png` in a worker process; in this thread for small runs (starting the
+        workers costs more than they save) and when processes cannot start (a ``__main__``
+        without a main guard, a sandbox without semaphores)."""
+        with self._pool_lock:
+            if self._pool is None and not self._no_pool:
+                try:
+                    self._pool = frame_pool()
+                except (OSError, ImportError, NotImplementedError):
+                    self._no_pool = True
+            pool = self._pool
+        if pool is not None:
+            try:
+                return pool.submit(resize_png, raw, width, height).result()
+            except (BrokenProcessPool, RuntimeError, OSError):
+                with self._pool_lock:
+                    if not self._no_pool:
+                        log.warning("image workers could not start; preparing images in threads")
+                    self._no_pool = True
+        return resize_png(raw, width, height)
 
     # ------------------------------------------------------------------ run
     def run(self, questions: Sequence[MCQuestion], out: str | Path, *,
@@ -250,17 +337,28 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         source = questions_file if questions_file is not None else getattr(questions, "path", None)
         self._questions_file = None if source is None else str(source)
         self._paths.clear()
+        self._no_pool = len({q.file_name for q in questions}) < _POOL_MIN_IMAGES
         if self.setting is not None:
             questions = [q if q.setting == self.setting else q.with_setting(self.setting) for q in questions]
-        res = run_resumable(self, questions, backend=self.backend, store=_AnswersFile(Path(out)),
-                            header=self.header(), overwrite=overwrite, chunk_size=self.chunk_size,
-                            progress=self.progress)
+        try:
+            res = run_resumable(self, questions, backend=self.backend, store=_AnswersFile(Path(out)),
+                                header=self.header(), overwrite=overwrite, chunk_size=self.chunk_size,
+                                progress=self.progress)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
+                self._pool = None
         counts = res.counts
+        first = next((r for r in res.records if r is None or r.status == "error"), False)
+        first_error = (None if first is False else "no answer (the run stopped)" if first is None
+                       else f"question {first.question_id!r}: {first.meta.get('error') or 'error'}")
         return RunSummary(total=len(questions), resumed=res.resumed, ok=counts.get("ok", 0),
                           parse_error=counts.get("parse_error", 0),
                           no_person_match=counts.get("no_person_match", 0),
                           error=counts.get("error", 0) + res.missing, requests=res.requests,
-                          cache_hits=res.cache_hits, seconds=res.seconds, out=str(out))
+                          cache_hits=res.cache_hits, seconds=res.seconds, out=str(out),
+                          attempts=res.attempts, servers=tuple(x.as_dict() for x in res.servers),
+                          first_error=first_error)
 
     # ------------------------------------------------------------------ the task protocol
     def item_id(self, item: MCQuestion) -> str:
@@ -291,6 +389,10 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         for q in items:
             rank.setdefault(q.file_name, len(rank))
         return sorted(items, key=lambda q: rank[q.file_name])
+
+    def group_key(self, item: MCQuestion) -> str:
+        """The questions of one image form a group: prepared once, detected once (setting 3)."""
+        return item.file_name
 
     def prepare(self, chunk: Sequence[MCQuestion]) -> dict[str, Callable[[], _Image]]:
         first: dict[str, MCQuestion] = {}
