@@ -15,6 +15,7 @@ __all__ = [
     "console",
     "echo_json",
     "err_console",
+    "input_hashes",
     "reject_unused_options",
 ]
 
@@ -26,6 +27,30 @@ def echo_json(obj: Any) -> None:
     """Print one JSON object to stdout (machine-readable output of ``--json``)."""
     sys.stdout.write(dumps_json(obj, indent=True).decode() + "\n")
     sys.stdout.flush()
+
+
+def input_hashes(**specs: object) -> dict[str, object]:
+    """What a folder's ``provenance.json`` records of its inputs: ``sha256:...`` of each file
+    (folders: of each file in them), ``bundled:NAME@VERSION`` of a bundled dataset name."""
+    from pathlib import Path
+
+    from hoibench._io import file_sha256
+    from hoibench._version import __version__
+
+    def one(spec: object) -> object:
+        if spec is None:
+            return None
+        if isinstance(spec, (list, tuple)):
+            return [one(s) for s in spec]
+        p = Path(str(spec))
+        if p.is_file():
+            return f"sha256:{file_sha256(p)}"
+        if p.is_dir():
+            return {f.relative_to(p).as_posix(): f"sha256:{file_sha256(f)}"
+                    for f in sorted(p.rglob("*")) if f.is_file()}
+        return f"bundled:{spec}@{__version__}"
+
+    return {name: one(spec) for name, spec in specs.items() if spec is not None}
 
 
 def reject_unused_options(ctx: click.Context, reason: str, *names: str) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from hoibench.cli._common import console, echo_json
+from hoibench.cli._common import console, echo_json, input_hashes
 
 __all__ = ["balanced"]
 
@@ -55,7 +55,7 @@ def balanced(dataset: str, top_k: int, l_train: int, l_test: int, epochs: int, s
                                       random_state=seed, extra_train=extra, zero_shot=zero_shot,
                                       l_zero_shot=l_zero_shot, selection_counts=counts_source)  # type: ignore[arg-type]
     with console.status(f"writing {out_dir}", spinner="dots"):
-        result.write(out_dir)
+        result.write(out_dir, inputs=input_hashes(dataset=dataset, extra_train=extra_train))
     if as_json:
         echo_json(result.stats())
         return

@@ -10,8 +10,8 @@ import numpy as np
 from rich.table import Table
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import read_json
-from hoibench.cli._common import console, echo_json
+from hoibench._io import check_folder, read_json
+from hoibench.cli._common import console, echo_json, input_hashes
 
 __all__ = ["audit", "sg", "stats"]
 
@@ -114,7 +114,7 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
                                    verify=verify, boxes=boxes, origin_test=origin,  # type: ignore[arg-type]
                                    removals=rem, on_attempt=on_attempt, name=name or "")
     with console.status(f"writing {split.name} to {out}"):
-        paths = split.write(out)
+        paths = split.write(out, inputs=input_hashes(dataset=list(datasets) or None, removals=removals))
     stats_out = split.stats()
     if as_json:
         echo_json(stats_out)
@@ -204,6 +204,7 @@ def stats(split_dirs: tuple[str, ...], as_json: bool, no_original: bool) -> None
         rows.append((f"{name} (released test file)", {k: {"test": v} for k, v in c.items()}))
     for d in split_dirs:
         path = Path(d) / "stats.json"
+        check_folder(d)
         data = read_json(path)
         if not isinstance(data, dict) or "table1" not in data:
             raise FormatError("not an SG stats.json (needs 'table1')", file=path)

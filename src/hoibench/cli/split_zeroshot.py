@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from hoibench.cli._common import console, echo_json
+from hoibench.cli._common import console, echo_json, input_hashes
 
 __all__ = ["zero_shot"]
 
@@ -29,7 +29,7 @@ def zero_shot(protocol: str, datasets: tuple[str, ...], out: str, as_json: bool)
         train, test, name = load_zero_shot_source(datasets)
     split = build_zero_shot_split(train, test=test, protocol=protocol, name=name)
     with console.status(f"writing {out}", spinner="dots"):
-        paths = split.write(out)
+        paths = split.write(out, inputs=input_hashes(dataset=list(datasets), protocol=protocol))
     st = split.stats()
     if as_json:
         echo_json(st)
