@@ -236,6 +236,8 @@ def _os_errors(target: Path) -> Iterator[None]:
 def _write_target(path: Path) -> Path | None:
     """The regular file to replace for ``path``: ``path`` itself, the file a symlink leads to
     (followed, so the link survives), or None for a FIFO/character device written through."""
+    if os.path.abspath(path).startswith(("/dev/", "/proc/")):
+        return None  # /dev/stdout, /dev/fd/N, /proc/self/fd/N: the open file behind it, as it is
     real = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
         mode = os.stat(real).st_mode
@@ -256,8 +258,8 @@ def _write_target(path: Path) -> Path | None:
 def _write_through(path: Path, mode: str) -> Iterator[IO[Any]]:
     """Write into a FIFO or character device as it is; a FIFO nobody reads is refused at once
     (opening it would block forever)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    try:  # O_APPEND: a /dev/stdout that is a file (``> out``) keeps what was written before
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_APPEND)
     except OSError as exc:
         why = "a FIFO with no reader" if exc.errno == 6 else (exc.strerror or str(exc))  # ENXIO
         raise ConfigError(f"{path}: cannot write ({why})") from None
