@@ -28,6 +28,7 @@ from hoibench._exceptions import ConfigError, FormatError, MissingExtraError
 
 __all__ = [
     "ImageFolder",
+    "UnreadableFileError",
     "atomic_folder",
     "atomic_write",
     "atomic_write_bytes",
@@ -49,6 +50,11 @@ __all__ = [
 ]
 
 PathLike = str | os.PathLike[str]
+
+
+class UnreadableFileError(FormatError):
+    """A file that cannot be read at all (missing, not a regular file, no permission, corrupt
+    compression, not JSON / MATLAB), as opposed to one whose content has a problem."""
 
 
 def _not_a_file(mode: int) -> str | None:
@@ -74,14 +80,14 @@ def check_input_file(path: PathLike) -> Path:
     try:
         mode = os.stat(p).st_mode
     except FileNotFoundError:
-        raise FormatError("no such file", file=p) from None
+        raise UnreadableFileError("no such file", file=p) from None
     except PermissionError:
-        raise FormatError("permission denied", file=p) from None
+        raise UnreadableFileError("permission denied", file=p) from None
     except OSError as exc:
-        raise FormatError(f"cannot read ({exc.strerror or exc})", file=p) from None
+        raise UnreadableFileError(f"cannot read ({exc.strerror or exc})", file=p) from None
     kind = _not_a_file(mode)
     if kind is not None:
-        raise FormatError(f"is {kind}, expected a regular file", file=p)
+        raise UnreadableFileError(f"is {kind}, expected a regular file", file=p)
     return p
 
 
@@ -92,18 +98,18 @@ def read_bytes(path: PathLike) -> bytes:
     try:
         data = p.read_bytes()
     except FileNotFoundError:
-        raise FormatError("no such file", file=p) from None
+        raise UnreadableFileError("no such file", file=p) from None
     except IsADirectoryError:
-        raise FormatError("is a directory, expected a file", file=p) from None
+        raise UnreadableFileError("is a directory, expected a file", file=p) from None
     except PermissionError:
-        raise FormatError("permission denied", file=p) from None
+        raise UnreadableFileError("permission denied", file=p) from None
     except OSError as exc:
-        raise FormatError(f"cannot read ({exc.strerror or exc})", file=p) from None
+        raise UnreadableFileError(f"cannot read ({exc.strerror or exc})", file=p) from None
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError) as exc:
-            raise FormatError(f"corrupt gzip data ({exc})", file=p) from None
+            raise UnreadableFileError(f"corrupt gzip data ({exc})", file=p) from None
     return data
 
 
@@ -128,7 +134,7 @@ def read_json(path: PathLike) -> Any:
         try:
             return json.loads(data)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise FormatError(f"not valid JSON ({exc})", file=path) from None
+            raise UnreadableFileError(f"not valid JSON ({exc})", file=path) from None
 
 
 def read_mat(path: PathLike, **loadmat_kwargs: Any) -> dict[str, Any]:
@@ -142,9 +148,9 @@ def read_mat(path: PathLike, **loadmat_kwargs: Any) -> dict[str, Any]:
     try:
         return loadmat(os.fspath(p), **loadmat_kwargs)
     except PermissionError:
-        raise FormatError("permission denied", file=p) from None
+        raise UnreadableFileError("permission denied", file=p) from None
     except Exception as exc:  # scipy raises ValueError, TypeError, MatReadError, ... on junk
-        raise FormatError(f"not a MATLAB file ({exc})", file=p) from None
+        raise UnreadableFileError(f"not a MATLAB file ({exc})", file=p) from None
 
 
 def _default(obj: Any) -> Any:
@@ -241,7 +247,7 @@ def _write_target(path: Path) -> Path | None:
     real = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
         mode = os.stat(real).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a new file (a parent that is a file: later)
         return real
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write ({exc.strerror or exc})") from None

@@ -420,6 +420,8 @@ def run_demo(out_dir: str | Path, *, config: DemoConfig | None = None, progress:
                 stats_tables += mcq_tables
                 atomic_write_json(work / STATS_FILE, {"tables": [t.to_dict() for t in stats_tables]},
                                   indent=True)
+                # as a re-run reads them (JSON has no inf): both runs then write the same report
+                stats_tables = [Table.from_dict(d) for d in read_json(work / STATS_FILE)["tables"]]
                 files = _write_report(cfg, results, stats_tables, work, steps)
                 _write_marker(work, cfg, prov, steps, t0, files, results, final)
             files = dataclasses.replace(files, **{f.name: _moved(getattr(files, f.name), work, final)

@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from hoibench._progress import make_progress
-from hoibench.cli._common import console, echo_json, err_console
+from hoibench.cli._common import console, echo_json, emit_json, err_console, json_option
 
 __all__ = ["build", "from_detections", "score", "stats"]
 
@@ -80,13 +80,13 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
 @click.option("--judge-cache", type=click.Path(dir_okay=False), default=None,
               help="SQLite cache of judge replies (resume) [default: OUT.judges.sqlite].")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True, help="Questions JSONL.")
-@click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
+@json_option("Build report")
 def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int, head_exponent: float,
           no_redistribute: bool,
           no_remove_easy: bool, easy_min_train_count: int, temporal_positives: bool, judge_specs: tuple[str, ...],
           judge_base_urls: tuple[str, ...], images: str | None, follow_symlinks: bool, judge_cache: str | None,
           out_path: str,
-          as_json: bool) -> None:
+          as_json: str | None) -> None:
     """Build multiple-choice questions from annotations (JSONL with a provenance header)."""
     from hoibench._exceptions import ConfigError
     from hoibench.cli._common import reject_unused_options
@@ -127,8 +127,7 @@ def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int
                 temporal_positives=temporal_positives, judges=judges,
                 provenance=provenance, progress=progress)
     result.write(out_path)
-    if as_json:
-        echo_json(result.stats())
+    if emit_json(result.stats(), as_json):
         return
     table = Table(title=f"hoibench mcq build → {out_path}", show_header=False)
     for k, v in result.stats().items():
@@ -161,9 +160,9 @@ def _annotations_for(questions: Any, annotations: str | None) -> Any:
 @click.option("--setting", type=click.IntRange(1, 3), default=None, help="Only questions of this setting.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Save the class distribution (train vs correct choices) as a PNG image.")
-@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+@json_option("Statistics")
 def stats(questions_path: str, annotations: str | None, setting: int | None, plot_path: str | None,
-          as_json: bool) -> None:
+          as_json: str | None) -> None:
     """Statistics of a question file (ours or CrossHOI-Bench) next to the paper's numbers."""
     from hoibench.benchmarks.mcq import PAPER_REFERENCE, question_statistics
     from hoibench.formats import read_questions
@@ -190,8 +189,7 @@ def stats(questions_path: str, annotations: str | None, setting: int | None, plo
         counts, _ = correct_class_counts(selected, len(train))
         figure = class_distribution_figure(train, counts, title=Path(questions_path).name)
         atomic_write_bytes(plot_path, figure.png)
-    if as_json:
-        echo_json({**result, "paper": PAPER_REFERENCE})
+    if emit_json({**result, "paper": PAPER_REFERENCE}, as_json):
         return
     table = Table(title=f"hoibench mcq stats {questions_path}")
     table.add_column("statistic")
@@ -293,7 +291,7 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any]) -> Any:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--zero-division", type=float, default=1.0, show_default=True,
               help="paper protocol: value of a ratio with an empty denominator.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, is_flag=False, flag_value="-", metavar="PATH|-",
               help="Write the metrics as one JSON object to this file; '-' prints it instead of the table.")
 @click.option("--per-class", is_flag=True, help="Add per-class tp/pred/gt/F1 to the JSON output.")
 @click.option("--model", default="", help="Model name recorded in --json output.")
@@ -303,7 +301,7 @@ def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, se
           seed: int, zero_division: float, json_out: str | None, per_class: bool, model: str,
           benchmark: str) -> None:
     """Score answers (JSONL: selected choice texts or letters) against questions."""
-    from hoibench.cli._common import reject_unused_options
+    from hoibench.cli._common import reject_unused_options, require_matching_answers
     from hoibench.evaluation import mcq_metrics
     from hoibench.formats import read_questions
     from hoibench.results import mcq_record, write_record
@@ -327,13 +325,8 @@ def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, se
         raise ConfigError(f"{questions_path}: no questions of setting {setting}")
     answers = _read_answer_files(answers_paths, qs_list)
     answers_path = ", ".join(answers_paths)
-    answered = {a.question_id for a in answers}
-    if answered and answered.isdisjoint(q.id for q in qs_list):
-        from hoibench._exceptions import ConfigError
-
-        raise ConfigError(f"{answers_path}: none of its {len(answered)} answers is for a question of "
-                          f"{questions_path}" + (f" (setting {setting})" if setting is not None else "")
-                          + "; answers of another question file?")
+    require_matching_answers(answers, qs_list, answers_path, questions_path,
+                             f" (setting {setting})" if setting is not None else "")
     perms = answers.permutations() or [0]  # a header-only file: every question unanswered
     results = []
     for k in perms:
