@@ -241,8 +241,13 @@ def _score_table(title: str, results: list[tuple[str, Any]]) -> Table:
         for _, r in results:
             cell = f"{100 * getattr(r, metric):.2f}"
             if r.ci is not None:
+                from hoibench.evaluation import interval_excludes_estimate
+
                 lo, hi = r.ci[metric]
                 cell += f" [{100 * lo:.2f}, {100 * hi:.2f}]"
+                if interval_excludes_estimate(getattr(r, metric), lo, hi):
+                    cell += " (!)"  # the interval excludes its own estimate: no answer
+                    table.caption = "(!): the interval excludes its own estimate; do not read it as one"
             cells.append(cell)
         table.add_row(metric, *cells)
     return table
