@@ -341,11 +341,16 @@ def score(questions_path: str, answers_paths: tuple[str, ...], protocol: str, se
     main = results[0][1]
     if json_out != "-":
         console.print(_score_table(f"hoibench mcq score ({protocol}): {len(qs_list)} questions", results))
-    if main.n_missing:
-        err_console.print(f"warning: {main.n_missing} questions have no answer (scored as empty predictions)")
+    ids = {q.id for q in qs_list}
+    first = answers.for_permutation(perms[0])
+    n_error = sum(a.status == "error" and a.question_id in ids
+                  for a in (first.values() if isinstance(first, dict) else first))
+    if main.n_missing or n_error or main.n_empty:
+        err_console.print(f"warning: of {main.n_questions} questions, {main.n_missing} have no answer and "
+                          f"{n_error} an 'error' status; {main.n_empty} empty selections in all, scored as "
+                          "empty predictions (precision 0: no answer is not a perfect answer)")
     if main.n_out_of_choice:
         err_console.print(f"note: {main.n_out_of_choice} answers select texts that are not among the choices (ignored)")
-    ids = {q.id for q in qs_list}
     n_repeats = sum(a.picks is not None and a.question_id in ids for a in answers)
     if n_repeats:
         how = ("counts every pick, as the released script does" if protocol == "crosshoi"

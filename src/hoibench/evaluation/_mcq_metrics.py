@@ -11,8 +11,11 @@ that are not among its choices are ignored and counted), ``G_q`` = its correct c
 - Micro-F1 (eq. 3): ``2 Σ|P∩G| / (Σ|P| + Σ|G|)``.
 - Exact match (eq. 4): share of questions with ``P = G``.
 - Average precision / recall: means over questions of ``|P∩G|/|P|`` and ``|P∩G|/|G|``.
-- An empty denominator (both sets empty, or an empty ``P`` for precision, an empty ``G`` for
-  recall) gives ``zero_division`` (default 1.0, as scikit-learn's ``zero_division=1``).
+- An empty denominator (both sets empty, or an empty ``G`` for recall) gives ``zero_division``
+  (default 1.0, as scikit-learn's ``zero_division=1``). An empty ``P`` (no answer, an ``error``
+  status, an empty selection) has precision 0 when ``G`` is not empty: no answer is not a
+  perfect answer (scikit-learn would give it ``zero_division``; an unanswered benchmark would
+  score a precision near 100%).
 
 ``crosshoi`` — the counting of the released evaluation script (ChelsieLei/CrossHOI-Bench,
 ``newbench_question_func.py``): per question the picks are walked once, as a list — a text
@@ -263,7 +266,9 @@ def _count_paper(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: fro
     rows.pred.append(len(chosen))
     rows.gt.append(len(correct))
     rows.f1.append(_ratio(2.0 * tp, len(chosen) + len(correct), zero))
-    rows.prec.append(_ratio(tp, len(chosen), zero))
+    # no answer is not a perfect answer: an empty selection has precision 0 when the question has
+    # correct choices (zero_division only where both sets are empty)
+    rows.prec.append(_ratio(tp, len(chosen), zero if not correct else 0.0))
     rows.rec.append(_ratio(tp, len(correct), zero))
     rows.exact.append(float(chosen == correct))
     rows.image.append(q.file_name)
