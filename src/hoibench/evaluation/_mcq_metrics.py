@@ -56,7 +56,7 @@ import scipy.sparse as sp
 
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import MCAnswer, MCQuestion, reference_class_key, reference_class_keys
-from hoibench.evaluation._bootstrap import bootstrap_ci
+from hoibench.evaluation._bootstrap import MCQ_CI_METHOD, bootstrap_ci
 from hoibench.evaluation._fields import Fields, json_float, result_header
 from hoibench.evaluation._metric import Metric
 from hoibench.vocab import hico_det
@@ -508,7 +508,8 @@ class MCQMetrics(Metric[MCQResult]):
         ci = None
         if self.n_bootstrap:
             boot = bootstrap_ci(arr.metrics, len(self._ids), n_resamples=self.n_bootstrap,
-                                confidence=self.confidence, random_state=self.random_state)
+                                confidence=self.confidence, random_state=self.random_state,
+                                method=MCQ_CI_METHOD)
             ci = {name: (float(boot.low[k]), float(boot.high[k])) for k, name in enumerate(MCQ_METRIC_NAMES)}
         c_tp = np.asarray(arr.m_tp.sum(axis=0)).ravel()
         c_pred = np.asarray(arr.m_pred.sum(axis=0)).ravel()
