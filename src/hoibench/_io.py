@@ -25,6 +25,7 @@ from typing import IO, Any
 import orjson
 
 from hoibench._exceptions import ConfigError, FormatError, MissingExtraError
+from hoibench._version import __version__
 
 __all__ = [
     "ImageFolder",
@@ -462,8 +463,6 @@ def write_folder_provenance(folder: PathLike, *, writer: str, parameters: dict[s
                             inputs: dict[str, Any]) -> Path:
     """Record in ``folder/provenance.json`` the writer, its ``parameters``, the content hashes of
     its ``inputs`` and the SHA-256 of every file already in the folder (write it last)."""
-    from hoibench._version import __version__
-
     root = Path(folder)
     files = {p.relative_to(root).as_posix(): file_sha256(p)
              for p in sorted(root.rglob("*")) if p.is_file() and p.name != PROVENANCE_FILE}

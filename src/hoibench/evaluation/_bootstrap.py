@@ -138,8 +138,8 @@ def bootstrap_interval(samples: np.ndarray, estimate: np.ndarray | float, *, con
     if method not in CI_METHODS:
         raise ConfigError(f"CI method must be one of {list(CI_METHODS)}; got {method!r}")
     if method not in ("percentile", "basic"):
-        raise ConfigError(f"the {method} interval re-evaluates the statistic; use bootstrap_ci(method="
-                          f"{method!r}) (from the replicates alone: percentile or basic)")
+        raise ConfigError(f"CI method {method!r} re-evaluates the statistic (bootstrap_ci(method="
+                          f"{method!r})); from the replicates alone: percentile or basic")
     if not 0.0 < confidence < 1.0:
         raise ConfigError(f"confidence must be in (0, 1); got {confidence!r}")
     x = np.asarray(samples, dtype=np.float64)
