@@ -324,18 +324,26 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+#: folders already cleaned by this process (a folder is scanned once, not once per file written)
+_CLEANED: set[str] = set()
+_LEFTOVER = re.compile(r"^\..+\.(\d+)\.[^/]*\.tmp$")
+
+
 def clean_leftovers(target: PathLike) -> list[Path]:
-    """Remove the temporary files and staging folders (``.NAME.PID.*.tmp``) that writers of
-    ``target`` which no longer run left beside it; returns what was removed."""
-    target = Path(target)
-    removed = []
-    pattern = re.compile(rf"^\.{re.escape(target.name)}\.(\d+)\.[^/]*\.tmp$")
+    """Remove the temporary files and staging folders (``.NAME.PID.*.tmp``) that writers which
+    no longer run left beside ``target`` (the first time this process writes into that folder);
+    returns what was removed."""
+    folder = os.path.abspath(Path(target).parent)
+    removed: list[Path] = []
+    if folder in _CLEANED:
+        return removed
     try:
-        entries = list(os.scandir(target.parent))
+        entries = list(os.scandir(folder))
     except OSError:
         return removed
+    _CLEANED.add(folder)
     for entry in entries:
-        m = pattern.match(entry.name)
+        m = _LEFTOVER.match(entry.name)
         if m is None or _pid_alive(int(m.group(1))):
             continue
         path = Path(entry.path)
