@@ -67,3 +67,16 @@ def test_coverage_simulation_runs_tiny() -> None:
     assert out["truth"]["value"] == pytest.approx(pop.mean())
     assert set(out) == {"truth", *CI_METHODS}
     assert all(0.0 <= out[m]["coverage"] <= 1.0 and out[m]["mean_width"] > 0 for m in CI_METHODS)
+
+
+def test_mcq_intervals_stay_fractions_on_a_tiny_benchmark() -> None:
+    """A studentized interval can reach past 0 or 1 on a few questions; the metrics are fractions
+    (a result file with such an interval would not even be readable)."""
+    from hoibench.data import Choice, MCAnswer, MCQuestion
+    from hoibench.evaluation import mcq_metrics
+
+    qs = [MCQuestion(f"q{k}", f"{k}.jpg", 1, (Choice("ride horse", hoi=0), Choice("feed horse", hoi=1)),
+                     frozenset({k % 2})) for k in range(6)]
+    ans = [MCAnswer(q.id, frozenset({"ride horse"})) for q in qs]
+    r = mcq_metrics(ans, qs, n_bootstrap=50, random_state=0)
+    assert r.ci is not None and all(0.0 <= lo <= hi <= 1.0 for lo, hi in r.ci.values() if lo == lo)

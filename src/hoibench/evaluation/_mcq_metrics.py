@@ -510,7 +510,9 @@ class MCQMetrics(Metric[MCQResult]):
             boot = bootstrap_ci(arr.metrics, len(self._ids), n_resamples=self.n_bootstrap,
                                 confidence=self.confidence, random_state=self.random_state,
                                 method=MCQ_CI_METHOD)
-            ci = {name: (float(boot.low[k]), float(boot.high[k])) for k, name in enumerate(MCQ_METRIC_NAMES)}
+            # the metrics are fractions: a studentized interval can reach past 0 or 1, clipped
+            lo, hi = np.clip(boot.low, 0.0, 1.0), np.clip(boot.high, 0.0, 1.0)
+            ci = {name: (float(lo[k]), float(hi[k])) for k, name in enumerate(MCQ_METRIC_NAMES)}
         c_tp = np.asarray(arr.m_tp.sum(axis=0)).ravel()
         c_pred = np.asarray(arr.m_pred.sum(axis=0)).ravel()
         c_gt = np.asarray(arr.m_gt.sum(axis=0)).ravel()
