@@ -75,8 +75,10 @@ def test_mcq_intervals_stay_fractions_on_a_tiny_benchmark() -> None:
     from hoibench.data import Choice, MCAnswer, MCQuestion
     from hoibench.evaluation import mcq_metrics
 
-    qs = [MCQuestion(f"q{k}", f"{k}.jpg", 1, (Choice("ride horse", hoi=0), Choice("feed horse", hoi=1)),
-                     frozenset({k % 2})) for k in range(6)]
-    ans = [MCAnswer(q.id, frozenset({"ride horse"})) for q in qs]
+    texts = ["ride horse", "feed horse", "hold cup"]
+    rng = np.random.default_rng(0)
+    qs = [MCQuestion(f"q{k}", f"{k}.jpg", 1, tuple(Choice(t, hoi=h) for h, t in enumerate(texts)),
+                     frozenset({int(rng.integers(3))})) for k in range(8)]
+    ans = [MCAnswer(q.id, frozenset({texts[int(rng.integers(3))]})) for q in qs]
     r = mcq_metrics(ans, qs, n_bootstrap=50, random_state=0)
     assert r.ci is not None and all(0.0 <= lo <= hi <= 1.0 for lo, hi in r.ci.values() if lo == lo)
