@@ -82,3 +82,10 @@ def test_mcq_intervals_stay_fractions_on_a_tiny_benchmark() -> None:
     ans = [MCAnswer(q.id, frozenset({texts[int(rng.integers(3))]})) for q in qs]
     r = mcq_metrics(ans, qs, n_bootstrap=50, random_state=0)
     assert r.ci is not None and all(0.0 <= lo <= hi <= 1.0 for lo, hi in r.ci.values() if lo == lo)
+
+
+def test_studentized_interval_of_a_constant_statistic_is_the_point() -> None:
+    """Every replicate equal (an exact match of 0 everywhere): no standard error to divide by, so
+    the interval is the replicates' own, not NaN (which a result file cannot hold)."""
+    r = bootstrap_ci(lambda w: np.zeros((len(w), 1)), 30, n_resamples=50, random_state=0, method="studentized")
+    assert (r.low[0], r.high[0]) == (0.0, 0.0)

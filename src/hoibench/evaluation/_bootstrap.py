@@ -241,4 +241,10 @@ def bootstrap_ci(
             a = (1.0 - confidence) / 2.0
             t_lo, t_hi = (_column_quantiles(t, np.full(len(point), q)) for q in (a, 1.0 - a))
             low, high = point - t_hi * se, point - t_lo * se
+            # no spread to studentize (every replicate's standard error 0: a constant statistic,
+            # such as an exact match of 0 everywhere): the replicates' own interval
+            flat = ~np.isfinite(low) | ~np.isfinite(high)
+            if flat.any():
+                p_lo, p_hi = bootstrap_interval(samples, point, confidence=confidence, method="percentile")
+                low, high = np.where(flat, p_lo, low), np.where(flat, p_hi, high)
     return BootstrapResult(point, low, high, confidence, n_resamples, samples)
