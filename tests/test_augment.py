@@ -257,7 +257,7 @@ def test_resume_after_backend_failure_reuses_the_generated_image(tmp_path: Path,
     out = tmp_path / "o"
     gen1 = SolidGenerator()
     with pytest.raises(StageError, match="server went away"):
-        augment_deficits(targets, out_dir=out, pipeline=pipeline(gen1, script, llm=ScriptedBackend(flaky)), **kw)
+        augment_deficits(targets, out_dir=out, pipeline=pipeline(gen1, script, llm=ScriptedBackend(flaky, model="llm")), **kw)
     gen2 = SolidGenerator()
     res = augment_deficits(targets, out_dir=out, pipeline=pipeline(gen2, script), **kw)
     assert res.reused == 1 and not set(gen1.calls) & set(gen2.calls)

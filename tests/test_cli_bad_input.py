@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 from hoibench.data import HOIPredictions, MCAnswer
-from hoibench.formats import read_dataset, write_answers, write_predictions
+from hoibench.formats import read_dataset, write_answers, write_ppdm, write_predictions
 from tests.conftest import FIXTURES
 
 GT = FIXTURES / "mini_instances_test2015.json"
@@ -115,6 +116,41 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     bad_a["selected"] = []
     bad_a["seed"] = "zero"
     put("a_seed.jsonl", raw="\n".join([alines[0], json.dumps(bad_a), *alines[2:]]) + "\n")
+    # issue 13: files that are not regular files, symlinks, strings for numbers, contradictory
+    # redundant fields, huge ids, non-UTF-8 bytes, unknown versions
+    os.mkfifo(d / "fifo.json")
+    out["fifo.json"] = d / "fifo.json"
+    os.symlink("loop.json", d / "loop.json")
+    out["loop.json"] = d / "loop.json"
+    os.symlink("gone.json", d / "dangling.json")
+    out["dangling.json"] = d / "dangling.json"
+    (d / "latin1.json").write_bytes(b'{"images": [{"file_name": "caf\xe9.jpg"}]}')
+    out["latin1.json"] = d / "latin1.json"
+    (d / "latin1.jsonl").write_bytes(b'{"header": {"model": "caf\xe9"}}\n')
+    out["latin1.jsonl"] = d / "latin1.jsonl"
+    for name, edit in {
+        "pred_box_str.json": lambda q: q["images"][0]["boxes_h"][0].__setitem__(0, "3"),
+        "pred_huge_id.json": lambda q: q["images"][0]["objects"].__setitem__(0, 2**70),
+        "pred_version.json": lambda q: q.__setitem__("version", 7),
+        "pred_hoi_contra.json": lambda q: [im.__setitem__("hois", [0] * len(im["scores"])) for im in q["images"]],
+    }.items():
+        q = copy.deepcopy(p)
+        edit(q)
+        put(name, raw=json.dumps(q))
+    ppdm = tmp_path_factory.mktemp("ppdm") / "gt.json"
+    write_ppdm(gt, ppdm)
+    entries = json.loads(ppdm.read_text())
+    k = next(i for i, e in enumerate(entries) if e["hoi_annotation"])
+    e = copy.deepcopy(entries)
+    e[k]["hoi_annotation"][0]["hoi_category_id"] = e[k]["hoi_annotation"][0]["hoi_category_id"] % 600 + 1
+    put("ppdm_hoi_contra.json", e)
+    e = copy.deepcopy(entries)
+    e[k]["annotations"][0]["category_id"] = 2**70
+    put("ppdm_huge_id.json", e)
+    e = copy.deepcopy(entries)
+    e[k]["hoi_annotation"][0]["subject_id"] = "0"
+    put("ppdm_str_id.json", e)
+    put("ids_huge.json", [1, 2**70])
     put("ids_oor.json", [1, 100000])
     put("ids_empty.json", [])
     put("result.json", {"kind": "hico_map", "model": "m", "benchmark": "b", "protocol": "official",
@@ -232,6 +268,31 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
         ("plot-suffix", ["mcq", "stats", "{q.jsonl}", "--plot", "{dir}/plot.xyz"], ["plot.xyz", ".png"]),
         ("validate-missing", ["data", "validate", "{dir}/nope.json"], ["nope.json", "no such file"]),
         ("negative-limit", ["data", "validate", "{gt}", "--limit", "-1"], ["--limit"]),
+        # issue 13: a FIFO (a reader would hang), a device, a folder, a symlink loop or a dangling
+        # link as input to every command that reads files
+        *[(f"fifo-{name}", argv, ["fifo.json", "FIFO"]) for name, argv in _readers("{fifo.json}")],
+        *[(f"device-{name}", argv, ["/dev/zero", "device"]) for name, argv in _readers("/dev/zero")[:6]],
+        ("folder-as-predictions", [*ev, "{dir}"], ["is a directory"]),
+        ("folder-as-answers", ["mcq", "score", "--questions", "{q.jsonl}", "--answers", "{dir}"], ["directory"]),
+        ("symlink-loop", ["data", "info", "{loop.json}"], ["loop.json"]),
+        ("symlink-dangling", [*ev, "{dangling.json}"], ["dangling.json", "does not exist"]),
+        # strings for numbers, contradictory redundant fields, huge ids, bytes that are not UTF-8
+        ("pred-box-string", [*ev, "{pred_box_str.json}"], ["pred_box_str.json", "record 0", "boxes_h[0]", "'3'"]),
+        ("gt-id-string", ["data", "info", "{ppdm_str_id.json}"], ["ppdm_str_id.json", "subject_id", "'0'"]),
+        ("pred-huge-id", [*ev, "{pred_huge_id.json}"], ["pred_huge_id.json", "objects[0]", "integer id"]),
+        ("gt-huge-id", ["data", "stats", "{ppdm_huge_id.json}"], ["ppdm_huge_id.json", "category_id"]),
+        ("classes-huge-id", [*ev, "{pred.json}", "--classes", "{ids_huge.json}"], ["ids_huge.json"]),
+        ("pred-hoi-contradicts", [*ev, "{pred_hoi_contra.json}"], ["pred_hoi_contra.json", "hoi[0]", "disagrees"]),
+        ("gt-hoi-contradicts", ["split", "balanced", "--dataset", "{ppdm_hoi_contra.json}", "--out", "{dir}/b9"],
+         ["ppdm_hoi_contra.json", "hoi_category_id", "contradicts"]),
+        ("pred-unknown-version", [*ev, "{pred_version.json}"], ["pred_version.json", "version 7"]),
+        ("gt-not-utf8", ["data", "info", "{latin1.json}"], ["latin1.json", "not valid JSON"]),
+        ("pred-not-utf8", [*ev, "{latin1.json}"], ["latin1.json"]),
+        ("answers-not-utf8", ["mcq", "score", "--questions", "{q.jsonl}", "--answers", "{latin1.jsonl}"],
+         ["latin1.jsonl"]),
+        ("questions-not-utf8", ["mcq", "stats", "{latin1.jsonl}"], ["latin1.jsonl"]),
+        ("analyze-answers-of-other-questions", ["mcq", "analyze", "--questions", "{q.jsonl}", "--answers",
+                                                "{a_other.jsonl}", "--dataset", "{gt}"], ["a_other.jsonl", "none of its"]),
         # outputs that cannot be written
         ("json-under-a-file", [*ev, "{pred.json}", "--json", "{not_a_dir}/r.json"],
          ["r.json", "not_a_dir is a file"]),
@@ -241,6 +302,34 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
                                     "{not_a_dir}/sg"], ["not_a_dir is a file"]),
         ("convert-under-a-file", ["data", "convert", "{gt}", "{not_a_dir}/x/c.json", "--to", "ppdm"],
          ["not_a_dir is a file"]),
+    ]
+
+
+def _readers(path: str) -> list[tuple[str, list[str]]]:
+    """Every command that reads a file given by the user, with ``path`` as that file."""
+    ev = ["eval", "hico", "--gt", "{gt}", "--pred"]
+    return [
+        ("data-info", ["data", "info", path]),
+        ("data-validate", ["data", "validate", path]),
+        ("eval-hico-gt", ["eval", "hico", "--gt", path, "--pred", "{pred.json}"]),
+        ("eval-hico-pred", [*ev, path]),
+        ("mcq-score-answers", ["mcq", "score", "--questions", "{q.jsonl}", "--answers", path]),
+        ("mcq-stats", ["mcq", "stats", path]),
+        ("eval-vcoco-pred", ["eval", "vcoco", "--gt", str(VCOCO), "--pred", path]),
+        ("eval-hico-classes", [*ev, "{pred.json}", "--classes", path]),
+        ("data-stats", ["data", "stats", path]),
+        ("data-convert", ["data", "convert", path, "{dir}/c2.json", "--to", "ppdm"]),
+        ("split-audit", ["split", "audit", path, "{gt}"]),
+        ("split-sg", ["split", "sg", "--dataset", path, "--seed", "0", "--out", "{dir}/sg9"]),
+        ("split-balanced", ["split", "balanced", "--dataset", path, "--out", "{dir}/b8"]),
+        ("split-zero-shot", ["split", "zero-shot", "--protocol", path, "--out", "{dir}/z9"]),
+        ("mcq-score-questions", ["mcq", "score", "--questions", path, "--answers", "{ans.jsonl}"]),
+        ("mcq-analyze", ["mcq", "analyze", "--questions", "{q.jsonl}", "--answers", path, "--dataset", "{gt}"]),
+        ("mcq-from-detections", ["mcq", "from-detections", "--questions", "{q.jsonl}", "--predictions", path,
+                                 "--out", "{dir}/a9.jsonl"]),
+        ("mcq-build", ["mcq", "build", "--dataset", path, "--out", "{dir}/o9.jsonl"]),
+        ("analyze-class-ap", ["analyze", "class-ap", path]),
+        ("report", ["report", path, "--out", "{dir}/rep9"]),
     ]
 
 

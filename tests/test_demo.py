@@ -253,12 +253,18 @@ def test_demo_rerun_reuses_finished_results(quick_demo, tmp_path, capsys):
     assert marker["finished"] and list(marker["timings"]) == ["writing the report", "total"]
     assert (copy / "report.html").read_text().count("<table ") == \
         (out / "report.html").read_text().count("<table ")
-    # an unfinished run with the same parameters recomputes only what is missing
-    (copy / "results" / "mcq" / "random-setting1.json").unlink()
+    # a killed run with the same provenance resumes from its staging folder beside the target
+    # (.NAME.partial) and recomputes only what is missing; the folder is swapped in when done
+    from hoibench.demo import partial_folder
+
+    partial = partial_folder(copy)
+    shutil.copytree(copy, partial)
+    (partial / "results" / "mcq" / "random-setting1.json").unlink()
     marker["finished"] = False
-    (copy / "demo.json").write_text(json.dumps(marker))
+    (partial / "demo.json").write_text(json.dumps(marker))
+    shutil.rmtree(copy)
     again = run_demo(copy, config=cfg, progress=False)
-    assert (copy / "results" / "mcq" / "random-setting1.json").exists()
+    assert (copy / "results" / "mcq" / "random-setting1.json").exists() and not partial.exists()
     kept = {p: t for p, t in before.items() if p.name != "random-setting1.json"}
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())
     assert len(again.results) == len(before)

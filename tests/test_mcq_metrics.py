@@ -58,7 +58,13 @@ def test_paper_protocol_matches_sklearn(data, zero_division: float) -> None:
         assert r.macro_f1 == pytest.approx(f1_score(y_true, y_pred, average="macro", labels=present, **kw))
     assert r.micro_f1 == pytest.approx(f1_score(y_true, y_pred, average="micro", **kw))
     assert r.instance_f1 == pytest.approx(f1_score(y_true, y_pred, average="samples", **kw))
-    assert r.avg_precision == pytest.approx(precision_score(y_true, y_pred, average="samples", **kw))
+    # as scikit-learn, except that no answer to a question with correct choices has precision 0
+    n_pred, n_gt = y_pred.sum(axis=1), y_true.sum(axis=1)
+    per_q = np.where(n_pred > 0, (y_true & y_pred).sum(axis=1) / np.maximum(n_pred, 1),
+                     np.where(n_gt > 0, 0.0, zero_division))
+    assert r.avg_precision == pytest.approx(per_q.mean())
+    if (n_pred > 0).all() or zero_division == 0.0:
+        assert r.avg_precision == pytest.approx(precision_score(y_true, y_pred, average="samples", **kw))
     assert r.avg_recall == pytest.approx(recall_score(y_true, y_pred, average="samples", **kw))
     assert r.exact_match == pytest.approx(np.mean((y_true == y_pred).all(axis=1)))
 

@@ -117,7 +117,7 @@ def test_builder_shape_and_rule_on_hand_made_pairs(tmp_path):
     assert split.train.pair_verb.tolist() == [FEED, HOLD] and split.removed_pairs == 3
     assert split.test is test and "unseen=1 classes" in repr(split)
     paths = split.write(tmp_path / "out")
-    assert set(paths) == {"train", "test", "combinations", "stats"}
+    assert set(paths) == {"train", "test", "combinations", "stats", "provenance"}
     first = {k: p.read_bytes() for k, p in paths.items()}
     build_zero_shot_split(train, test=test, protocol=str(ids)).write(tmp_path / "out")
     assert {k: p.read_bytes() for k, p in paths.items()} == first  # byte-identical

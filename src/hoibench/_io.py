@@ -13,8 +13,10 @@ import io
 import json
 import os
 import re
+import shutil
+import stat
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
@@ -28,42 +30,105 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 from hoibench._exceptions import ConfigError, FormatError, MissingExtraError
+from hoibench._version import __version__
 
 __all__ = [
     "ImageFolder",
+    "UnreadableFileError",
+    "atomic_folder",
     "atomic_write",
     "atomic_write_bytes",
     "atomic_write_csv",
     "atomic_write_json",
+    "check_folder",
+    "check_input_file",
+    "clean_leftovers",
     "csv_text",
     "dumps_json",
     "ensure_dir",
     "exclusive_lock",
+    "file_sha256",
+    "owned_folder",
     "read_bytes",
+    "read_folder_provenance",
     "read_json",
     "read_mat",
+    "write_folder_provenance",
 ]
 
 PathLike = str | os.PathLike[str]
 
 
-def read_bytes(path: PathLike) -> bytes:
-    """Read a file, transparently gunzipping ``*.gz``; a missing file is a :class:`FormatError`."""
+class UnreadableFileError(FormatError):
+    """A file that cannot be read at all (missing, not a regular file, no permission, corrupt
+    compression, not JSON / MATLAB), as opposed to one whose content has a problem."""
+
+
+def _not_a_file(mode: int) -> str | None:
+    """What a path of ``mode`` is when it is not a regular file (None when it is one)."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"  # pragma: no cover - no other kinds on POSIX
+
+
+def check_input_file(path: PathLike) -> Path:
+    """``path`` when it names a regular file (symlinks followed); else a :class:`FormatError`
+    naming it. A FIFO or device would make every reader hang or read forever, a folder fails
+    with an error about something else."""
     p = Path(path)
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        raise UnreadableFileError("no such file", file=p) from None
+    except PermissionError:
+        raise UnreadableFileError("permission denied", file=p) from None
+    except OSError as exc:
+        raise UnreadableFileError(f"cannot read ({exc.strerror or exc})", file=p) from None
+    kind = _not_a_file(mode)
+    if kind is not None:
+        raise UnreadableFileError(f"is {kind}, expected a regular file", file=p)
+    return p
+
+
+def read_bytes(path: PathLike) -> bytes:
+    """Read a regular file (see :func:`check_input_file`), transparently gunzipping ``*.gz``;
+    a missing or unreadable file is a :class:`FormatError`."""
+    p = check_input_file(path)
     try:
         data = p.read_bytes()
     except FileNotFoundError:
-        raise FormatError("no such file", file=p) from None
+        raise UnreadableFileError("no such file", file=p) from None
     except IsADirectoryError:
-        raise FormatError("is a directory, expected a file", file=p) from None
+        raise UnreadableFileError("is a directory, expected a file", file=p) from None
     except PermissionError:
-        raise FormatError("permission denied", file=p) from None
+        raise UnreadableFileError("permission denied", file=p) from None
+    except OSError as exc:
+        raise UnreadableFileError(f"cannot read ({exc.strerror or exc})", file=p) from None
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError) as exc:
-            raise FormatError(f"corrupt gzip data ({exc})", file=p) from None
+            raise UnreadableFileError(f"corrupt gzip data ({exc})", file=p) from None
     return data
+
+
+def file_sha256(path: PathLike) -> str:
+    """The SHA-256 of a file's bytes as stored (what provenance records of an input)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(check_input_file(path), "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def read_json(path: PathLike) -> Any:
@@ -76,17 +141,13 @@ def read_json(path: PathLike) -> Any:
         try:
             return json.loads(data)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise FormatError(f"not valid JSON ({exc})", file=path) from None
+            raise UnreadableFileError(f"not valid JSON ({exc})", file=path) from None
 
 
 def read_mat(path: PathLike, **loadmat_kwargs: Any) -> dict[str, Any]:
     """Load a MATLAB ``.mat`` file with :func:`scipy.io.loadmat`; a missing, unreadable or
     corrupt file is a :class:`FormatError` naming it (scipy raises several unrelated types)."""
-    p = Path(path)
-    if p.is_dir():
-        raise FormatError("is a directory, expected a file", file=p)
-    if not p.exists():
-        raise FormatError("no such file", file=p)
+    p = check_input_file(path)
     try:
         from scipy.io import loadmat
     except ImportError as exc:  # pragma: no cover - scipy is a core dependency
@@ -94,9 +155,9 @@ def read_mat(path: PathLike, **loadmat_kwargs: Any) -> dict[str, Any]:
     try:
         return loadmat(os.fspath(p), **loadmat_kwargs)
     except PermissionError:
-        raise FormatError("permission denied", file=p) from None
+        raise UnreadableFileError("permission denied", file=p) from None
     except Exception as exc:  # scipy raises ValueError, TypeError, MatReadError, ... on junk
-        raise FormatError(f"not a MATLAB file ({exc})", file=p) from None
+        raise UnreadableFileError(f"not a MATLAB file ({exc})", file=p) from None
 
 
 def _default(obj: Any) -> Any:
@@ -129,33 +190,97 @@ def atomic_write(path: PathLike, mode: str = "wb") -> Iterator[IO[Any]]:
 
     A crash or exception leaves the previous file untouched; readers never see a half-written file.
     ``*.gz`` paths are gzip-compressed (with mtime 0, so outputs stay byte-identical).
+
+    A symlink is followed (its target is replaced, the link stays). A path that is a FIFO or a
+    character device (``/dev/stdout``, ``/dev/null``, a pipe) is written through, not replaced; a
+    directory, block device or socket is refused with a :class:`ConfigError`. Temporary files that
+    a killed run left beside ``path`` (``.NAME.PID.*.tmp`` of a process that is gone) are removed.
     """
-    target = Path(path)
+    target = _write_target(Path(path))
+    if target is None:  # a FIFO or character device: no temporary file, no rename
+        with _write_through(Path(path), mode) as fh:
+            yield fh
+        return
     fd, tmp = _temp_beside(target)
     try:
-        with os.fdopen(fd, "wb") as raw:
-            sink: IO[bytes] = raw
-            gz = None
-            if target.suffix == ".gz":
-                gz = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="")
-                sink = gz
-            if "b" in mode:
+        with _os_errors(target), os.fdopen(fd, "wb") as raw:
+            with _encoded(raw, target, mode) as sink:
                 yield sink
-            else:
-                text = io.TextIOWrapper(sink, encoding="utf-8", newline="\n")
-                yield text
-                text.flush()
-                text.detach()
-            if gz is not None:
-                gz.close()
             raw.flush()
             os.fsync(raw.fileno())
         os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
+        with _os_errors(target):
+            os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def _encoded(raw: IO[bytes], target: Path, mode: str) -> Iterator[IO[Any]]:
+    """``raw`` wrapped for ``mode`` (text or bytes), gzip-compressed for ``*.gz`` targets."""
+    sink: IO[bytes] = raw
+    gz = None
+    if target.suffix == ".gz":
+        gz = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="")
+        sink = gz
+    if "b" in mode:
+        yield sink
+    else:
+        text = io.TextIOWrapper(sink, encoding="utf-8", newline="\n")
+        yield text
+        text.flush()
+        text.detach()
+    if gz is not None:
+        gz.close()
+
+
+@contextlib.contextmanager
+def _os_errors(target: Path) -> Iterator[None]:
+    """An :class:`OSError` while writing ``target`` as one :class:`ConfigError` naming it (never
+    the temporary file)."""
+    try:
+        yield
+    except OSError as exc:
+        raise ConfigError(f"{target}: cannot write ({exc.strerror or exc})") from None
+
+
+def _write_target(path: Path) -> Path | None:
+    """The regular file to replace for ``path``: ``path`` itself, the file a symlink leads to
+    (followed, so the link survives), or None for a FIFO/character device written through."""
+    if os.path.abspath(path).startswith(("/dev/", "/proc/")):
+        return None  # /dev/stdout, /dev/fd/N, /proc/self/fd/N: the open file behind it, as it is
+    real = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        mode = os.stat(real).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # a new file (a parent that is a file: later)
+        return real
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    if stat.S_ISREG(mode):
+        return real
+    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(f"{path}: is a directory; give a file path to write")
+    raise ConfigError(f"{path}: is {_not_a_file(mode)}; give a regular file path to write")
+
+
+@contextlib.contextmanager
+def _write_through(path: Path, mode: str) -> Iterator[IO[Any]]:
+    """Write into a FIFO or character device as it is; a FIFO nobody reads is refused at once
+    (opening it would block forever)."""
+    try:  # O_APPEND: a /dev/stdout that is a file (``> out``) keeps what was written before
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_APPEND)
+    except OSError as exc:
+        why = "a FIFO with no reader" if exc.errno == 6 else (exc.strerror or str(exc))  # ENXIO
+        raise ConfigError(f"{path}: cannot write ({why})") from None
+    os.set_blocking(fd, True)
+    with _os_errors(path), os.fdopen(fd, "wb") as raw:
+        with _encoded(raw, path, mode) as sink:
+            yield sink
+        raw.flush()
 
 
 def ensure_dir(folder: PathLike, *, for_path: PathLike | None = None) -> Path:
@@ -175,14 +300,138 @@ def ensure_dir(folder: PathLike, *, for_path: PathLike | None = None) -> Path:
 
 
 def _temp_beside(target: Path) -> tuple[int, str]:
-    """Create the output folder and a temporary file in it (see :func:`ensure_dir`)."""
+    """Create the output folder and a temporary file in it (see :func:`ensure_dir`), after
+    removing the temporary files of killed writers of ``target``."""
     if target.is_dir():
         raise ConfigError(f"{target}: is a directory; give a file path to write")
     ensure_dir(target.parent, for_path=target)
+    clean_leftovers(target)
     try:
-        return tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        return tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent)
     except PermissionError:
         raise ConfigError(f"{target}: cannot write there (permission denied)") from None
+    except OSError as exc:
+        raise ConfigError(f"{target}: cannot write there ({exc.strerror or exc})") from None
+
+
+def _temp_prefix(target: Path) -> str:
+    """``.NAME.PID.``: a temporary name that says whose it is, so a later run can tell the
+    leftovers of a killed process from the files of one still writing."""
+    return f".{target.name}.{os.getpid()}."
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+#: folders already cleaned by this process (a folder is scanned once, not once per file written)
+_CLEANED: set[str] = set()
+_LEFTOVER = re.compile(r"^\..+\.(\d+)\.[^/]*\.tmp$")
+
+
+def clean_leftovers(target: PathLike) -> list[Path]:
+    """Remove the temporary files and staging folders (``.NAME.PID.*.tmp``) that writers which
+    no longer run left beside ``target`` (the first time this process writes into that folder);
+    returns what was removed."""
+    folder = os.path.abspath(Path(target).parent)
+    removed: list[Path] = []
+    if folder in _CLEANED:
+        return removed
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    _CLEANED.add(folder)
+    for entry in entries:
+        m = _LEFTOVER.match(entry.name)
+        if m is None or _pid_alive(int(m.group(1))):
+            continue
+        path = Path(entry.path)
+        with contextlib.suppress(FileNotFoundError):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            removed.append(path)
+    return removed
+
+
+@contextlib.contextmanager
+def atomic_folder(target: PathLike, *, owned: Callable[[Path], bool] | None = None,
+                  staging: PathLike | None = None) -> Iterator[Path]:
+    """Build a folder beside ``target`` and swap it in as a whole on success.
+
+    Yields the staging folder to write into. On success the old ``target`` (if any) is replaced
+    in one step (Linux ``renameat2(RENAME_EXCHANGE)``; elsewhere two renames, between which
+    ``target`` is briefly absent), so a reader or a kill sees either the old complete folder or
+    the new one, never a mix. On an exception the staging folder is removed (unless ``staging``
+    was given: a resumable caller keeps its partial work there) and ``target`` is untouched.
+
+    An existing ``target`` is replaced only when ``owned(target)`` says hoibench wrote it (or it
+    is empty): a folder with other files is refused with a :class:`ConfigError` instead of
+    being thrown away.
+    """
+    target = Path(os.path.realpath(target)) if Path(target).is_symlink() else Path(target)
+    if target.exists() and not target.is_dir():
+        raise ConfigError(f"{target}: is a file, not a folder")
+    ensure_dir(target.parent, for_path=target)
+    clean_leftovers(target)
+    if target.is_dir() and any(target.iterdir()) and not (owned is not None and owned(target)):
+        raise ConfigError(f"{target}: the folder holds files hoibench did not write; give a new or "
+                          "empty folder (it would be replaced as a whole)")
+    if staging is None:
+        try:
+            work = Path(tempfile.mkdtemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent))
+        except OSError as exc:
+            raise ConfigError(f"{target}: cannot write there ({exc.strerror or exc})") from None
+    else:
+        work = ensure_dir(staging, for_path=target)
+    try:
+        yield work
+        os.chmod(work, 0o777 & ~_umask())
+        _swap_in(work, target)
+    except BaseException:
+        if staging is None:
+            shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def _swap_in(work: Path, target: Path) -> None:
+    """Put the folder ``work`` at ``target``, the old ``target`` going away."""
+    if not target.exists():
+        os.rename(work, target)
+        return
+    if _exchange(work, target):
+        shutil.rmtree(work, ignore_errors=True)  # now the old folder
+        return
+    old = Path(tempfile.mkdtemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent))
+    os.rename(target, old / "old")
+    os.rename(work, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically with Linux ``renameat2(RENAME_EXCHANGE)``; False where the
+    system cannot."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    rc = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    return rc == 0
 
 
 def _umask() -> int:
@@ -217,6 +466,66 @@ def atomic_write_csv(path: PathLike, header: Sequence[str], rows: Iterable[Seque
 def atomic_write_json(path: PathLike, obj: Any, *, indent: bool = False) -> None:
     """Write ``obj`` as JSON to ``path`` atomically."""
     atomic_write_bytes(path, dumps_json(obj, indent=indent))
+
+
+# ------------------------------------------------------------------------- folder provenance
+#: the file a folder writer puts last into the folder it builds: what made it, and each file's hash
+PROVENANCE_FILE = "provenance.json"
+
+
+def write_folder_provenance(folder: PathLike, *, writer: str, parameters: dict[str, Any],
+                            inputs: dict[str, Any]) -> Path:
+    """Record in ``folder/provenance.json`` the writer, its ``parameters``, the content hashes of
+    its ``inputs`` and the SHA-256 of every file already in the folder (write it last)."""
+    root = Path(folder)
+    files = {p.relative_to(root).as_posix(): file_sha256(p)
+             for p in sorted(root.rglob("*")) if p.is_file() and p.name != PROVENANCE_FILE}
+    path = root / PROVENANCE_FILE
+    atomic_write_json(path, {"kind": "hoibench_folder", "writer": writer, "hoibench": __version__,
+                             "parameters": parameters, "inputs": inputs, "files": files}, indent=True)
+    return path
+
+
+def read_folder_provenance(folder: PathLike) -> dict[str, Any] | None:
+    """The provenance record of a folder hoibench built (None when it has none)."""
+    path = Path(folder) / PROVENANCE_FILE
+    if not path.is_file():
+        return None
+    rec = read_json(path)
+    return rec if isinstance(rec, dict) and rec.get("kind") == "hoibench_folder" else None
+
+
+def check_folder(folder: PathLike) -> dict[str, Any] | None:
+    """Verify a folder against its provenance record: every file it lists is there with the
+    recorded hash (a folder mixing two runs is a :class:`FormatError` naming the first file that
+    differs). Folders without a record (written by hand or by old versions) pass; returns the
+    record."""
+    rec = read_folder_provenance(folder)
+    if rec is None:
+        return None
+    root = Path(folder)
+    for name, digest in dict(rec.get("files") or {}).items():
+        p = root / name
+        if not p.is_file():
+            raise FormatError(f"is missing from the folder {root} (listed in its {PROVENANCE_FILE})", file=p)
+        if file_sha256(p) != digest:
+            raise FormatError(f"differs from what {rec.get('writer')} wrote into {root} (its hash is "
+                              f"not the one in {PROVENANCE_FILE}): the folder mixes outputs", file=p)
+    return rec
+
+
+def owned_folder(names: Iterable[str]) -> Callable[[Path], bool]:
+    """The ``owned`` test of :func:`atomic_folder` for a writer of the files ``names``: a folder
+    with a provenance record, or holding only (some of) those files (a folder from an older
+    hoibench), may be replaced."""
+    known = {*names, PROVENANCE_FILE}
+
+    def owned(folder: Path) -> bool:
+        if read_folder_provenance(folder) is not None:
+            return True
+        return all(p.name in known for p in folder.iterdir())
+
+    return owned
 
 
 # ------------------------------------------------------------------------- images named by data

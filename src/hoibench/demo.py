@@ -8,13 +8,18 @@ hand: :func:`hoibench.benchmarks.sg.build_preset` (HICO-DET-SG split 1),
 benchmark, answer and result file is written under the output directory, so each number of the
 report can be reproduced with ``hoibench eval hico`` / ``hoibench mcq score`` (``docs/demo.md``).
 
-Re-running with the same parameters reuses the result files already written (they are written
-atomically as each evaluation finishes).
+The output directory is built as a whole in ``.NAME.partial`` beside it and swapped in when the
+run finishes, so a kill leaves the previous complete output (or none), never a mix. The staging
+folder records the run's provenance (parameters, hoibench version, content hashes of the bundled
+data): a re-run with exactly the same provenance resumes from it and a finished output with the
+same provenance is reused as it is; any difference starts afresh.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,14 +30,14 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError
-from hoibench._io import atomic_write_json, ensure_dir, read_json
+from hoibench._io import atomic_folder, atomic_write_json, file_sha256, read_json
 from hoibench._progress import make_progress
 from hoibench._version import __version__
 from hoibench.benchmarks import build_balanced_split, hico_det_selection_counts
 from hoibench.benchmarks.mcq import PAPER_REFERENCE, build_mcq_benchmark, question_statistics
 from hoibench.benchmarks.sg import PAPER_TABLE1, build_preset, paper_row, split_table1
 from hoibench.data import HOIDataset
-from hoibench.datasets import hico_class_subsets, load_dataset
+from hoibench.datasets import bundled_path, hico_class_subsets, load_dataset
 from hoibench.evaluation import hico_mean_ap, mcq_class_recall, mcq_metrics
 from hoibench.formats import read_answers, write_answers, write_ppdm, write_predictions
 from hoibench.reports import ReportFiles, Table, TrainCounts, build_report
@@ -173,7 +178,8 @@ class _DetectionBenchmark:
     classes_spec: str | None  # ``--classes`` of ``hoibench eval hico`` (sets the headline, as there)
 
 
-def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[list[_DetectionBenchmark], list[Table]]:
+def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps,
+                      show: Callable[[object], str]) -> tuple[list[_DetectionBenchmark], list[Table]]:
     with steps.step("loading bundled HICO-DET"):
         train, test = load_dataset("hico-det:train"), load_dataset("hico-det:test")
         union = load_dataset("hico-det")
@@ -193,9 +199,9 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[
     atomic_write_json(bal_ids, sorted(int(h) for h in bal.classes))
     benches = [
         _DetectionBenchmark(BENCH_HICO, train, test, "hico-det:test", None),
-        _DetectionBenchmark(BENCH_SG, sg.train, sg.test, str(sg_paths["test"]), f"unseen:{sg_dir}"),
+        _DetectionBenchmark(BENCH_SG, sg.train, sg.test, show(sg_paths["test"]), f"unseen:{sg_dir}"),
         _DetectionBenchmark(BENCH_BRIGHT, bal.train.dataset, bal.test.dataset,
-                            str(bal_paths["test"]), str(bal_ids)),
+                            show(bal_paths["test"]), str(bal_ids)),
     ]
     if cfg.max_test_images is not None:
         # a quick run evaluates the first images only: write exactly that ground truth
@@ -203,7 +209,7 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[
             b.test = _head(b.test, cfg.max_test_images)
             gt = bench_dir / "evaluated" / f"{_slug(b.name)}-test_hico.json"
             write_ppdm(b.test, gt)
-            b.gt = str(gt)
+            b.gt = show(gt)
 
     split_no = cfg.sg_preset[-1]
     parts = [("HICO-DET (bundled)", split_table1(train, test)),
@@ -236,7 +242,7 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps) -> tuple[
 
 # ---------------------------------------------------------------------------------- detection
 def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path, reuse: bool,
-                 steps: _Steps) -> list[ResultRecord[Any]]:
+                 steps: _Steps, show: Callable[[object], str]) -> list[ResultRecord[Any]]:
     results = []
     for b in benches:
         for model, top_k in DEMO_DETECTORS.items():
@@ -251,11 +257,13 @@ def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path,
                 subsets, classes = hico_class_subsets(b.classes_spec) if b.classes_spec else ({}, None)
                 res = hico_mean_ap(preds, b.test, protocol=cfg.protocol, class_subsets=subsets,
                                    classes=classes)
-                cmd = f"hoibench eval hico --gt {b.gt} --pred {pred_path} --protocol {cfg.protocol}"
-                return hico_map_record(res, model=model, benchmark=b.name, classes_spec=b.classes_spec,
-                                       class_subsets=subsets, **{GROUND_TRUTH_KEY: ground_truth_id(b.gt)}, evaluate_by_hand={
-                    "gt": b.gt, "predictions": str(pred_path), "classes": b.classes_spec,
-                    "command": cmd + (f" --classes {b.classes_spec}" if b.classes_spec else "")
+                spec = show(b.classes_spec) if b.classes_spec else None
+                cmd = f"hoibench eval hico --gt {b.gt} --pred {show(pred_path)} --protocol {cfg.protocol}"
+                return hico_map_record(res, model=model, benchmark=b.name, classes_spec=spec,
+                                       class_subsets=subsets, **{GROUND_TRUTH_KEY: ground_truth_id(b.gt)},
+                                       evaluate_by_hand={
+                    "gt": b.gt, "predictions": show(pred_path), "classes": spec,
+                    "command": cmd + (f" --classes {spec}" if spec else "")
                     + " --json OUT" + ("" if cfg.save_predictions else "  (run the demo with --save-predictions)"),
                 })
 
@@ -265,7 +273,8 @@ def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path,
 
 
 # ---------------------------------------------------------------------------------- multiple choice
-def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[ResultRecord[Any]], list[Table]]:
+def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps,
+         show: Callable[[object], str]) -> tuple[list[ResultRecord[Any]], list[Table]]:
     train, test = load_dataset("hico-det:train"), load_dataset("hico-det:test")
     train_counts = train.vocab.train_counts_official()
     with steps.step("building the multiple-choice benchmark"):
@@ -294,7 +303,7 @@ def _mcq(cfg: DemoConfig, out: Path, reuse: bool, steps: _Steps) -> tuple[list[R
                           bench: str = bench, apath: Path = apath, setting: int = setting) -> ResultRecord[Any]:
                     res = mcq_metrics(answers, qs, n_bootstrap=cfg.n_bootstrap, random_state=cfg.seed)
                     return mcq_record([(model, res)], model=model, benchmark=bench, evaluate_by_hand={
-                        "questions": str(qpath), "setting": setting, "answers": str(apath)})
+                        "questions": show(qpath), "setting": setting, "answers": show(apath)})
 
                 def recall(qs: list[Any] = qs, answers: list[Any] = answers, model: str = model,
                            bench: str = bench) -> ResultRecord[Any]:
@@ -362,8 +371,25 @@ def _train_counts(benches: list[_DetectionBenchmark], bench_dir: str) -> dict[st
     return {b.name: own(b) for b in benches}
 
 
+def _provenance(cfg: DemoConfig) -> dict[str, Any]:
+    """What made a demo output: its parameters, the hoibench version and the content hashes of
+    the bundled data it reads (a reused file must have been made by exactly this)."""
+    inputs = {f"hico-det:{split}": f"sha256:{file_sha256(bundled_path('hico-det', split))}"
+              for split in ("train", "test")}
+    return {"config": cfg.to_dict(), "hoibench": __version__, "inputs": inputs}
+
+
+def _marker(folder: Path) -> dict[str, Any] | None:
+    """The ``demo.json`` of a folder, when it is one."""
+    path = folder / "demo.json"
+    if not path.is_file():
+        return None
+    data = read_json(path)
+    return data if isinstance(data, dict) and data.get("kind") == "hoibench_demo" else None
+
+
 def _finished_run(out: Path, previous: dict[str, Any]) -> tuple[list[Any], list[Table], dict[str, Any]] | None:
-    """Results, statistics tables and train counts of a finished run with the same parameters,
+    """Results, statistics tables and train counts of a finished run with the same provenance,
     if all are there."""
     names = previous.get("results")
     if not previous.get("finished") or not isinstance(names, list) or not (out / STATS_FILE).exists():
@@ -378,6 +404,12 @@ def _finished_run(out: Path, previous: dict[str, Any]) -> tuple[list[Any], list[
     return results, [Table.from_dict(d) for d in saved["tables"]], saved["train_counts"]
 
 
+def partial_folder(out_dir: str | Path) -> Path:
+    """Where :func:`run_demo` builds ``out_dir`` before swapping it in (and resumes from)."""
+    out = Path(out_dir)
+    return out.parent / f".{out.name}.partial"
+
+
 def run_demo(out_dir: str | Path, *, config: DemoConfig | None = None, progress: bool = True) -> DemoOutput:
     """Build the benchmarks, run and evaluate the baselines, write the report under ``out_dir``.
 
@@ -385,44 +417,83 @@ def run_demo(out_dir: str | Path, *, config: DemoConfig | None = None, progress:
     """
 
     cfg = config or DemoConfig()
-    out = ensure_dir(out_dir)
-    marker = out / "demo.json"
-    previous = read_json(marker) if marker.exists() else None
-    reuse = isinstance(previous, dict) and previous.get("config") == cfg.to_dict()
-    finished = _finished_run(out, previous) if reuse else None
-    atomic_write_json(marker, {"kind": "hoibench_demo", "config": cfg.to_dict(), "finished": False},
-                      indent=True)
+    final = Path(out_dir)
+    if final.exists() and not final.is_dir():
+        raise ConfigError(f"{final}: is a file, not a folder")
+    prov = _provenance(cfg)
+    previous = _marker(final)
+    finished = (_finished_run(final, previous)
+                if previous is not None and previous.get("provenance") == prov else None)
     n_steps = 1 if finished else 3 + 3 * len(DEMO_DETECTORS) + 1 + len(DEMO_ANSWERERS) + 1
     t0 = time.perf_counter()
     with _Steps(n_steps, progress) as steps:
-        if finished is not None:
+        if finished is not None:  # the same run, finished: its files as they are, the report again
             results, stats_tables, train_counts = finished
+            files = _write_report(cfg, results, stats_tables, train_counts, final, steps)
+            _write_marker(final, cfg, prov, steps, t0, files, results, final)
         else:
-            benches, stats_tables = _build_benchmarks(cfg, out / "benchmarks", steps)
-            train_counts = _train_counts(benches, "benchmarks")
-            results = _map_results(cfg, benches, out, reuse, steps)
-            mcq_results, mcq_tables = _mcq(cfg, out, reuse, steps)
-            results += mcq_results
-            stats_tables += mcq_tables
-            atomic_write_json(out / STATS_FILE, {"tables": [t.to_dict() for t in stats_tables],
-                                                 "train_counts": train_counts}, indent=True)
-        with steps.step("writing the report"):
-            report = build_report(
-                results, title="hoibench demo: what language priors alone score",
-                intro="Baselines that see no pixels — ground-truth boxes scored by how often each "
-                      "verb goes with the object in train, and multiple-choice answers picked by "
-                      "train frequency or at random — on the three benchmarks hoibench builds from "
-                      "the bundled HICO-DET annotations.",
-                meta={"hoibench": __version__, "config": cfg.to_dict(),
-                      "detectors": list(DEMO_DETECTORS), "answerers": list(DEMO_ANSWERERS)},
-                stats_tables=stats_tables, reference_benchmark=BENCH_HICO, n_bins=cfg.n_bins,
-                train_counts={b: TrainCounts(np.asarray(v["counts"], dtype=float), v["source"])
-                              for b, v in train_counts.items()})
-            files = report.write(out)
-    timings = {**steps.timings, "total": round(time.perf_counter() - t0, 3)}
-    atomic_write_json(marker, {
-        "kind": "hoibench_demo", "config": cfg.to_dict(), "finished": True, "timings": timings,
-        "report": str(files.html),
-        "results": [str(Path(r.source).relative_to(out)) for r in results]}, indent=True)
-    return DemoOutput(out, files, results, timings)
+            stage = partial_folder(final)
+            if stage.exists() and (_marker(stage) or {}).get("provenance") != prov:
+                shutil.rmtree(stage)  # another run's partial work: never mixed into this one
+            with atomic_folder(final, owned=lambda f: _marker(f) is not None, staging=stage) as work:
+                reuse = _marker(work) is not None
+                atomic_write_json(work / "demo.json", {"kind": "hoibench_demo", "config": cfg.to_dict(),
+                                                       "provenance": prov, "finished": False}, indent=True)
 
+                def show(path: object) -> str:
+                    """A path under the staging folder as it will be once swapped in."""
+                    return str(path).replace(str(work), str(final))
+
+                benches, stats_tables = _build_benchmarks(cfg, work / "benchmarks", steps, show)
+                train_counts = _train_counts(benches, "benchmarks")
+                results = _map_results(cfg, benches, work, reuse, steps, show)
+                mcq_results, mcq_tables = _mcq(cfg, work, reuse, steps, show)
+                results = [dataclasses.replace(r, source=show(r.source)) for r in results + mcq_results]
+                stats_tables += mcq_tables
+                atomic_write_json(work / STATS_FILE, {"tables": [t.to_dict() for t in stats_tables],
+                                                      "train_counts": train_counts}, indent=True)
+                # as a re-run reads them (JSON has no inf): both runs then write the same report
+                stats_tables = [Table.from_dict(d) for d in read_json(work / STATS_FILE)["tables"]]
+                files = _write_report(cfg, results, stats_tables, train_counts, work, steps)
+                _write_marker(work, cfg, prov, steps, t0, files, results, final)
+            files = dataclasses.replace(files, **{f.name: _moved(getattr(files, f.name), work, final)
+                                                  for f in dataclasses.fields(files)})
+    return DemoOutput(final, files, results, {**steps.timings, "total": round(time.perf_counter() - t0, 3)})
+
+
+def _moved(value: Any, old: Path, new: Path) -> Any:
+    """A path (or list of paths) under ``old`` as it is under ``new``."""
+    if isinstance(value, Path):
+        return new / value.relative_to(old) if value.is_relative_to(old) else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_moved(v, old, new) for v in value)
+    if isinstance(value, dict):
+        return {k: _moved(v, old, new) for k, v in value.items()}
+    return value
+
+
+def _write_report(cfg: DemoConfig, results: list[Any], stats_tables: list[Table],
+                  train_counts: dict[str, dict[str, Any]], out: Path, steps: _Steps) -> ReportFiles:
+    with steps.step("writing the report"):
+        report = build_report(
+            results, title="hoibench demo: what language priors alone score",
+            intro="Baselines that see no pixels — ground-truth boxes scored by how often each "
+                  "verb goes with the object in train, and multiple-choice answers picked by "
+                  "train frequency or at random — on the three benchmarks hoibench builds from "
+                  "the bundled HICO-DET annotations.",
+            meta={"hoibench": __version__, "config": cfg.to_dict(),
+                  "detectors": list(DEMO_DETECTORS), "answerers": list(DEMO_ANSWERERS)},
+            stats_tables=stats_tables, reference_benchmark=BENCH_HICO, n_bins=cfg.n_bins,
+            train_counts={b: TrainCounts(np.asarray(v["counts"], dtype=float), v["source"])
+                          for b, v in train_counts.items()})
+        return report.write(out)
+
+
+def _write_marker(out: Path, cfg: DemoConfig, prov: dict[str, Any], steps: _Steps, t0: float,
+                  files: ReportFiles, results: list[Any], final: Path) -> None:
+    """``demo.json`` of a finished run (written last: its ``finished`` says the folder is whole)."""
+    timings = {**steps.timings, "total": round(time.perf_counter() - t0, 3)}
+    atomic_write_json(out / "demo.json", {
+        "kind": "hoibench_demo", "config": cfg.to_dict(), "provenance": prov, "finished": True,
+        "timings": timings, "report": str(final / Path(files.html).relative_to(out)),
+        "results": [str(Path(r.source).relative_to(final)) for r in results]}, indent=True)

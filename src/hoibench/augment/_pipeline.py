@@ -27,7 +27,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import ImageFolder, atomic_write_bytes, atomic_write_json, read_json
+from hoibench._io import (
+    ImageFolder,
+    atomic_folder,
+    atomic_write_bytes,
+    atomic_write_json,
+    file_sha256,
+    owned_folder,
+    read_json,
+    write_folder_provenance,
+)
 from hoibench._progress import make_progress
 from hoibench.augment._chat_stages import ChatStages, derive_seed
 from hoibench.augment._config import AugmentConfig, ChatStageConfig
@@ -381,8 +390,8 @@ def _check_run_file(out: Path, header: dict[str, Any]) -> None:
     path = out / RUN_FILE
     if path.exists():
         old = read_json(path)
-        for key in ("kind", "config", "classes"):
-            if old.get(key) != header.get(key):
+        for key in header:  # every parameter and input hash must match to resume
+            if not isinstance(old, dict) or old.get(key) != header.get(key):
                 raise ConfigError(f"{out} holds a run with a different {key}; use a new --out folder "
                                   f"(or the same {key}) to resume")
     else:
@@ -431,7 +440,9 @@ def augment_deficits(
     (out / IMAGES_DIR).mkdir(parents=True, exist_ok=True)
     images = retriever.images.describe() if retriever.images is not None else {"images": None}
     _check_run_file(out, _header("augment_generate", pipeline, targets,
-                                 {"dataset": None if dataset is None else dataset.name, **images}))
+                                 {"dataset": None if dataset is None else dataset.name,
+                                  "dataset_sha256": None if dataset is None else dataset.content_hash(),
+                                  **images}))
     manifest = Manifest(out / manifest_name(index, n_shards))
     states = _states(read_manifests(out))
     counts = {"generated": 0, "reused": 0}
@@ -630,12 +641,25 @@ def collect_augmented(out_dir: str | os.PathLike[str], vocab: LabelSpace, *,
 
 
 def write_augmented(result: AugmentResult, out_dir: str | os.PathLike[str], *, seed: int | None = None) -> None:
-    """Write the dataset in both layouts and the summary (atomically)."""
+    """Write the dataset in both layouts and the summary.
+
+    ``annotations/`` is built beside itself and swapped in as a whole (a kill leaves the old pair
+    of files or the new pair, never one of each), with a ``provenance.json`` naming the run and
+    the hashes of the manifests it was merged from; ``summary.json`` follows and records the
+    hashes of the two files it summarises."""
     out = Path(out_dir)
-    (out / "annotations").mkdir(parents=True, exist_ok=True)
-    write_ppdm(result.dataset, out / PPDM_FILE)
-    write_hicodet(result.dataset, out / HICODET_FILE)
+    folder = out / Path(PPDM_FILE).parent
+    names = [Path(PPDM_FILE).name, Path(HICODET_FILE).name]
+    run = read_json(out / RUN_FILE) if (out / RUN_FILE).is_file() else {}
+    manifests = {p.name: f"sha256:{file_sha256(p)}" for p in sorted(out.glob("manifest*.jsonl"))}
+    with atomic_folder(folder, owned=owned_folder(names)) as stage:
+        write_ppdm(result.dataset, stage / names[0])
+        write_hicodet(result.dataset, stage / names[1])
+        write_folder_provenance(stage, writer="augment", inputs=manifests, parameters={
+            "kind": run.get("kind"), "config": run.get("config"), "classes": run.get("classes")})
     atomic_write_json(out / SUMMARY_FILE, {
         "kind": "augment_summary", "seed": seed, "images_root": str(result.images_root),
         "images": result.dataset.n_images, "instances": result.dataset.n_pairs,
-        "review": result.review, "classes": result.classes}, indent=True)
+        "review": result.review,
+        "annotations": {n: f"sha256:{file_sha256(folder / n)}" for n in names},
+        "classes": result.classes}, indent=True)

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from hoibench._exceptions import ConfigError
+from hoibench._io import atomic_folder, owned_folder, write_folder_provenance
 
-__all__ = ["BenchmarkBuild"]
+__all__ = ["BenchmarkBuild", "write_folder"]
 
 
 @runtime_checkable
@@ -58,3 +60,19 @@ def renamed_seed(random_state: Any, seed: Any, *, function: str) -> Any:
     warnings.warn(f"{function}(seed=...) is deprecated; pass random_state=... instead",
                   DeprecationWarning, stacklevel=3)
     return seed
+
+
+def write_folder(out: str | os.PathLike[str], names: Iterable[str], write_files: Callable[[Path], dict[str, Path]],
+                 *, writer: str, parameters: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Path]:
+    """Write a benchmark folder as a whole: ``write_files(stage)`` fills a staging folder beside
+    ``out``, :func:`~hoibench._io.write_folder_provenance` records the ``parameters``, the
+    ``inputs`` and every file's hash, and the folder is swapped in (a kill leaves the old folder
+    or the new one, never a mix of two splits). An ``out`` holding files other than ``names`` (and
+    not written by hoibench) is refused. Returns ``{role: path}`` under ``out``, ``provenance``
+    included."""
+    target = Path(out)
+    with atomic_folder(target, owned=owned_folder(names)) as stage:
+        written = write_files(stage)
+        written["provenance"] = write_folder_provenance(stage, writer=writer, parameters=parameters,
+                                                        inputs=inputs)
+    return {role: target / p.relative_to(stage) for role, p in written.items()}

@@ -42,7 +42,7 @@ import numpy as np
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench._io import atomic_write_bytes, atomic_write_json
 from hoibench._random import check_random_state
-from hoibench.benchmarks._build import check_seed
+from hoibench.benchmarks._build import check_seed, write_folder
 from hoibench.data import HOIDataset
 from hoibench.datasets import load_dataset
 from hoibench.formats import write_hicodet, write_ppdm
@@ -213,28 +213,39 @@ class BalancedSplit:
                 {"hoi": int(h), "name": vocab.hoi_name(h)} for h in self.zero_shot.classes.tolist()],
         }
 
-    def write(self, out: str | os.PathLike[str]) -> dict[str, Path]:
+    def write(self, out: str | os.PathLike[str], *, inputs: dict[str, Any] | None = None) -> dict[str, Path]:
         """Write every set into the folder ``out`` in the PPDM/QPIC and hicodet-toolkit layouts
-        (:data:`LAYOUT`), plus ``stats.json`` (:meth:`stats`), ``deficits.json``, ``classes.json``
-        and ``stats.md``; returns ``{role: path}`` (``train``, ``train_hicodet``, ...).
+        (:data:`LAYOUT`), plus ``stats.json`` (:meth:`stats`), ``deficits.json``, ``classes.json``,
+        ``stats.md`` and ``provenance.json`` (the parameters, ``inputs``: content hashes of the
+        source files, and every file's hash); returns ``{role: path}`` (``train``,
+        ``train_hicodet``, ...).
 
-        Every file is written atomically and byte-stable: the same result gives identical files.
+        The folder is written as a whole (:func:`~hoibench.benchmarks.write_folder`) and
+        byte-stable: the same result gives identical files.
         """
-        folder = Path(out)
-        paths: dict[str, Path] = {}
+        names = {"stats": "stats.json", "deficits": "deficits.json", "classes": "classes.json",
+                 "table": "stats.md"}
         for s in self.sets:
-            ppdm_name, hicodet_name = LAYOUT[s.name]
-            paths[s.name] = folder / ppdm_name
-            write_ppdm(s.dataset, paths[s.name])
-            paths[f"{s.name}_hicodet"] = folder / hicodet_name
-            write_hicodet(s.dataset, paths[f"{s.name}_hicodet"])
-        for role, obj in (("stats", self.stats()), ("deficits", self.deficits_json()),
-                          ("classes", self.classes_json())):
-            paths[role] = folder / f"{role}.json"
-            atomic_write_json(paths[role], obj, indent=True)
-        paths["table"] = folder / "stats.md"
-        atomic_write_bytes(paths["table"], stats_markdown(self).encode())
-        return paths
+            names[s.name], names[f"{s.name}_hicodet"] = LAYOUT[s.name]
+
+        def write_files(folder: Path) -> dict[str, Path]:
+            paths: dict[str, Path] = {}
+            for s in self.sets:
+                paths[s.name] = folder / names[s.name]
+                write_ppdm(s.dataset, paths[s.name])
+                paths[f"{s.name}_hicodet"] = folder / names[f"{s.name}_hicodet"]
+                write_hicodet(s.dataset, paths[f"{s.name}_hicodet"])
+            for role, obj in (("stats", self.stats()), ("deficits", self.deficits_json()),
+                              ("classes", self.classes_json())):
+                paths[role] = folder / names[role]
+                atomic_write_json(paths[role], obj, indent=True)
+            paths["table"] = folder / names["table"]
+            atomic_write_bytes(paths["table"], stats_markdown(self).encode())
+            return paths
+
+        known = [n for pair in LAYOUT.values() for n in pair] + list(names.values())
+        return write_folder(out, known, write_files, writer="split balanced", parameters=dict(self.params),
+                            inputs=inputs if inputs is not None else {})
 
 
 # ---------------------------------------------------------------------------------------- selection

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError
-from hoibench._io import atomic_write_json, ensure_dir
-from hoibench.benchmarks._build import check_seed
+from hoibench._io import atomic_write_json, check_folder
+from hoibench.benchmarks._build import check_seed, write_folder
 from hoibench.data import HOIDataset
 from hoibench.datasets import (
     BUNDLED,
@@ -108,16 +108,23 @@ class ZeroShotSplit:
                                    name=self.name, label_space=vocab.name, protocol=self.protocol,
                                    n_classes=vocab.n_hois)
 
-    def write(self, out: str | os.PathLike[str]) -> dict[str, Path]:
-        """``trainval_hico.json``, ``test_hico.json`` (PPDM/QPIC), ``test_combinations.json`` and
-        ``stats.json`` into the folder ``out``, each atomically; returns ``{role: path}``."""
-        folder = ensure_dir(out)
-        paths = {role: folder / f for role, f in LAYOUT.items()}
-        write_ppdm(self.train, paths["train"])
-        write_ppdm(self.test, paths["test"])
-        atomic_write_json(paths["combinations"], self.combinations_record())
-        atomic_write_json(paths["stats"], self.stats())
-        return paths
+    def write(self, out: str | os.PathLike[str], *, inputs: dict[str, Any] | None = None) -> dict[str, Path]:
+        """``trainval_hico.json``, ``test_hico.json`` (PPDM/QPIC), ``test_combinations.json``,
+        ``stats.json`` and ``provenance.json`` into the folder ``out``, as a whole
+        (:func:`~hoibench.benchmarks.write_folder`); returns ``{role: path}``."""
+
+        def write_files(folder: Path) -> dict[str, Path]:
+            paths = {role: folder / f for role, f in LAYOUT.items()}
+            write_ppdm(self.train, paths["train"])
+            write_ppdm(self.test, paths["test"])
+            atomic_write_json(paths["combinations"], self.combinations_record())
+            atomic_write_json(paths["stats"], self.stats())
+            return paths
+
+        params = {"name": self.name, "protocol": self.protocol, "dataset": self.dataset_name,
+                  "unseen": [int(h) for h in self.unseen]}
+        return write_folder(out, LAYOUT.values(), write_files, writer="split zero-shot", parameters=params,
+                            inputs=inputs if inputs is not None else {"dataset": self.dataset_name})
 
 
 def build_zero_shot_split(
@@ -173,6 +180,7 @@ def load_zero_shot_source(specs: Sequence[str]) -> tuple[HOIDataset, HOIDataset,
             return load_dataset(key, train_split), load_dataset(key, test_split), key
         folder = Path(spec)
         if folder.is_dir():
+            check_folder(folder)  # a folder that mixes two splits is refused, not read
             files = [folder / LAYOUT["train"], folder / LAYOUT["test"]]
             missing = [f.name for f in files if not f.is_file()]
             if missing:

@@ -321,6 +321,7 @@ def compare(gt_spec: str, pred_paths: tuple[str, ...], names: tuple[str, ...], p
               rank_distribution_table(cmp, metric)]
     for t in tables:
         console.print(f"## {t.title}\n\n{t.to_markdown()}", markup=False)
+    _flag_intervals_without_estimate(cmp, metric, reference, ci_method)
     figures = [rank_distribution_figure(cmp, metric)] if out_dir else []
     _write(out_dir, tables, figures)
 
@@ -545,3 +546,21 @@ def head_to_tail(questions_path: str, answers_path: str, train_path: str, bins: 
     figures = [head_to_tail_figure(h2t, name="head-to-tail-train-questions",
                                    title="Recall by frequency in the training questions")] if out_dir else []
     _write(out_dir, [table], figures)
+
+
+def _flag_intervals_without_estimate(cmp: Any, metric: str, reference: str | None, method: str) -> None:
+    """One warning per interval above that does not contain its own estimate: such an interval
+    (mAP is biased under image resampling) is no answer and must not read as one."""
+    from hoibench.cli._common import err_console
+    from hoibench.evaluation import interval_excludes_estimate
+
+    bad = [f"{r['model']} {m}" for r in cmp.map_ci(method=method) for m in cmp.metrics
+           if interval_excludes_estimate(r[m], r[f"{m}_low"], r[f"{m}_high"])]
+    bad += [f"{d['model_a']} − {d['model_b']}"
+            for d in cmp.paired_differences(metric, reference=reference, method=method)
+            if interval_excludes_estimate(d["difference"], d["ci_low"], d["ci_high"])]
+    if bad:
+        err_console.print(f"warning: {len(bad)} {method} interval(s) above exclude their own estimate "
+                          f"({', '.join(bad[:6])}{', ...' if len(bad) > 6 else ''}): the statistic is biased "
+                          "under resampling there; do not read them as confidence intervals "
+                          "(docs/evaluation.md, 'Which interval')")

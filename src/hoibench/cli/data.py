@@ -9,7 +9,7 @@ import numpy as np
 from rich.table import Table
 
 from hoibench._exceptions import FormatError
-from hoibench.cli._common import console, echo_json
+from hoibench.cli._common import console, emit_json, json_option
 from hoibench.data import HOIDataset, validate_dataset
 from hoibench.datasets import BUNDLED, is_dataset_name, load_dataset, resolve_dataset
 from hoibench.formats import FORMATS, read_dataset, read_dataset_and_format, write_dataset
@@ -35,8 +35,8 @@ def _open(spec: str, fmt: str | None = None) -> tuple[HOIDataset, str]:
 @data.command("info")
 @click.argument("dataset", metavar="DATASET_OR_FILE")
 @click.option("--format", "fmt", default=None, help="Input format (detected when omitted).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def info(dataset: str, fmt: str | None, as_json: bool) -> None:
+@json_option("The dataset summary")
+def info(dataset: str, fmt: str | None, as_json: str | None) -> None:
     """Images, empty images, pairs, (verb, object) combinations, objects and verbs.
 
     DATASET_OR_FILE is a bundled dataset (hico-det, hico-det:train, hico-det:test, v-coco,
@@ -48,8 +48,7 @@ def info(dataset: str, fmt: str | None, as_json: bool) -> None:
     name = dataset.lower().split(":")[0]
     if source == "bundled" and ":" not in dataset and name in BUNDLED:
         out["splits"] = {s: load_dataset(name, s).summary() for s in BUNDLED[name]}
-    if as_json:
-        echo_json(out)
+    if emit_json(out, as_json):
         return
     table = Table(title=f"{dataset} ({source}, {ds.vocab.name} labels)")
     table.add_column("")
@@ -68,8 +67,8 @@ def info(dataset: str, fmt: str | None, as_json: bool) -> None:
 @click.option("--by", type=click.Choice(["class", "verb", "object"]), default="class", show_default=True)
 @click.option("--sort", type=click.Choice(["id", "count"]), default="id", show_default=True)
 @click.option("--format", "fmt", default=None, help="Input format (detected when omitted).")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of {id, name, count}.")
-def stats(dataset: str, by: str, sort: str, fmt: str | None, as_json: bool) -> None:
+@json_option("The counts ({id, name, count} rows)")
+def stats(dataset: str, by: str, sort: str, fmt: str | None, as_json: str | None) -> None:
     """Pairs per HOI class, verb or object."""
     ds, _ = _open(dataset, fmt)
     vocab = ds.vocab
@@ -85,8 +84,7 @@ def stats(dataset: str, by: str, sort: str, fmt: str | None, as_json: bool) -> N
         names = list(vocab.objects)
     order = np.argsort(-counts, kind="stable") if sort == "count" else np.arange(len(counts))
     rows = [{"id": int(i), "name": names[i], "count": int(counts[i])} for i in order]
-    if as_json:
-        echo_json(rows)
+    if emit_json(rows, as_json):
         return
     table = Table(title=f"pairs per {by} in {dataset}")
     for col in ("id", by, "pairs"):
@@ -120,14 +118,18 @@ def validate(file: str, fmt: str | None, limit: int) -> None:
     Problems print as ``file: record N: field: problem``; the exit code is 1 if there are any
     (a file that cannot be read at all is an error, exit code 2).
     """
-    if not Path(file).is_file():
-        raise FormatError("is a directory, expected a file" if Path(file).is_dir() else "no such file", file=file)
+    from hoibench._io import UnreadableFileError, check_input_file
+
+    check_input_file(file)  # missing, a folder, a FIFO...: unreadable, exit code 2
     try:
         ds = read_dataset(file, format=fmt, validate=False)
+    except UnreadableFileError as exc:
+        click.echo(str(exc), err=True)
+        raise SystemExit(2) from None
     except FormatError as exc:
         click.echo(str(exc), err=True)
         raise SystemExit(1) from None
-    problems = validate_dataset(ds)
+    problems = validate_dataset(ds, geometry=True)
     for p in problems[:limit]:
         click.echo(p.format(file))
     if len(problems) > limit:

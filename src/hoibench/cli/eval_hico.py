@@ -45,7 +45,7 @@ __all__ = ["hico"]
               help="Drop bad detections (NaN or inverted boxes, unknown images or classes) and count them.")
 @click.option("--per-class", "per_class_csv", type=click.Path(dir_okay=False), default=None,
               help="Write per-class AP as CSV.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, is_flag=False, flag_value="-", metavar="PATH|-",
               help="Write the mAP results object (docs/interfaces.md); '-' prints it to stdout.")
 @click.option("--matches", "matches_out", type=click.Path(dir_okay=False), default=None,
               help="Also write every counted detection's class, score and TP flag (kind 'hoi_matches', "

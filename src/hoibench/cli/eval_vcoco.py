@@ -31,7 +31,7 @@ __all__ = ["vcoco"]
 @click.option("--lenient", is_flag=True, help="Drop bad detections (and ones on unknown images) and count them.")
 @click.option("--per-class", "per_class_csv", type=click.Path(dir_okay=False), default=None,
               help="Write the per-class table as CSV.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, is_flag=False, flag_value="-", metavar="PATH|-",
               help="Write the results object (see docs/interfaces.md); '-' prints it instead of tables.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Write a bar chart of the per-class APs (PNG).")

@@ -9,7 +9,14 @@ import click
 from rich.table import Table
 
 from hoibench._progress import make_progress
-from hoibench.cli._common import console, echo_json, err_console, reject_unused_options
+from hoibench.cli._common import (
+    console,
+    echo_json,
+    emit_json,
+    err_console,
+    json_option,
+    reject_unused_options,
+)
 
 __all__ = ["ANSWER_FORMATS", "build", "from_detections", "read_any_answers", "read_scored_questions", "score",
            "stats"]
@@ -90,13 +97,13 @@ def _judges(specs: tuple[str, ...], base_urls: tuple[str, ...], images: str | No
 @click.option("--judge-template", default="judge", show_default=True, metavar="NAME_OR_YAML",
               help="The judges' question: the packaged template or a YAML file (see docs/mcq.md).")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), required=True, help="Questions JSONL.")
-@click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
+@json_option("Build report")
 def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int, head_exponent: float,
           no_redistribute: bool,
           no_remove_easy: bool, easy_min_train_count: int, temporal_positives: bool, judge_specs: tuple[str, ...],
           judge_base_urls: tuple[str, ...], images: str | None, follow_symlinks: bool, judge_cache: str | None,
           judge_template: str, out_path: str,
-          as_json: bool) -> None:
+          as_json: str | None) -> None:
     """Build multiple-choice questions from annotations (JSONL with a provenance header)."""
     from hoibench._exceptions import ConfigError
 
@@ -137,8 +144,7 @@ def build(dataset: str, split: str, seed: int, settings: str, max_per_class: int
                 temporal_positives=temporal_positives, judges=judges,
                 provenance=provenance, progress=progress)
     result.write(out_path)
-    if as_json:
-        echo_json(result.stats())
+    if emit_json(result.stats(), as_json):
         return
     table = Table(title=f"hoibench mcq build → {out_path}", show_header=False)
     for k, v in result.stats().items():
@@ -174,9 +180,9 @@ def _annotations_for(questions: Any, annotations: str | None) -> Any:
 @click.option("--setting", type=click.IntRange(1, 3), default=None, help="Only questions of this setting.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Save the class distribution (train vs correct choices) as a PNG image.")
-@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+@json_option("Statistics")
 def stats(questions_path: str | None, dataset_spec: str | None, annotations: str | None, setting: int | None,
-          plot_path: str | None, as_json: bool) -> None:
+          plot_path: str | None, as_json: str | None) -> None:
     """Statistics of a question file (ours or CrossHOI-Bench), or of an annotated split with
     --dataset, next to the paper's numbers."""
     from hoibench._exceptions import ConfigError
@@ -216,8 +222,7 @@ def stats(questions_path: str | None, dataset_spec: str | None, annotations: str
                                and q.setting == result.get("distribution_setting")], len(train))
         figure = class_distribution_figure(train, counts, title=Path(questions_path).name)
         atomic_write_bytes(plot_path, figure.png)
-    if as_json:
-        echo_json({**result, "paper": PAPER_REFERENCE})
+    if emit_json({**result, "paper": PAPER_REFERENCE}, as_json):
         return
     table = Table(title=f"hoibench mcq stats {questions_path}")
     table.add_column("statistic")
@@ -261,7 +266,7 @@ def _scene_rows(sc: dict[str, Any], ref: dict[str, Any]) -> list[tuple[str, Any,
                                ("same_hoi_within_multi_person", "same HOI within multi-person"))]
 
 
-def _dataset_stats(spec: str, as_json: bool) -> None:
+def _dataset_stats(spec: str, as_json: str | None) -> None:
     """``mcq stats --dataset``: Table 1's row, KL(train ‖ split) and head/tail of a whole split."""
     from hoibench.benchmarks.mcq import PAPER_REFERENCE, dataset_statistics
     from hoibench.datasets import resolve_dataset
@@ -271,8 +276,7 @@ def _dataset_stats(spec: str, as_json: bool) -> None:
     train = hico_det().train_counts_official() if ds.vocab.name == "hico-det" else None
     result = dataset_statistics(ds, train_counts=train)
     ref = PAPER_REFERENCE["hico_det_test"] if ds.name == "hico-det:test" else {}
-    if as_json:
-        echo_json({**result, "paper": ref or None})
+    if emit_json({**result, "paper": ref or None}, as_json):
         return
     table = Table(title=f"hoibench mcq stats --dataset {spec}")
     table.add_column("statistic")
@@ -306,8 +310,13 @@ def _score_table(title: str, results: list[tuple[str, Any]]) -> Table:
         for _, r in results:
             cell = f"{100 * getattr(r, metric):.2f}"
             if r.ci is not None:
+                from hoibench.evaluation import interval_excludes_estimate
+
                 lo, hi = r.ci[metric]
                 cell += f" [{100 * lo:.2f}, {100 * hi:.2f}]"
+                if interval_excludes_estimate(getattr(r, metric), lo, hi):
+                    cell += " (!)"  # the interval excludes its own estimate: no answer
+                    table.caption = "(!): the interval excludes its own estimate; do not read it as one"
             cells.append(cell)
         table.add_row(metric, *cells)
     return table
@@ -394,7 +403,7 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any], answers_for
                                       "together) when an image holds several questions, else questions.")
 @click.option("--zero-division", type=float, default=1.0, show_default=True,
               help="paper protocol: value of a ratio with an empty denominator.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None,
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, is_flag=False, flag_value="-", metavar="PATH|-",
               help="Write the metrics as one JSON object to this file; '-' prints it instead of the table.")
 @click.option("--per-class", is_flag=True, help="Add per-class tp/pred/gt/F1 to the JSON output.")
 @click.option("--model", default="", help="Model name recorded in --json output.")
@@ -405,7 +414,7 @@ def score(questions_path: str, answers_paths: tuple[str, ...], answers_format: s
           seed: int, bootstrap_unit: str, zero_division: float, json_out: str | None, per_class: bool, model: str,
           benchmark: str) -> None:
     """Score answers (JSONL: selected choice texts or letters) against questions."""
-    from hoibench.cli._common import reject_unused_options
+    from hoibench.cli._common import reject_unused_options, require_matching_answers
     from hoibench.evaluation import all_orders_exact_match, mcq_metrics
     from hoibench.results import mcq_record, write_record
 
@@ -419,13 +428,8 @@ def score(questions_path: str, answers_paths: tuple[str, ...], answers_format: s
     qs_list = read_scored_questions(questions_path, setting)
     answers = _read_answer_files(answers_paths, qs_list, answers_format)
     answers_path = ", ".join(answers_paths)
-    answered = {a.question_id for a in answers}
-    if answered and answered.isdisjoint(q.id for q in qs_list):
-        from hoibench._exceptions import ConfigError
-
-        raise ConfigError(f"{answers_path}: none of its {len(answered)} answers is for a question of "
-                          f"{questions_path}" + (f" (setting {setting})" if setting is not None else "")
-                          + "; answers of another question file?")
+    require_matching_answers(answers, qs_list, answers_path, questions_path,
+                             f" (setting {setting})" if setting is not None else "")
     perms = answers.permutations() or [0]  # a header-only file: every question unanswered
     results = []
     for k in perms:
@@ -449,11 +453,16 @@ def score(questions_path: str, answers_paths: tuple[str, ...], answers_format: s
             ems = [r.exact_match for _, r in results]
             console.print(f"exact match under all {len(perms)} orders: {100 * extra['all_orders']['exact_match']:.2f}% "
                           f"(per order: {100 * min(ems):.2f}–{100 * max(ems):.2f}%, std {100 * np.std(ems):.2f})")
-    if main.n_missing:
-        err_console.print(f"warning: {main.n_missing} questions have no answer (scored as empty predictions)")
+    ids = {q.id for q in qs_list}
+    first = answers.for_permutation(perms[0])
+    n_error = sum(a.status == "error" and a.question_id in ids
+                  for a in (first.values() if isinstance(first, dict) else first))
+    if main.n_missing or n_error or main.n_empty:
+        err_console.print(f"warning: of {main.n_questions} questions, {main.n_missing} have no answer and "
+                          f"{n_error} an 'error' status; {main.n_empty} empty selections in all, scored as "
+                          "empty predictions (precision 0: no answer is not a perfect answer)")
     if main.n_out_of_choice:
         err_console.print(f"note: {main.n_out_of_choice} answers select texts that are not among the choices (ignored)")
-    ids = {q.id for q in qs_list}
     n_repeats = sum(a.picks is not None and a.question_id in ids for a in answers)
     if n_repeats:
         how = ("counts every pick, as the released script does" if protocol == "crosshoi"

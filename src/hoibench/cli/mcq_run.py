@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from hoibench.cli._common import console, echo_json, err_console
+from hoibench.cli._common import console, emit_json, err_console, json_option
 
 __all__ = ["analyze", "run"]
 
@@ -88,7 +88,7 @@ def _file_id(path: str) -> str:
               help="Start a new OUT instead of resuming it (cached responses are still reused; "
                    "delete the cache to ask the model again).")
 @click.option("--no-progress", is_flag=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@json_option("Summary")
 def run(questions_path: str, images: str, follow_symlinks: bool, model: str, backend: str, base_urls: tuple[str, ...],
         concurrency: int, batch_size: int, engine_kwargs: str | None, min_pixels: int | None,
         max_pixels: int | None, shard: str | None, extra_body: str | None, setting: str | None, box_convention: str,
@@ -97,7 +97,7 @@ def run(questions_path: str, images: str, follow_symlinks: bool, model: str, bac
         temperature: float,
         max_retries: int, timeout: float, iou_threshold: float, strict_iou: bool,
         strict_detection_parser: bool, box_shift: float, overwrite: bool, no_progress: bool,
-        as_json: bool) -> None:
+        as_json: str | None) -> None:
     """Answer multiple-choice HOI questions with a VLM; resumable, every response cached.
 
     Exits 1 when any question failed (the first cause and the count on stderr; a re-run asks
@@ -181,9 +181,8 @@ def run(questions_path: str, images: str, follow_symlinks: bool, model: str, bac
             summaries.append(runner.run(qlist, order_out, overwrite=overwrite, questions_file=questions_path))
     finally:
         cached.cache.close()
-    if as_json:
-        echo_json(summaries[0].as_dict() if n_orders == 1 else {"orders": [x.as_dict() for x in summaries]})
-    else:
+    if not emit_json(summaries[0].as_dict() if n_orders == 1 else {"orders": [x.as_dict() for x in summaries]},
+                     as_json):
         for summary in summaries:
             _print_summary(summary, model, backend)
         if n_orders > 1:
@@ -254,18 +253,20 @@ def _print_summary(summary: Any, model: str, backend: str) -> None:
 @click.option("--iou-threshold", type=float, default=0.5, show_default=True,
               help="Overlap above which an annotated person is the target itself.")
 @click.option("--out-dir", type=click.Path(file_okay=False), default=None, help="Write JSON, CSV and plots here.")
-@click.option("--json", "as_json", is_flag=True)
+@json_option("The error analysis")
 def analyze(questions_path: str, answers_path: str, dataset: str, train_counts: str, bins: int,
-            iou_threshold: float, out_dir: str | None, as_json: bool) -> None:
+            iou_threshold: float, out_dir: str | None, as_json: str | None) -> None:
     """Error analysis: Finding 1 (false positives that are other people's interactions) and
     head-to-tail recall by class frequency (Figure 3)."""
     from hoibench.analysis import head_to_tail_recall, misattribution_share, train_class_counts
+    from hoibench.cli._common import require_matching_answers
     from hoibench.datasets import resolve_dataset
     from hoibench.formats import read_answers, read_questions
     from hoibench.reports import head_to_tail_figure
 
     qs = list(read_questions(questions_path))
     answers = read_answers(answers_path, qs)
+    require_matching_answers(answers, qs, answers_path, questions_path)
     ds = resolve_dataset(dataset)
     mis = misattribution_share(qs, answers, ds, iou_threshold=iou_threshold)
     counts = train_class_counts(train_counts)
@@ -280,8 +281,7 @@ def analyze(questions_path: str, answers_path: str, dataset: str, train_counts: 
         atomic_write_json(d / "mcq_error_analysis.json", result, indent=True)
         h2t.write_csv(d / "head_to_tail_recall.csv")
         atomic_write_bytes(d / "head_to_tail_recall.png", head_to_tail_figure(h2t).png)
-    if as_json:
-        echo_json(result)
+    if emit_json(result, as_json):
         return
     from rich.table import Table
 

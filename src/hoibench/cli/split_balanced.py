@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from hoibench.cli._common import console, echo_json
+from hoibench.cli._common import console, emit_json, input_hashes, json_option
 
 __all__ = ["balanced"]
 
@@ -33,10 +33,10 @@ __all__ = ["balanced"]
               help="Counts to rank classes by: official HICO-DET train counts + test pairs (auto for "
                    "the bundled hico-det), or the pairs in the dataset.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Output folder.")
-@click.option("--json", "as_json", is_flag=True, help="Print stats.json to stdout instead of a table.")
+@json_option("stats.json")
 def balanced(dataset: str, top_k: int, l_train: int, l_test: int, epochs: int, seed: int, zero_shot: bool,
              l_zero_shot: int | None, n_zero_shot_classes: int | None, extra_train: str | None, counts_source: str, out_dir: str,
-             as_json: bool) -> None:
+             as_json: str | None) -> None:
     """Build B-RIGHT balanced splits: PPDM/QPIC and hicodet files, stats.json, deficits.json.
 
     Classes that cannot reach --l-train from real images are listed in deficits.json (the
@@ -59,9 +59,8 @@ def balanced(dataset: str, top_k: int, l_train: int, l_test: int, epochs: int, s
                                       l_zero_shot=l_zero_shot, n_zero_shot_classes=n_zero_shot_classes,
                                       selection_counts=counts_source)  # type: ignore[arg-type]
     with console.status(f"writing {out_dir}", spinner="dots"):
-        result.write(out_dir)
-    if as_json:
-        echo_json(result.stats())
+        result.write(out_dir, inputs=input_hashes(dataset=dataset, extra_train=extra_train))
+    if emit_json(result.stats(), as_json):
         return
     table = Table(title=f"B-RIGHT balanced split (seed {seed}) → {out_dir}")
     for col in ("split", "images", "instances", "max", "min", "classes", "objects", "verbs", "R/A",

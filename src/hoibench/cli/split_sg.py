@@ -10,8 +10,8 @@ import numpy as np
 from rich.table import Table
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import read_json
-from hoibench.cli._common import console, echo_json
+from hoibench._io import check_folder, read_json
+from hoibench.cli._common import console, emit_json, err_console, input_hashes, json_option
 
 __all__ = ["audit", "sg", "stats"]
 
@@ -56,10 +56,10 @@ def _load_source(specs: tuple[str, ...]) -> tuple[Any, np.ndarray | None, str]:
               help="Name of a split built without --preset [<dataset>-sg-seed<N>]; a released split's "
                    "name is refused.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
-@click.option("--json", "as_json", is_flag=True, help="Print stats.json instead of a table.")
+@json_option("stats.json")
 def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: float | None,
        policy: str | None, verify: str | None, removals: str | None, boxes: str | None,
-       name: str | None, out: str, as_json: bool) -> None:
+       name: str | None, out: str, as_json: str | None) -> None:
     """Build one systematic-generalization split into OUT: trainval_*.json, test_*.json
     (PPDM/QPIC layout), test_combinations.json, stats.json and table1.md. Exits non-zero
     (after writing, for inspection) when the split fails VERIFY."""
@@ -114,11 +114,9 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
                                    verify=verify, boxes=boxes, origin_test=origin,  # type: ignore[arg-type]
                                    removals=rem, on_attempt=on_attempt, name=name or "")
     with console.status(f"writing {split.name} to {out}"):
-        paths = split.write(out)
+        paths = split.write(out, inputs=input_hashes(dataset=list(datasets) or None, removals=removals))
     stats_out = split.stats()
-    if as_json:
-        echo_json(stats_out)
-    else:
+    if not emit_json(stats_out, as_json):
         click.echo(table1_markdown(split.table1_rows()))
         console.print(f"seed {split.seed} ({split.attempts} attempt(s)), policy {split.policy}, "
                       f"{split.mixed_images:,} mixed images, {len(split.removed)} test entries removed; "
@@ -133,18 +131,16 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
 @click.command("audit")
 @click.argument("train", type=click.Path(exists=True, dir_okay=False))
 @click.argument("test", type=click.Path(exists=True, dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the full report as JSON.")
+@json_option("Full report")
 @click.option("--limit", type=click.IntRange(min=0), default=20, show_default=True, help="Rows to print per list.")
-def audit(train: str, test: str, as_json: bool, limit: int) -> None:
+def audit(train: str, test: str, as_json: str | None, limit: int) -> None:
     """Leakage report for any TRAIN/TEST pair of annotation files; exit code 1 when a
-    combination occurs in both."""
+    combination or an image occurs in both."""
     from hoibench.benchmarks.sg import audit_split
     from hoibench.formats import read_dataset
 
     report = audit_split(read_dataset(train), read_dataset(test))
-    if as_json:
-        echo_json(report.as_dict())
-    else:
+    if not emit_json(report.as_dict(), as_json):
         t1 = report.table1
         console.print(f"train {train}: {t1['images']['train']:,} images, {t1['triplets']['train']:,} "
                       f"triplets, {t1['combinations']['train']} combinations")
@@ -171,15 +167,18 @@ def audit(train: str, test: str, as_json: bool, limit: int) -> None:
             if mixed:
                 console.print(f"[yellow]{part}: box conventions are mixed[/] (some entries 1-based, "
                               "others 0-based: a 1-pixel shift between them)")
-    if report.leaks:
+    if report.leaks or report.shared_images:  # an image in both parts leaks as surely as a combination
+        if as_json != "-":
+            err_console.print(f"split audit: {len(report.shared_combinations)} shared combinations, "
+                              f"{len(report.shared_images)} images in both train and test")
         raise SystemExit(1)
 
 
 @click.command("stats")
 @click.argument("split_dirs", nargs=-1, type=click.Path(exists=True, file_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the rows as JSON.")
+@json_option("Rows")
 @click.option("--no-original", is_flag=True, help="Skip the rows of the bundled original datasets.")
-def stats(split_dirs: tuple[str, ...], as_json: bool, no_original: bool) -> None:
+def stats(split_dirs: tuple[str, ...], as_json: str | None, no_original: bool) -> None:
     """The paper's Table 1 (original datasets, the paper's SG rows, the released test files)
     next to the SPLIT_DIRS built by ``hoibench split sg``, as a Markdown table."""
     from hoibench.benchmarks.sg import (
@@ -204,11 +203,11 @@ def stats(split_dirs: tuple[str, ...], as_json: bool, no_original: bool) -> None
         rows.append((f"{name} (released test file)", {k: {"test": v} for k, v in c.items()}))
     for d in split_dirs:
         path = Path(d) / "stats.json"
+        check_folder(d)
         data = read_json(path)
         if not isinstance(data, dict) or "table1" not in data:
             raise FormatError("not an SG stats.json (needs 'table1')", file=path)
         rows.append((f"{data.get('name', d)} ({d}, {data.get('policy', '?')})", data["table1"]))
-    if as_json:
-        echo_json([{"split": label, **row} for label, row in rows])
+    if emit_json([{"split": label, **row} for label, row in rows], as_json):
         return
     click.echo(table1_markdown(rows))

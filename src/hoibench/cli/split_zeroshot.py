@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from hoibench.cli._common import console, echo_json
+from hoibench.cli._common import console, emit_json, input_hashes, json_option
 
 __all__ = ["zero_shot"]
 
@@ -18,8 +18,8 @@ __all__ = ["zero_shot"]
               help="hico-det (its train and test splits), a folder with trainval_hico.json and "
                    "test_hico.json (a B-RIGHT split folder), or two files: train, then test.")
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Output directory.")
-@click.option("--json", "as_json", is_flag=True, help="Print stats.json instead of a summary.")
-def zero_shot(protocol: str, datasets: tuple[str, ...], out: str, as_json: bool) -> None:
+@json_option("stats.json")
+def zero_shot(protocol: str, datasets: tuple[str, ...], out: str, as_json: str | None) -> None:
     """Build a zero-shot split into OUT: trainval_hico.json without the pairs that carry an unseen
     class (gen-vlkt's rule), the full test_hico.json, test_combinations.json (the unseen classes,
     for `eval hico --classes unseen:OUT`) and stats.json."""
@@ -29,10 +29,9 @@ def zero_shot(protocol: str, datasets: tuple[str, ...], out: str, as_json: bool)
         train, test, name = load_zero_shot_source(datasets)
     split = build_zero_shot_split(train, test=test, protocol=protocol, name=name)
     with console.status(f"writing {out}", spinner="dots"):
-        paths = split.write(out)
+        paths = split.write(out, inputs=input_hashes(dataset=list(datasets), protocol=protocol))
     st = split.stats()
-    if as_json:
-        echo_json(st)
+    if emit_json(st, as_json):
         return
     tr, te = st["train"], st["test"]
     console.print(f"{split.name}: {st['unseen_classes']} unseen classes")

@@ -25,12 +25,15 @@ class Problem:
         return f"{head}record {self.record}: {self.field}: {self.problem}"
 
 
-def validate_dataset(ds: HOIDataset, *, limit: int | None = None) -> list[Problem]:
+def validate_dataset(ds: HOIDataset, *, limit: int | None = None, geometry: bool = False) -> list[Problem]:
     """Return every structural problem of ``ds`` (at most ``limit``), in image order.
 
     Checks: finite box coordinates; x2 >= x1 and y2 >= y1; box labels and verbs inside the label
     space; subject boxes labelled ``person``; pair box references inside the pair's own image;
-    duplicate image file names; negative image sizes.
+    duplicate image file names; negative image sizes. ``geometry`` (``hoibench data validate``)
+    also checks that every box lies inside its image where the size is known (0-based pixel
+    ``xyxy``: ``0 <= x1``, ``x2 <= width``; the readers do not refuse such files, which some
+    released annotations are).
     """
     problems: list[Problem] = []
     box_img = ds.box_image
@@ -69,6 +72,13 @@ def validate_dataset(ds: HOIDataset, *, limit: int | None = None) -> list[Proble
         if count > 1:
             first = ds.file_names.index(name)
             problems.append(Problem(first, "file_name", f"duplicate image {name!r} ({count} records)"))
+    if geometry and len(b):
+        w, h = ds.widths[box_img], ds.heights[box_img]
+        known = (w > 0) & (h > 0) & finite
+        outside = known & ((b[:, 0] < 0) | (b[:, 1] < 0) | (b[:, 2] > w) | (b[:, 3] > h))
+        for k in np.flatnonzero(outside):
+            problems.append(Problem(int(box_img[k]), f"boxes[{k - ds.box_offsets[box_img[k]]}]",
+                                    f"box {b[k].tolist()} lies outside the {w[k]}x{h[k]} image"))
     for i in np.flatnonzero((ds.widths < 0) | (ds.heights < 0)):
         problems.append(Problem(int(i), "size", "negative width or height"))
     problems.sort(key=lambda p: p.record)

@@ -18,6 +18,7 @@ from hoibench.evaluation._bootstrap import (
     bootstrap_ci,
     bootstrap_interval,
     bootstrap_weights,
+    interval_excludes_estimate,
 )
 from hoibench.evaluation._class_recall import ClassRecall, mcq_class_recall
 from hoibench.evaluation._fields import SCHEMA_VERSION
@@ -79,6 +80,7 @@ __all__ = [
     "bootstrap_weights",
     "box_iou",
     "hico_mean_ap",
+    "interval_excludes_estimate",
     "match_hico_detections",
     "mcq_class_recall",
     "mcq_compare",

@@ -11,8 +11,11 @@ that are not among its choices are ignored and counted), ``G_q`` = its correct c
 - Micro-F1 (eq. 3): ``2 Σ|P∩G| / (Σ|P| + Σ|G|)``.
 - Exact match (eq. 4): share of questions with ``P = G``.
 - Average precision / recall: means over questions of ``|P∩G|/|P|`` and ``|P∩G|/|G|``.
-- An empty denominator (both sets empty, or an empty ``P`` for precision, an empty ``G`` for
-  recall) gives ``zero_division`` (default 1.0, as scikit-learn's ``zero_division=1``).
+- An empty denominator (both sets empty, or an empty ``G`` for recall) gives ``zero_division``
+  (default 1.0, as scikit-learn's ``zero_division=1``). An empty ``P`` (no answer, an ``error``
+  status, an empty selection) has precision 0 when ``G`` is not empty: no answer is not a
+  perfect answer (scikit-learn would give it ``zero_division``; an unanswered benchmark would
+  score a precision near 100%).
 
 ``crosshoi`` — the counting of the released evaluation script (ChelsieLei/CrossHOI-Bench,
 ``newbench_question_func.py``): per question the picks are walked once, as a list — a text
@@ -62,7 +65,7 @@ import scipy.sparse as sp
 
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import MCAnswer, MCQuestion, reference_class_key, reference_class_keys
-from hoibench.evaluation._bootstrap import bootstrap_ci
+from hoibench.evaluation._bootstrap import MCQ_CI_METHOD, bootstrap_ci
 from hoibench.evaluation._fields import Fields, json_float, result_header
 from hoibench.evaluation._metric import Metric
 from hoibench.vocab import hico_det
@@ -282,7 +285,9 @@ def _count_paper(rows: _Rows, classes: _ClassIndex, q: MCQuestion, selected: fro
     rows.pred.append(len(chosen))
     rows.gt.append(len(correct))
     rows.f1.append(_ratio(2.0 * tp, len(chosen) + len(correct), zero))
-    rows.prec.append(_ratio(tp, len(chosen), zero))
+    # no answer is not a perfect answer: an empty selection has precision 0 when the question has
+    # correct choices (zero_division only where both sets are empty)
+    rows.prec.append(_ratio(tp, len(chosen), zero if not correct else 0.0))
     rows.rec.append(_ratio(tp, len(correct), zero))
     rows.exact.append(float(chosen == correct))
     rows.image.append(q.file_name)
@@ -546,8 +551,11 @@ class MCQMetrics(Metric[MCQResult]):
         if self.n_bootstrap:
             unit, n_units, statistic = _resampling(self._rows.image, self.bootstrap_unit, arr.metrics)
             boot = bootstrap_ci(statistic, n_units, n_resamples=self.n_bootstrap,
-                                confidence=self.confidence, random_state=self.random_state)
-            ci = {name: (float(boot.low[k]), float(boot.high[k])) for k, name in enumerate(MCQ_METRIC_NAMES)}
+                                confidence=self.confidence, random_state=self.random_state,
+                                method=MCQ_CI_METHOD)
+            # the metrics are fractions: a studentized interval can reach past 0 or 1, clipped
+            lo, hi = np.clip(boot.low, 0.0, 1.0), np.clip(boot.high, 0.0, 1.0)
+            ci = {name: (float(lo[k]), float(hi[k])) for k, name in enumerate(MCQ_METRIC_NAMES)}
         c_tp = np.asarray(arr.m_tp.sum(axis=0)).ravel()
         c_pred = np.asarray(arr.m_pred.sum(axis=0)).ravel()
         c_gt = np.asarray(arr.m_gt.sum(axis=0)).ravel()

@@ -96,6 +96,7 @@ def read_ppdm(
     coco_to_obj = np.full(92, -1, dtype=np.int64)
     coco_to_obj[vocab.object_to_coco91(np.arange(vocab.n_objects))] = np.arange(vocab.n_objects)
     c2o = coco_to_obj.tolist()
+    hoi_of = {(v, o): h for h, (v, o) in enumerate(vocab.hoi_verb_object.tolist())}
     b = DatasetBuilder(vocab)
     for i, entry in enumerate(data):
         name = r.get(entry, "file_name", i, kind=str)
@@ -125,6 +126,14 @@ def read_ppdm(
             if not first_verb <= v < vocab.n_verbs + first_verb:
                 raise r.error(i, f"{where}.category_id",
                               f"verb {v} outside {first_verb}..{vocab.n_verbs + first_verb - 1}")
+            hoi = h.get("hoi_category_id")
+            if hoi is not None and vocab.name == "hico-det":  # redundant: must agree with verb + object
+                hoi = r.integer(hoi, i, f"{where}.hoi_category_id")
+                expect = hoi_of.get((v - first_verb, labels[o]), -1) + 1 if o >= 0 else 0
+                if hoi != expect:
+                    raise r.error(i, f"{where}.hoi_category_id",
+                                  f"{hoi} contradicts its verb {v} and object "
+                                  f"{vocab.objects[labels[o]] if o >= 0 else 'none'} (class {expect or 'none'})")
             subjects.append(s)
             objects.append(o)
             verbs.append(v - first_verb)

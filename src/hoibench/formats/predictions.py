@@ -90,6 +90,8 @@ PREDICTION_FORMATS: dict[str, str] = {
 #: formats whose file is ``json.dumps(str({'preds': ..., 'gts': ...}))`` -> what ``category_id`` is
 REPR_RESULTS = {"cdn": "verb", "gen-vlkt": "hoi"}
 HOIBENCH_TAG = "hoibench-predictions"
+#: the ``version`` values of the hoibench format this reader knows
+HOIBENCH_VERSIONS = (1,)
 
 
 @dataclass
@@ -225,6 +227,10 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
         if not isinstance(data, dict) or not isinstance(data.get("images"), list):
             raise FormatError("expected an object with an 'images' list", file=p)
         declared = data.get("label_space") if name == "hoibench" else None
+        if name == "hoibench" and data.get("version") not in (None, *HOIBENCH_VERSIONS):
+            raise FormatError(f"version {data['version']!r} is not one this hoibench reads "
+                              f"({', '.join(map(str, HOIBENCH_VERSIONS))}); a newer hoibench wrote it?",
+                              file=p, field="version")
         vocab = _vocab_of(declared, vocab, p)
         cols = _columns(data["images"], p, name)
     return _assemble(cols, vocab, p, name, lenient)
@@ -288,6 +294,7 @@ try:  # a typed decoder parses the columnar formats ~3x faster than untyped JSON
         images: list[_FastImage]
         format: str | None = None
         label_space: str | None = None
+        version: Any = None
 
     _FAST: Any = (msgspec.json.Decoder(_FastFile), msgspec.DecodeError)
 except ImportError:  # pragma: no cover - msgspec is a core dependency; orjson still works
@@ -311,6 +318,8 @@ def _decode_fast(raw: bytes) -> tuple[str, str | None, _Columns] | None:
     # any other top-level "format" value (e.g. "hoi-det-generic/v1") is a generic file: decided
     # here, from the one parse, never by parsing the file again in the careful reader
     name = "hoibench" if f.format == HOIBENCH_TAG else "generic"
+    if name == "hoibench" and f.version not in (None, *HOIBENCH_VERSIONS):
+        return None  # the careful reader names the unknown version
     k_obj, k_verb, k_hoi, shift = _KEYS[name]
     ims = f.images
     counts = np.fromiter((len(im.scores) for im in ims), dtype=np.int64, count=len(ims))
@@ -322,7 +331,10 @@ def _decode_fast(raw: bytes) -> tuple[str, str | None, _Columns] | None:
             continue
         if any(v is None or len(v) != n for v, n in zip(lists, counts)):
             return None
-        cols[key] = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
+        try:
+            cols[key] = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
+        except OverflowError:  # an id beyond 64 bits: the careful reader names it
+            return None
     if cols[k_hoi] is None and (cols[k_obj] is None or cols[k_verb] is None):
         return None
     boxes = []
@@ -362,6 +374,7 @@ def _columns(images: list[Any], path: Path, name: str) -> _Columns:
     names: list[str] = []
     counts = np.zeros(len(images), dtype=np.int64)
     present = {k: True for k in (k_obj, k_verb, k_hoi)}
+    first_lacking: dict[str, int] = {}
     for i, im in enumerate(images):
         if not isinstance(im, dict):
             raise FormatError(f"expected an object, got {type(im).__name__}", file=path, record=i)
@@ -385,10 +398,16 @@ def _columns(images: list[Any], path: Path, name: str) -> _Columns:
         for key in (k_obj, k_verb, k_hoi):
             v = im.get(key)
             if v is None:
+                if present[key]:
+                    first_lacking.setdefault(key, i)
                 present[key] = False
             elif not isinstance(v, list) or len(v) != n:
                 raise FormatError(f"expected a list of {n} ids (one per score)", file=path,
                                   record=i, field=key)
+    for key, i in first_lacking.items():  # given for some images only: it would be ignored for all
+        if any(isinstance(im, dict) and im.get(key) is not None for im in images):
+            raise FormatError(f"missing while other images give '{key}' (give it for every image or "
+                              "for none)", file=path, record=i, field=key)
     if not (present[k_hoi] or (present[k_obj] and present[k_verb])):
         raise FormatError(f"every image needs '{k_hoi}' or both '{k_obj}' and '{k_verb}'", file=path)
     flat = chain.from_iterable
@@ -417,9 +436,9 @@ def _columns(images: list[Any], path: Path, name: str) -> _Columns:
 def _numbers(values: Any, n: int, dtype: type, path: Path, counts: np.ndarray, key: str) -> np.ndarray:
     """One numpy conversion of a flat iterable; a bad value is reported by image and position."""
     vals = list(values)
-    try:
-        arr = np.array(vals, dtype=np.float64)
-    except (TypeError, ValueError):
+    try:  # numbers only: numpy would also read "0.5" and True as numbers
+        arr = np.array(vals, dtype=np.float64) if set(map(type, vals)) <= {int, float} else None
+    except (TypeError, ValueError, OverflowError):
         arr = None
     if arr is None or arr.shape != (n,):
         k = next((j for j, v in enumerate(vals)
@@ -427,12 +446,12 @@ def _numbers(values: Any, n: int, dtype: type, path: Path, counts: np.ndarray, k
         i, j = _locate(counts, k)
         raise FormatError(f"expected a number, got {vals[k]!r}" if vals else "expected numbers",
                           file=path, record=i, field=f"{key}[{j}]")
-    if dtype is np.int64:
-        bad = ~np.isfinite(arr) | (arr != np.round(arr))
+    if dtype is np.int64:  # range-checked before the conversion (2**70 is no id, not garbage)
+        bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (np.abs(arr) >= 2.0**62)
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             i, j = _locate(counts, k)
-            raise FormatError(f"expected an integer id, got {vals[k]!r}", file=path, record=i,
+            raise FormatError(f"expected an integer id (below 2**62), got {vals[k]!r}", file=path, record=i,
                               field=f"{key}[{j}]")
         return arr.astype(np.int64)
     return arr

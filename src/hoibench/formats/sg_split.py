@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import read_json
+from hoibench._io import check_folder, read_json
 from hoibench.vocab import get_label_space
 
 __all__ = ["COMBINATIONS_FILE", "combinations_record", "unseen_combinations", "unseen_hoi_classes"]
@@ -51,6 +51,7 @@ def combinations_record(vocab: Any, combinations: np.ndarray, **header: Any) -> 
 def _read_combinations(split_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], Path]:
     path = Path(split_dir)
     if path.is_dir():
+        check_folder(path)  # a folder that mixes two splits is refused, not read
         path = path / COMBINATIONS_FILE
     data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("combinations"), list):

@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hoibench._io import dumps_json, exclusive_lock
+from hoibench._exceptions import ConfigError
+from hoibench._io import check_input_file, dumps_json, ensure_dir, exclusive_lock
 from hoibench.models._backend import (
     BackendStats,
     ChatBackend,
@@ -57,16 +58,21 @@ class ResponseCache:
 
     def __init__(self, path: str | Path, *, exclusive: bool = False) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_dir(self.path.parent, for_path=self.path)
         self._held = exclusive_lock(self.path, what="hoibench run (response cache)") if exclusive else None
         if self._held is not None:
             self._held.__enter__()
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL,"
-                         " created REAL NOT NULL)")
+        try:  # a file that is no SQLite database, a folder, a read-only place: one line naming it
+            if self.path.exists():
+                check_input_file(self.path)  # a folder or FIFO: refused before SQLite sees it
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL,"
+                             " created REAL NOT NULL)")
+        except sqlite3.Error as exc:
+            raise ConfigError(f"{self.path}: cannot use it as the response cache (SQLite: {exc})") from None
 
     def get(self, key: str) -> str | None:
         with self._lock:

@@ -13,7 +13,8 @@ from typing import Any, Literal
 import numpy as np
 
 from hoibench._exceptions import ConfigError
-from hoibench._io import atomic_write_bytes, atomic_write_json, ensure_dir
+from hoibench._io import atomic_write_bytes, atomic_write_json
+from hoibench.benchmarks._build import write_folder
 from hoibench.benchmarks.sg._presets import reference_preset
 from hoibench.benchmarks.sg._select import _combo_keys
 from hoibench.benchmarks.sg._table1 import RELEASED_TEST_COUNTS, paper_row, table1_markdown
@@ -157,10 +158,13 @@ class SGSplit:
             label_space=self.vocab.name, seed=self.seed, ratio=self.ratio, policy=self.policy,
             n_combinations=len(self.combinations))
 
-    def write(self, out: str | os.PathLike[str], *, boxes: BoxConvention | None = None) -> dict[str, Path]:
+    def write(self, out: str | os.PathLike[str], *, boxes: BoxConvention | None = None,
+              inputs: dict[str, Any] | None = None) -> dict[str, Path]:
         """Write ``trainval_<ds>.json``, ``test_<ds>.json`` (PPDM/QPIC layout),
-        ``test_combinations.json``, ``stats.json`` (:meth:`stats`) and ``table1.md`` into the
-        folder ``out``, each file atomically; returns ``{role: path}``.
+        ``test_combinations.json``, ``stats.json`` (:meth:`stats`), ``table1.md`` and
+        ``provenance.json`` (the parameters, ``inputs``: content hashes of the source files, and
+        every file's hash) into the folder ``out``, as a whole (see
+        :func:`~hoibench.benchmarks.write_folder`); returns ``{role: path}``.
 
         ``boxes`` is deprecated: build with ``boxes=`` (or ``dataclasses.replace(split,
         boxes=...)``) so that :meth:`stats` says what was written.
@@ -168,25 +172,28 @@ class SGSplit:
         if boxes is not None:
             warnings.warn("SGSplit.write(boxes=...) is deprecated; pass boxes= to build_sg_split or "
                           "build_preset", DeprecationWarning, stacklevel=2)
-            return dataclasses.replace(self, boxes=boxes).write(out)
-        folder = ensure_dir(out)
+            return dataclasses.replace(self, boxes=boxes).write(out, inputs=inputs)
         stem = LAYOUT_STEM.get(self.vocab.name, self.vocab.name)
-        paths = {
-            "train": folder / f"trainval_{stem}.json",
-            "test": folder / f"test_{stem}.json",
-            "combinations": folder / COMBINATIONS_FILE,
-            "stats": folder / STATS_FILE,
-            "table": folder / TABLE_FILE,
-        }
-        for part, ds, origin in (("train", self.train, self.train_origin_test),
-                                 ("test", self.test, self.test_origin_test)):
-            if self.boxes == "as-released" and len(origin) == ds.n_images and origin.any():
-                ds = _shift_boxes(ds, origin, 1.0)
-            write_ppdm(ds, paths[part])
-        atomic_write_json(paths["combinations"], self.combinations_record())
-        atomic_write_json(paths["stats"], self.stats())
-        atomic_write_bytes(paths["table"], (table1_markdown(self.table1_rows()) + "\n").encode())
-        return paths
+        names = {"train": f"trainval_{stem}.json", "test": f"test_{stem}.json",
+                 "combinations": COMBINATIONS_FILE, "stats": STATS_FILE, "table": TABLE_FILE}
+
+        def write_files(folder: Path) -> dict[str, Path]:
+            paths = {role: folder / name for role, name in names.items()}
+            for part, ds, origin in (("train", self.train, self.train_origin_test),
+                                     ("test", self.test, self.test_origin_test)):
+                if self.boxes == "as-released" and len(origin) == ds.n_images and origin.any():
+                    ds = _shift_boxes(ds, origin, 1.0)
+                write_ppdm(ds, paths[part])
+            atomic_write_json(paths["combinations"], self.combinations_record())
+            atomic_write_json(paths["stats"], self.stats())
+            atomic_write_bytes(paths["table"], (table1_markdown(self.table1_rows()) + "\n").encode())
+            return paths
+
+        params = {"name": self.name, "dataset": self.dataset_name, "seed": self.seed, "ratio": self.ratio,
+                  "policy": self.policy, "verify": self.verify, "boxes": self.boxes,
+                  "removed": len(self.removed)}
+        return write_folder(out, names.values(), write_files, writer="split sg", parameters=params,
+                            inputs=inputs if inputs is not None else {"dataset": self.dataset_name})
 
 
 def _shift_boxes(ds: HOIDataset, images: np.ndarray, delta: float) -> HOIDataset:
