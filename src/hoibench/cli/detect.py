@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from hoibench.cli._common import console, echo_json
+from hoibench.cli._common import console, emit_json, json_option
 
 __all__ = ["detect"]
 
@@ -38,10 +38,10 @@ def detect() -> None:
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="Only the first N images.")
 @click.option("--overwrite", is_flag=True, help="Start over instead of resuming OUT.records.jsonl.")
 @click.option("--no-progress", is_flag=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@json_option("The summary")
 def people(images: str, model: str, out: str, questions_path: str | None, labels: tuple[str, ...],
            threshold: float, batch_size: int, device: str, follow_symlinks: bool, limit: int | None,
-           overwrite: bool, no_progress: bool, as_json: bool) -> None:
+           overwrite: bool, no_progress: bool, as_json: str | None) -> None:
     """Detect people in every image (setting 3's external detector); resumable."""
     from hoibench.models import ObjectDetector
     from hoibench.runners import detect_people, list_images
@@ -59,11 +59,9 @@ def people(images: str, model: str, out: str, questions_path: str | None, labels
     summary = detect_people(detector, images, out, names=names, labels=labels, batch_size=batch_size,
                             follow_symlinks=follow_symlinks, overwrite=overwrite,
                             progress=not no_progress)
-    if as_json:
-        echo_json(summary.as_dict())
-    else:
+    if not emit_json(summary.as_dict(), as_json):
         console.print(f"{summary.ok} of {summary.total} images detected ({summary.resumed} kept from an "
-                  f"earlier run, {summary.errors} failed), {summary.people} boxes of "
+                      f"earlier run, {summary.errors} failed), {summary.people} boxes of "
                       f"{', '.join(labels)}, {summary.seconds:.1f} s")
         console.print(f"wrote {summary.out} (records: {summary.records})")
     if summary.errors:

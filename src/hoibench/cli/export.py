@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from hoibench.cli._common import console, echo_json
+from hoibench.cli._common import console, emit_json, json_option
 
 __all__ = ["export"]
 
@@ -17,15 +17,14 @@ __all__ = ["export"]
 @click.option("--release", "release_dir", required=True, type=click.Path(exists=True, file_okay=False),
               help="A release folder (hoibench release build); checked against the manifest first.")
 @click.option("--only", "only", multiple=True, metavar="NAME", help="Only this benchmark or group; repeatable.")
-@click.option("--json", "as_json", is_flag=True, help="Print rows per config and split as JSON.")
-def export(out: str, target: str, release_dir: str, only: tuple[str, ...], as_json: bool) -> None:
+@json_option("Rows per config and split")
+def export(out: str, target: str, release_dir: str, only: tuple[str, ...], as_json: str | None) -> None:
     """Write the frozen benchmarks of a release folder as an HF dataset folder OUT
     (`datasets.load_dataset(OUT, CONFIG)`); annotations only, never images."""
     from hoibench.benchmarks._hf import export_hf
 
     counts = export_hf(release_dir, out, list(only) or None)
-    if as_json:
-        echo_json(counts)
+    if emit_json(counts, as_json):
         return
     for config, splits in counts.items():
         console.print(f"{config}: " + ", ".join(f"{s} {n:,} rows" for s, n in splits.items()))

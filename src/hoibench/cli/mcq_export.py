@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from hoibench.cli._common import console, echo_json, reject_unused_options
+from hoibench.cli._common import console, emit_json, json_option, reject_unused_options
 
 __all__ = ["export"]
 
@@ -51,10 +51,10 @@ _DEFAULT_NAME = {"finetune": "hoibench_mcq_train", "vlmevalkit": "HOIBench_MCQ"}
               help="Dataset name: the file stem (fine-tuning default hoibench_mcq_train, also LLaMA-Factory's "
                    "dataset_info.json key; vlmevalkit default HOIBench_MCQ: OUT/NAME.tsv, run as "
                    "`python run.py --data NAME`).")
-@click.option("--json", "as_json", is_flag=True, help="Print the export summary as JSON.")
+@json_option("The export summary")
 def export(questions_path: str, target: str, images: str | None, follow_symlinks: bool, out: str, model: str,
            box_convention: str, template: str, answer_format: str, seed: int, permutation: int,
-           setting: int | None, resize_images: bool, name: str | None, as_json: bool) -> None:
+           setting: int | None, resize_images: bool, name: str | None, as_json: str | None) -> None:
     """Export questions for a fine-tuning framework or an evaluation harness, in the prompts, box
     convention and image size that `hoibench mcq run` uses for the same model."""
     from hoibench._exceptions import ConfigError
@@ -82,7 +82,7 @@ def export(questions_path: str, target: str, images: str | None, follow_symlinks
 
 def _export_finetune(questions_path: str, target: str, images: str, follow_symlinks: bool, out: str, model: str,
                      box_convention: str, template: str, answer_format: str, seed: int, resize_images: bool,
-                     name: str, as_json: bool) -> None:
+                     name: str, as_json: str | None) -> None:
     from hoibench.formats import read_questions
     from hoibench.runners.finetune import export_finetune
 
@@ -91,8 +91,7 @@ def _export_finetune(questions_path: str, target: str, images: str, follow_symli
                              template=template, answer_format=answer_format, seed=seed,
                              resize_images=resize_images, name=name, follow_symlinks=follow_symlinks,
                              header=qs.header, questions_file=questions_path)
-    if as_json:
-        echo_json(report.summary)
+    if emit_json(report.summary, as_json):
         return
     per = ", ".join(f"setting {k}: {v}" for k, v in report.summary["examples_per_setting"].items())
     console.print(f"{report.summary['examples']} examples ({per}) → {report.files['data']}")
@@ -102,7 +101,7 @@ def _export_finetune(questions_path: str, target: str, images: str, follow_symli
 
 
 def _export_lmms_eval(ctx: click.Context, questions_path: str, setting: int | None, out: str,
-                      as_json: bool) -> None:
+                      as_json: str | None) -> None:
     from hoibench.cli.mcq_bench import read_scored_questions
     from hoibench.tasks import TASKS_DIR
     from hoibench.tasks.lmms import QUESTIONS_FILE, write_lmms_eval_questions
@@ -115,8 +114,7 @@ def _export_lmms_eval(ctx: click.Context, questions_path: str, setting: int | No
     path = Path(out) / QUESTIONS_FILE
     n = write_lmms_eval_questions(path, qs, source=questions_path)
     summary = {"target": "lmms-eval", "file": str(path), "questions": n, "name": QUESTIONS_FILE}
-    if as_json:
-        echo_json(summary)
+    if emit_json(summary, as_json):
         return
     console.print(f"{n} questions → {path}")
     console.print(f"  lmms-eval: cd {out} && HOIBENCH_MCQ_IMAGES=IMAGES lmms-eval --include_path {TASKS_DIR} "
@@ -125,7 +123,7 @@ def _export_lmms_eval(ctx: click.Context, questions_path: str, setting: int | No
 
 def _export_vlmevalkit(questions_path: str, images: str, follow_symlinks: bool, out: str, model: str,
                        box_convention: str, template: str, answer_format: str, seed: int, permutation: int,
-                       setting: int | None, name: str, as_json: bool) -> None:
+                       setting: int | None, name: str, as_json: str | None) -> None:
     from hoibench._io import ImageFolder
     from hoibench.cli.mcq_bench import read_scored_questions
     from hoibench.runners.mcq import load_template, resolve_box_convention
@@ -141,8 +139,7 @@ def _export_vlmevalkit(questions_path: str, images: str, follow_symlinks: bool, 
     summary = {"target": "vlmevalkit", "file": str(path), "questions": n,
                "images": len({q.file_name for q in qs}), "box_convention": convention,
                "permutation": permutation, "name": name}
-    if as_json:
-        echo_json(summary)
+    if emit_json(summary, as_json):
         return
     console.print(f"{n} questions ({summary['images']} images, box convention {convention}) → {path}")
     console.print(f"  VLMEvalKit: copy it to $LMUData/{name}.tsv, run `python run.py --data {name} --model MODEL`, "

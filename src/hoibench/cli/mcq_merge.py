@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from hoibench.cli._common import console, echo_json
+from hoibench.cli._common import console, emit_json, json_option
 
 __all__ = ["merge"]
 
@@ -14,8 +14,8 @@ __all__ = ["merge"]
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Merged answers JSONL.")
 @click.option("--questions", "questions_path", default=None, type=click.Path(exists=True, dir_okay=False),
               help="The question file of the run: answers in its order, every question answered.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def merge(answers: tuple[str, ...], out: str, questions_path: str | None, as_json: bool) -> None:
+@json_option("The summary")
+def merge(answers: tuple[str, ...], out: str, questions_path: str | None, as_json: str | None) -> None:
     """Join the shards' answers files (headers must agree but for the shard; each shard once)
     into one answers file that `hoibench mcq score` reads like an unsharded run's."""
     from hoibench.formats import read_questions
@@ -23,8 +23,7 @@ def merge(answers: tuple[str, ...], out: str, questions_path: str | None, as_jso
 
     qs = list(read_questions(questions_path)) if questions_path is not None else None
     result = merge_answers(list(answers), out, questions=qs)
-    if as_json:
-        echo_json(result)
+    if emit_json(result, as_json):
         return
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(result["statuses"].items()))
     console.print(f"merged {result['shards']} shards: {result['answers']} answers ({statuses}) → {out}")
