@@ -42,7 +42,7 @@ def _run(outputs, names, indices, gt, **kw):
 
 
 def _worker(rank: int, port: int, gt, outputs, names, out_path: str) -> None:
-    """One DDP process (forked: it inherits the data): its shard, both settings, rank 0 saves."""
+    """One DDP process (started by the fork server; the data come as arguments): its shard, both settings, rank 0 saves."""
     import torch.distributed as dist
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
@@ -83,7 +83,10 @@ def test_one_and_two_processes_give_identical_per_class_ap(batch_data, tmp_path)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    ctx = torch.multiprocessing.get_context("fork")
+    # forkserver, not fork: a child forked after the parent ran OpenMP ops can hang in gloo; the
+    # server imports torch and this module once (no OpenMP used there), so children start fast
+    ctx = torch.multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "torch.distributed", __name__])
     procs = [ctx.Process(target=_worker, args=(r, port, gt, outputs, names, out_path)) for r in range(2)]
     for pr in procs:
         pr.start()

@@ -67,7 +67,7 @@ def class_distribution(questions: Sequence[MCQuestion], n_hois: int, *,
                        label_space: str = "hico-det") -> dict[str, Any]:
     """Classes among the correct choices of :func:`distribution_setting`'s questions and, with
     ``train_counts``, KL(train ‖ them) over the classes they cover (train renormalised there),
-    the same with full support (``inf`` when a class is missing) and the top-20/bottom-20
+    the same with full support (``None`` when a class is missing: infinite) and the top-20/bottom-20
     head/tail ratio. The one definition ``mcq build`` and ``mcq stats`` both report."""
     kept = [q for q in questions if q.label_space == label_space]
     setting = distribution_setting(kept)
@@ -75,7 +75,10 @@ def class_distribution(questions: Sequence[MCQuestion], n_hois: int, *,
     out: dict[str, Any] = {"distribution_setting": setting, "classes_correct": int((counts > 0).sum())}
     if train_counts is not None and counts.sum() > 0:
         out["kl_train_benchmark"] = kl_divergence(train_counts, counts, support="q")
-        out["kl_train_benchmark_full_support"] = kl_divergence(train_counts, counts)
+        full = kl_divergence(train_counts, counts)
+        # infinite when a class has no train instance: None (JSON has no inf, and a number that
+        # round-trips differently from what was printed would be a silent change)
+        out["kl_train_benchmark_full_support"] = full if np.isfinite(full) else None
         out["head_tail_ratio"] = head_tail_ratio(train_counts, counts)
     return out
 
