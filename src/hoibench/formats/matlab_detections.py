@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import ensure_dir, read_mat
+from hoibench._io import check_input_file, ensure_dir, read_mat
 from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.formats._matfile import Cells, read_cells, write_cells
 from hoibench.vocab import LabelSpace
@@ -47,6 +47,7 @@ def is_matlab_detections(path: str | os.PathLike[str]) -> bool:
     p = Path(path)
     if p.is_dir():
         return _object_file(p, 0).exists()
+    check_input_file(p)  # a FIFO or device: one line, never a read that hangs
     try:
         with open(p, "rb") as fh:
             head = fh.read(128)
