@@ -79,6 +79,48 @@ def _not_a_file(mode: int) -> str | None:
     return "not a regular file"  # pragma: no cover - no other kinds on POSIX
 
 
+def _unreadable(exc: OSError, path: Path) -> UnreadableFileError:
+    """The one line for an OS error met while reading ``path`` (never the traceback)."""
+    if isinstance(exc, FileNotFoundError):
+        return UnreadableFileError("no such file", file=path)
+    if isinstance(exc, IsADirectoryError):
+        return UnreadableFileError("is a directory, expected a file", file=path)
+    if isinstance(exc, PermissionError):
+        return UnreadableFileError("permission denied", file=path)
+    return UnreadableFileError(f"cannot read ({exc.strerror or exc})", file=path)
+
+
+def iter_jsonl(path: PathLike, *, torn: Callable[[Sequence[bytes], int], bool]) -> Iterator[tuple[int, Any]]:
+    """``(index, value)`` of every non-blank line of a JSON-lines file (``index`` 0-based). A line
+    that is no JSON is skipped when ``torn(lines, index)`` says a kill cut it short (the writer's
+    own rule), else it is a :class:`FormatError` naming the file and the line."""
+    p = Path(path)
+    lines = read_bytes(p).split(b"\n")
+    for n, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            if torn(lines, n):
+                continue
+            raise FormatError("not a JSON record", file=p, record=n + 1) from None
+        yield n, value
+
+
+def parse_yaml_mapping(text: str, *, where: str, what: str) -> dict[str, Any]:
+    """``text`` parsed as a YAML mapping; else one line naming ``where`` (``what``: "a template")."""
+    import yaml
+
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise FormatError(f"not valid YAML ({' '.join(str(exc).split())})", file=where) from None
+    if not isinstance(raw, dict):
+        raise FormatError(f"{what} must be a mapping", file=where)
+    return raw
+
+
 def check_input_file(path: PathLike) -> Path:
     """``path`` when it names a regular file (symlinks followed); else a :class:`FormatError`
     naming it. A FIFO or device would make every reader hang or read forever, a folder fails
@@ -86,12 +128,8 @@ def check_input_file(path: PathLike) -> Path:
     p = Path(path)
     try:
         mode = os.stat(p).st_mode
-    except FileNotFoundError:
-        raise UnreadableFileError("no such file", file=p) from None
-    except PermissionError:
-        raise UnreadableFileError("permission denied", file=p) from None
     except OSError as exc:
-        raise UnreadableFileError(f"cannot read ({exc.strerror or exc})", file=p) from None
+        raise _unreadable(exc, p) from None
     kind = _not_a_file(mode)
     if kind is not None:
         raise UnreadableFileError(f"is {kind}, expected a regular file", file=p)
@@ -104,14 +142,8 @@ def read_bytes(path: PathLike) -> bytes:
     p = check_input_file(path)
     try:
         data = p.read_bytes()
-    except FileNotFoundError:
-        raise UnreadableFileError("no such file", file=p) from None
-    except IsADirectoryError:
-        raise UnreadableFileError("is a directory, expected a file", file=p) from None
-    except PermissionError:
-        raise UnreadableFileError("permission denied", file=p) from None
     except OSError as exc:
-        raise UnreadableFileError(f"cannot read ({exc.strerror or exc})", file=p) from None
+        raise _unreadable(exc, p) from None
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)

@@ -10,13 +10,14 @@ names them, so a record never points at a missing or partial image.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from hoibench._exceptions import FormatError
+from hoibench._io import iter_jsonl
 
 __all__ = ["Manifest", "manifest_name", "read_manifests"]
 
@@ -52,23 +53,14 @@ def _repair_tail(path: Path, fh: Any) -> None:
 
 
 def _records(path: Path) -> Iterator[dict[str, Any]]:
-    lines = path.read_bytes().split(b"\n")
-    for n, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        try:
-            rec = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            # a torn line (crash mid-write) is tolerated and skipped; anything else is corruption
-            if _only_torn(lines, n):
-                continue
-            raise FormatError("not a JSON record", file=path, record=n + 1) from None
+    # a torn line (crash mid-write) is tolerated and skipped; anything else is corruption
+    for n, rec in iter_jsonl(path, torn=_only_torn):
         if not isinstance(rec, dict) or "event" not in rec:
             raise FormatError("expected an object with an 'event' field", file=path, record=n + 1)
         yield rec
 
 
-def _only_torn(lines: list[bytes], n: int) -> bool:
+def _only_torn(lines: Sequence[bytes], n: int) -> bool:
     # a record cut short by a crash (then terminated by the next append): the start of an
     # object without its end
     line = lines[n].strip()

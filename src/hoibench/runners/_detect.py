@@ -17,10 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import orjson
-
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import ImageFolder, atomic_write_bytes, atomic_write_json, dumps_json, ensure_dir
+from hoibench._io import (
+    ImageFolder,
+    atomic_write_bytes,
+    atomic_write_json,
+    dumps_json,
+    ensure_dir,
+    iter_jsonl,
+)
 from hoibench._version import __version__
 from hoibench.models import BackendStats, ChatBackend, ChatRequest, ChatResponse, ObjectDetector
 from hoibench.runners._loop import Batch, ChatTask, run_resumable
@@ -87,17 +92,9 @@ class _RecordsFile:
     noun: str = "detections"
 
     def read(self) -> tuple[Mapping[str, Any] | None, Sequence[dict[str, Any]]]:
-        lines = self.path.read_bytes().split(b"\n")
         rows: list[dict[str, Any]] = []
-        for n, raw in enumerate(lines):
-            if not raw.strip():
-                continue
-            try:
-                rec = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                if n == len(lines) - 1:  # a line cut short by a kill: redone
-                    continue
-                raise FormatError("not a JSON record", file=self.path, record=n + 1) from None
+        # the last line may be cut short by a kill: its image is redone
+        for n, rec in iter_jsonl(self.path, torn=lambda lines, i: i == len(lines) - 1):
             if not isinstance(rec, dict) or (n > 0 and not isinstance(rec.get("file_name"), str)):
                 raise FormatError("expected an object with a 'file_name'", file=self.path, record=n + 1)
             rows.append(rec)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import ImageFolder
+from hoibench._io import ImageFolder, parse_yaml_mapping
 from hoibench.data import HOIDataset
 from hoibench.models import (
     ChatBackend,
@@ -60,8 +60,6 @@ class JudgeTemplate:
 def load_judge_template(name_or_path: str | os.PathLike[str] = "judge") -> JudgeTemplate:
     """The packaged template by name (``judge``) or a YAML file with ``name``, ``version``,
     ``prompt`` (``{choice}``, optional ``{target}``) and optionally ``target`` (``{box}``)."""
-    import yaml
-
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") and path.exists():
         text, where = path.read_text(encoding="utf-8"), str(path)
@@ -71,12 +69,7 @@ def load_judge_template(name_or_path: str | os.PathLike[str] = "judge") -> Judge
             raise ConfigError(f"judge template {str(name_or_path)!r} is neither a YAML file nor the "
                               "packaged template 'judge'")
         text, where = res.read_text(encoding="utf-8"), f"prompts/{name_or_path}.yaml"
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise FormatError(f"not valid YAML ({' '.join(str(exc).split())})", file=where) from None
-    if not isinstance(raw, dict):
-        raise FormatError("a judge template must be a mapping", file=where)
+    raw = parse_yaml_mapping(text, where=where, what="a judge template")
     allowed = {"name", "version", "prompt", "target", "source"}
     unknown = sorted(set(raw) - allowed)
     if unknown:

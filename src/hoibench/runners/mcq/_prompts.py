@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from hoibench._exceptions import ConfigError, FormatError
+from hoibench._io import parse_yaml_mapping
 from hoibench.data import Choice, MCQuestion
 
 __all__ = ["ANSWER_FORMATS", "PromptTemplate", "RenderedQuestion", "load_template", "render_question"]
@@ -58,8 +59,6 @@ class PromptTemplate:
 
 def load_template(name_or_path: str | Path = "crosshoi") -> PromptTemplate:
     """Load a bundled template by name (``crosshoi``) or a user's YAML file."""
-    import yaml
-
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml", ".json") and path.exists():
         text, where = path.read_text(encoding="utf-8"), str(path)
@@ -72,12 +71,7 @@ def load_template(name_or_path: str | Path = "crosshoi") -> PromptTemplate:
             raise ConfigError(f"prompt template {str(name_or_path)!r} is neither a file nor one of "
                               f"the bundled templates {bundled}")
         text, where = res.read_text(encoding="utf-8"), f"prompts/{name_or_path}.yaml"
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise FormatError(f"not valid YAML ({exc})", file=where) from None
-    if not isinstance(raw, dict):
-        raise FormatError("a template must be a mapping", file=where)
+    raw = parse_yaml_mapping(text, where=where, what="a template")
     fields = {f.name: f for f in dataclasses.fields(PromptTemplate)}
     unknown = sorted(set(raw) - set(fields))
     if unknown:
