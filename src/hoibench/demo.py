@@ -176,6 +176,9 @@ class _DetectionBenchmark:
     test: HOIDataset
     gt: str  # the ground truth as a dataset name or file, for ``hoibench eval hico --gt``
     classes_spec: str | None  # ``--classes`` of ``hoibench eval hico`` (sets the headline, as there)
+    #: what ``gt`` names, by content (:func:`ground_truth_id`), taken where the file is written: ``gt``
+    #: is the file's path once the folder is swapped in, which does not exist while it is built
+    gt_id: str = ""
 
 
 def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps,
@@ -199,9 +202,10 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps,
     atomic_write_json(bal_ids, sorted(int(h) for h in bal.classes))
     benches = [
         _DetectionBenchmark(BENCH_HICO, train, test, "hico-det:test", None),
-        _DetectionBenchmark(BENCH_SG, sg.train, sg.test, show(sg_paths["test"]), f"unseen:{sg_dir}"),
+        _DetectionBenchmark(BENCH_SG, sg.train, sg.test, show(sg_paths["test"]), f"unseen:{sg_dir}",
+                            ground_truth_id(str(sg_paths["test"]))),
         _DetectionBenchmark(BENCH_BRIGHT, bal.train.dataset, bal.test.dataset,
-                            show(bal_paths["test"]), str(bal_ids)),
+                            show(bal_paths["test"]), str(bal_ids), ground_truth_id(str(bal_paths["test"]))),
     ]
     if cfg.max_test_images is not None:
         # a quick run evaluates the first images only: write exactly that ground truth
@@ -209,7 +213,7 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps,
             b.test = _head(b.test, cfg.max_test_images)
             gt = bench_dir / "evaluated" / f"{_slug(b.name)}-test_hico.json"
             write_ppdm(b.test, gt)
-            b.gt = show(gt)
+            b.gt, b.gt_id = show(gt), ground_truth_id(str(gt))
 
     split_no = cfg.sg_preset[-1]
     parts = [("HICO-DET (bundled)", split_table1(train, test)),
@@ -260,7 +264,7 @@ def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path,
                 spec = show(b.classes_spec) if b.classes_spec else None
                 cmd = f"hoibench eval hico --gt {b.gt} --pred {show(pred_path)} --protocol {cfg.protocol}"
                 return hico_map_record(res, model=model, benchmark=b.name, classes_spec=spec,
-                                       class_subsets=subsets, **{GROUND_TRUTH_KEY: ground_truth_id(b.gt)},
+                                       class_subsets=subsets, **{GROUND_TRUTH_KEY: b.gt_id or ground_truth_id(b.gt)},
                                        evaluate_by_hand={
                     "gt": b.gt, "predictions": show(pred_path), "classes": spec,
                     "command": cmd + (f" --classes {spec}" if spec else "")
@@ -448,12 +452,16 @@ def run_demo(out_dir: str | Path, *, config: DemoConfig | None = None, progress:
                 train_counts = _train_counts(benches, "benchmarks")
                 results = _map_results(cfg, benches, work, reuse, steps, show)
                 mcq_results, mcq_tables = _mcq(cfg, work, reuse, steps, show)
-                results = [dataclasses.replace(r, source=show(r.source)) for r in results + mcq_results]
                 stats_tables += mcq_tables
                 atomic_write_json(work / STATS_FILE, {"tables": [t.to_dict() for t in stats_tables],
                                                       "train_counts": train_counts}, indent=True)
-                # as a re-run reads them (JSON has no inf): both runs then write the same report
-                stats_tables = [Table.from_dict(d) for d in read_json(work / STATS_FILE)["tables"]]
+                # the report is built from what was written, read back as a re-run reads it (JSON
+                # has no inf, tuples come back as lists): a fresh and a resumed run write the same
+                results = [dataclasses.replace(read_result(Path(r.source)), source=show(r.source))
+                           for r in results + mcq_results]
+                saved = read_json(work / STATS_FILE)
+                stats_tables = [Table.from_dict(d) for d in saved["tables"]]
+                train_counts = saved["train_counts"]
                 files = _write_report(cfg, results, stats_tables, train_counts, work, steps)
                 _write_marker(work, cfg, prov, steps, t0, files, results, final)
             files = dataclasses.replace(files, **{f.name: _moved(getattr(files, f.name), work, final)

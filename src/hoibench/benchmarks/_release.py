@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hoibench._exceptions import ConfigError
-from hoibench._io import atomic_write_json, ensure_dir
+from hoibench._io import PROVENANCE_FILE, atomic_write_json, ensure_dir
 from hoibench._version import __version__
 from hoibench.benchmarks.balanced import build_balanced_split
 from hoibench.benchmarks.mcq import build_mcq_benchmark, build_mcq_training_set
@@ -139,6 +139,14 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _frozen(path: Path) -> bool:
+    """Whether a file of a built benchmark is part of the release: every file but the folder's
+    ``provenance.json``, hoibench's record of how it wrote the folder (its writer, the hoibench
+    version, the command's parameters), which says how the bytes were made, not what they are —
+    the library build and the recorded command write different ones for the same bytes."""
+    return path.is_file() and path.name != PROVENANCE_FILE
+
+
 def folder_manifest(folder: str | os.PathLike[str], benchmarks: Sequence[ReleaseBenchmark]) -> dict[str, Any]:
     """The manifest of the built benchmarks under ``folder``: per benchmark its command and every
     file's sha256 and size (POSIX paths relative to the benchmark's folder)."""
@@ -147,7 +155,7 @@ def folder_manifest(folder: str | os.PathLike[str], benchmarks: Sequence[Release
     for b in benchmarks:
         base = root / b.name
         files = {p.relative_to(base).as_posix(): {"sha256": _sha256(p), "bytes": p.stat().st_size}
-                 for p in sorted(base.rglob("*")) if p.is_file()}
+                 for p in sorted(base.rglob("*")) if _frozen(p)}
         entries[b.name] = {"command": b.command, "description": b.description, "files": files}
     return {"kind": MANIFEST_KIND, "release": RELEASE, "hoibench": __version__, "benchmarks": entries}
 
@@ -231,6 +239,6 @@ def verify_release(folder: str | os.PathLike[str], names: Iterable[str] | None =
         if base.is_dir():
             for p in sorted(base.rglob("*")):
                 rel = p.relative_to(base).as_posix()
-                if p.is_file() and rel not in expected:
+                if _frozen(p) and rel not in expected:
                     out.append(Mismatch(f"{name}/{rel}", "unexpected", "not in the release"))
     return out
