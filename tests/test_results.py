@@ -389,3 +389,21 @@ def test_reprs_name_the_numbers_not_the_arrays(hico, mcq):
     assert text.startswith(f"HICOMapResult(full={res['hico_map'].full:.4f}, ") and "600 classes, with ci" in text
     assert repr(res["class_recall"]) == (f"ClassRecall(n_classes={len(res['class_recall'].recall)}, "
                                          f"mean_recall={np.nanmean(res['class_recall'].recall):.4f})")
+
+
+def test_ground_truth_id_names_files_by_content_and_refuses_what_is_neither(tmp_path):
+    from hoibench.datasets import ground_truth_id
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text("{}")
+    b.write_text("{}")
+    assert ground_truth_id(a) == ground_truth_id(b)  # by content, not by name
+    assert ground_truth_id(a).startswith("sha256:")
+    b.write_text("[]")
+    assert ground_truth_id(a) != ground_truth_id(b)
+    assert ground_truth_id(a, b) != ground_truth_id(b, a)  # several files: in order
+    # aliases and case resolved, so one dataset has one id
+    assert ground_truth_id("HICO:test") == ground_truth_id("hico-det:test") == "dataset:hico-det:test"
+    for bad in (tmp_path / "missing.json", tmp_path, "hico-det:val"):
+        with pytest.raises((FormatError, ConfigError)):
+            ground_truth_id(bad)

@@ -53,6 +53,7 @@ __all__ = [
     "read_folder_provenance",
     "read_json",
     "read_mat",
+    "slug",
     "write_folder_provenance",
 ]
 
@@ -712,3 +713,11 @@ def exclusive_lock(target: PathLike, *, what: str) -> Iterator[Path]:
         with contextlib.suppress(OSError):
             os.unlink(lock)
         os.close(fd)
+
+
+def slug(text: str, *, keep: str = "", default: str = "x") -> str:
+    """``text`` as a file or anchor name: lower case, every run of characters other than ASCII
+    letters, digits and ``keep`` one ``-``; ``default`` when nothing is left. One rule for every
+    name hoibench derives from a user's string (figures, tables, result folders)."""
+    out = re.sub(f"[^a-z0-9{re.escape(keep)}]+", "-", text.lower()).strip("-")
+    return out or default

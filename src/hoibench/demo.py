@@ -18,7 +18,6 @@ same provenance is reused as it is; any difference starts afresh.
 from __future__ import annotations
 
 import dataclasses
-import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -30,21 +29,20 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError
-from hoibench._io import atomic_folder, atomic_write_json, file_sha256, read_json
+from hoibench._io import atomic_folder, atomic_write_json, file_sha256, read_json, slug
 from hoibench._progress import make_progress
 from hoibench._version import __version__
 from hoibench.benchmarks import build_balanced_split, hico_det_selection_counts
 from hoibench.benchmarks.mcq import PAPER_REFERENCE, build_mcq_benchmark, question_statistics
 from hoibench.benchmarks.sg import PAPER_TABLE1, build_preset, paper_row, split_table1
 from hoibench.data import HOIDataset
-from hoibench.datasets import bundled_path, hico_class_subsets, load_dataset
+from hoibench.datasets import bundled_path, ground_truth_id, hico_class_subsets, load_dataset
 from hoibench.evaluation import hico_mean_ap, mcq_class_recall, mcq_metrics
 from hoibench.formats import read_answers, write_answers, write_ppdm, write_predictions
 from hoibench.reports import ReportFiles, Table, TrainCounts, build_report
 from hoibench.results import (
     GROUND_TRUTH_KEY,
     ResultRecord,
-    ground_truth_id,
     hico_map_record,
     mcq_record,
     read_result,
@@ -120,10 +118,6 @@ class DemoOutput:
     report: ReportFiles
     results: list[ResultRecord[Any]]
     timings: dict[str, float] = field(default_factory=dict)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 class _Steps:
@@ -211,7 +205,7 @@ def _build_benchmarks(cfg: DemoConfig, bench_dir: Path, steps: _Steps,
         # a quick run evaluates the first images only: write exactly that ground truth
         for b in benches:
             b.test = _head(b.test, cfg.max_test_images)
-            gt = bench_dir / "evaluated" / f"{_slug(b.name)}-test_hico.json"
+            gt = bench_dir / "evaluated" / f"{slug(b.name)}-test_hico.json"
             write_ppdm(b.test, gt)
             b.gt, b.gt_id = show(gt), ground_truth_id(str(gt))
 
@@ -250,12 +244,12 @@ def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path,
     results = []
     for b in benches:
         for model, top_k in DEMO_DETECTORS.items():
-            path = out / "results" / "map" / _slug(b.name) / f"{model}.json"
+            path = out / "results" / "map" / slug(b.name) / f"{model}.json"
 
             def compute(b: _DetectionBenchmark = b, model: str = model,
                         top_k: int | None = top_k) -> ResultRecord[Any]:
                 preds = ObjectPriorDetector(top_k=top_k, name=model).fit(b.train).predict(b.test)
-                pred_path = out / "predictions" / _slug(b.name) / f"{model}.json"
+                pred_path = out / "predictions" / slug(b.name) / f"{model}.json"
                 if cfg.save_predictions:
                     write_predictions(preds, pred_path)
                 subsets, classes = hico_class_subsets(b.classes_spec) if b.classes_spec else ({}, None)
@@ -370,7 +364,7 @@ def _train_counts(benches: list[_DetectionBenchmark], bench_dir: str) -> dict[st
             return {"counts": b.train.vocab.train_counts_official().tolist(),
                     "source": "HICO-DET's official train split"}
         return {"counts": b.train.hoi_counts().tolist(),
-                "source": f"the {b.name} train split ({bench_dir}/{_slug(b.name)})"}
+                "source": f"the {b.name} train split ({bench_dir}/{slug(b.name)})"}
 
     return {b.name: own(b) for b in benches}
 

@@ -118,6 +118,7 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str | 
             seed: int, out_dir: str | None) -> None:
     """Ranking shift of models between two benchmarks (Table 3), optional rank stability."""
     from hoibench._exceptions import ConfigError
+    from hoibench._io import slug
     from hoibench.analysis import (
         class_ap_spread,
         class_ap_values,
@@ -162,7 +163,8 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str | 
             if len(aps) < 2:
                 raise ConfigError(f"rank stability on {bench} needs per-class AP of at least two models")
             stab = rank_stability(aps, benchmark=bench, n_resamples=n_resamples, random_state=seed)
-            t = Table.from_records(f"rank-stability-{_slug(bench)}", f"Rank stability on {bench} "
+            t = Table.from_records(f"rank-stability-{slug(bench, keep='_.', default='benchmark')}",
+                                   f"Rank stability on {bench} "
                                    f"({n_resamples} class-bootstrap replicates, seed {seed})",
                                    [{**s.to_dict(), "map": 100 * s.map} for s in stab],
                                    caption="rank_low/rank_high: 95% bootstrap interval of the rank; "
@@ -175,12 +177,6 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str | 
                   for r in rs if r.benchmark in scores and r.result.per_class_ap is not None}
         figures.append(ranking_shift_figure(rows, reference=reference, other=other, spread=spread))
     _write(out_dir, tables, figures)
-
-
-def _slug(s: str) -> str:
-    import re
-
-    return re.sub(r"[^a-z0-9_.-]+", "-", s.lower()).strip("-") or "benchmark"
 
 
 @analyze.command("sensitivity")

@@ -72,13 +72,12 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, box_shift: float
     from hoibench._exceptions import ConfigError
     from hoibench._io import atomic_write_csv
     from hoibench.cli._common import reject_unused_options
-    from hoibench.datasets import hico_class_subsets, resolve_dataset
+    from hoibench.datasets import ground_truth_id, hico_class_subsets, resolve_dataset
     from hoibench.evaluation import HICOProtocol, hico_mean_ap, match_hico_detections
     from hoibench.formats import load_predictions, read_image_labels, write_matlab_detections
     from hoibench.results import (
         GROUND_TRUTH_KEY,
         file_stem,
-        ground_truth_id,
         hico_map_record,
         write_record,
         write_result,

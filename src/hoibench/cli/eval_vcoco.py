@@ -46,7 +46,7 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
 
     from hoibench._io import atomic_write_bytes, atomic_write_csv
     from hoibench.cli._common import reject_unused_options
-    from hoibench.datasets import resolve_vcoco_ground_truth
+    from hoibench.datasets import ground_truth_id, resolve_vcoco_ground_truth
     from hoibench.evaluation import vcoco_role_ap
     from hoibench.formats import (
         read_vcoco_detections,
@@ -57,7 +57,6 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
         GROUND_TRUTH_KEY,
         ResultRecord,
         file_stem,
-        ground_truth_id,
         write_record,
     )
 
@@ -86,7 +85,7 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
         err_console.print(f"dropped {n} detections: {reason}")
 
     record = ResultRecord(res, model or file_stem(pred_path), benchmark or Path(str(gt_spec)).name, {
-        "ground_truth": gt.source, GROUND_TRUTH_KEY: ground_truth_id(gt_spec), "predictions": pred_path,
+        "ground_truth": gt.source, GROUND_TRUTH_KEY: ground_truth_id(gt_spec, *([coco_instances] if coco_instances else [])), "predictions": pred_path,
         "layout": loaded.layout,
         "prediction_format": loaded.layout,
         "n_detections": len(loaded.detections), "dropped": loaded.dropped})

@@ -9,6 +9,7 @@ Names: ``hico-det`` (train + test), ``hico-det:train``, ``hico-det:test``, ``v-c
 from hoibench.datasets._bundled import (
     BUNDLED,
     bundled_path,
+    ground_truth_id,
     is_dataset_name,
     list_datasets,
     load_dataset,
@@ -25,6 +26,7 @@ from hoibench.datasets._vcoco import resolve_vcoco_ground_truth
 __all__ = [
     "BUNDLED",
     "bundled_path",
+    "ground_truth_id",
     "hico_class_subsets",
     "is_dataset_name",
     "is_zero_shot_setting",

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import difflib
 import functools
+import hashlib
 import os
 from importlib import resources
 from pathlib import Path
 
 from hoibench._exceptions import ConfigError, FormatError
+from hoibench._io import file_sha256
 from hoibench.data import HOIDataset
 from hoibench.formats import read_dataset, read_hicodet, read_vcoco
 
 __all__ = [
     "BUNDLED",
     "bundled_path",
+    "ground_truth_id",
     "is_dataset_name",
     "list_datasets",
     "load_dataset",
@@ -57,6 +60,30 @@ def parse_dataset_name(spec: str) -> tuple[str, str | None]:
     if split and split not in BUNDLED[name]:
         raise ConfigError(f"{name} has splits {sorted(BUNDLED[name])}; got {split!r}")
     return name, split or None
+
+
+def ground_truth_id(spec: str | os.PathLike[str], *more: str | os.PathLike[str]) -> str:
+    """What a result was scored on, so that two results under one benchmark name can be told
+    apart: ``sha256:<hex>`` of an annotation file's bytes (of several files' digests in order,
+    e.g. V-COCO's annotations and COCO instances), or ``dataset:<name>[:<split>]`` for a bundled
+    dataset, aliases resolved (fixed by the installed version). Anything else — a missing
+    path, a folder, a misspelt name — is an error, never an id that only looks like one."""
+    specs = [spec, *more]
+    ids = []
+    for s in specs:
+        path = Path(s)
+        if path.is_file():
+            ids.append(file_sha256(path))
+        elif is_dataset_name(str(s)):
+            name, split = parse_dataset_name(str(s))
+            ids.append(f"dataset:{name}" + (f":{split}" if split else ""))
+        else:
+            what = "a folder" if path.is_dir() else "no such file"
+            raise FormatError(f"{what}, nor a bundled dataset ({', '.join(list_datasets())}): "
+                              "cannot name the ground truth", file=s)
+    if len(ids) == 1:
+        return ids[0] if ids[0].startswith("dataset:") else f"sha256:{ids[0]}"
+    return "sha256:" + hashlib.sha256("\n".join(ids).encode()).hexdigest()
 
 
 @functools.lru_cache(maxsize=8)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
+from hoibench._io import slug
 from hoibench.analysis import (
     AugmentationCounts,
     ClassSplitCounts,
@@ -50,13 +51,6 @@ __all__ = [
 NA = "n/a"
 
 
-def _slug(text: str) -> str:
-    out = "".join(c if c.isalnum() else "-" for c in text.lower())
-    while "--" in out:
-        out = out.replace("--", "-")
-    return out.strip("-") or "x"
-
-
 def _pct(v: float | None) -> float | None:
     return None if v is None or math.isnan(v) else to_percent(v)
 
@@ -80,7 +74,7 @@ def sg_split_table(t: SGSplitTable) -> Table:
     rows += [(f"SG split {s}", *(_pct(t.cell(m, p, s)) for m, p in cols)) for s in t.splits]
     rows.append(("SG mean", *(_pct(t.mean(m, p)) for m, p in cols)))
     rows.append(("SG std", *(_pct(t.std(m, p)) for m, p in cols)))
-    return Table(f"sg-table-{_slug(t.family)}", f"{t.family} and its SG splits: {t.metric} (%) on train "
+    return Table(f"sg-table-{slug(t.family)}", f"{t.family} and its SG splits: {t.metric} (%) on train "
                  "and test data", ("data split", *(f"{m} ({p})" for m, p in cols)), tuple(rows),
                  caption=f"The SG paper's Tables 3/4: {t.metric} of each model on the train and the test "
                          "data of the original split and of each SG split; SG mean and SG std (population "
@@ -93,7 +87,7 @@ def sg_split_figure(t: SGSplitTable) -> Figure:
     splits (dark) with its standard deviation as an error bar."""
     models = [m for m in t.models if (m, "test") in t.values]
     if not models:
-        raise ValidationError(f"figure sg-figure-{_slug(t.family)}: no test results")
+        raise ValidationError(f"figure sg-figure-{slug(t.family)}: no test results")
     orig = [_pct(t.cell(m, "test", 0)) for m in models]
     mean = [_pct(t.mean(m, "test")) for m in models]
     std = [_pct(t.std(m, "test")) for m in models]
@@ -127,7 +121,7 @@ def sg_split_figure(t: SGSplitTable) -> Figure:
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     _legend_outside(ax)
-    return Figure(f"sg-figure-{_slug(t.family)}", f"Original vs SG splits ({t.family})", _render(fig),
+    return Figure(f"sg-figure-{slug(t.family)}", f"Original vs SG splits ({t.family})", _render(fig),
                   f"The SG paper's Figure 2: test {t.metric} (%) on the original split and the mean over "
                   "the SG splits; error bars: standard deviation over the SG splits (drawn with two "
                   "splits or more). n/a: no result.")
@@ -186,7 +180,7 @@ def scene_breakdown_figure(bd: SceneBreakdown, *, metric: str = "instance_f1") -
     ax.set_axisbelow(True)
     _legend_outside(ax)
     with_ci = bool(bd.params.get("n_bootstrap"))
-    return Figure(f"mcq-scenes-{_slug(metric)}", f"{metric} by scene type", _render(fig),
+    return Figure(f"mcq-scenes-{slug(metric)}", f"{metric} by scene type", _render(fig),
                   "Finding 2 of the multiple-choice paper: each model's score on the questions of each "
                   "scene type (n: questions in the bin; the last bin overlaps the others). n/a: no "
                   "question in the bin."
@@ -338,14 +332,14 @@ def add_paper_sections(report: Report, records: Sequence[ResultRecord[Any]],
             "multiple-choice paper's Finding 2).", tables=[scene_breakdown_table(inputs.scenes)],
             figures=[scene_breakdown_figure(inputs.scenes)])
     for name, counts in inputs.class_counts:
-        slug = _slug(name)
+        name_slug = slug(name)
         zero_shot = bool(counts.unseen.any())
         report.add_section(
             f"Class counts of {name}",
             ("Seen and unseen classes of a zero-shot split (B-RIGHT Figure S6)." if zero_shot else
              "The long tail of the train split and the varying train/test ratio (B-RIGHT Figure 2)."),
-            tables=[class_counts_table(counts, name=f"class-counts-{slug}", title=f"Class imbalance of {name}")],
-            figures=[class_counts_figure(counts, name=f"class-counts-{slug}", title=f"Instances per class: {name}")])
+            tables=[class_counts_table(counts, name=f"class-counts-{name_slug}", title=f"Class imbalance of {name}")],
+            figures=[class_counts_figure(counts, name=f"class-counts-{name_slug}", title=f"Instances per class: {name}")])
     if inputs.augmentation is not None:
         report.add_section("Generated and crawled training images",
                            "What the augmentation pipeline added to each split (B-RIGHT Tables S2/S3).",

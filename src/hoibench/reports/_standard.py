@@ -18,13 +18,13 @@ results (several models, several benchmarks) it adds the sections the results al
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from hoibench._exceptions import ValidationError
+from hoibench._io import slug
 from hoibench.analysis import RankShift, ranking_shift
 from hoibench.evaluation import MCQ_METRIC_NAMES, ClassRecall, HICOMapResult, MCQResult, VCOCOResult
 from hoibench.reports._analysis_views import (
@@ -68,11 +68,6 @@ _HICO_FIRST = "board airplane"
 
 #: (model, benchmark, train counts, per-class fractions): one panel of a head-to-tail plot
 _Panel = tuple[str, str, np.ndarray, np.ndarray]
-
-
-def _slug(text: str) -> str:
-    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return s or "x"
 
 
 def _unique(items: Sequence[str]) -> list[str]:
@@ -231,7 +226,7 @@ def vcoco_figures(records: Sequence[ResultRecord[VCOCOResult]]) -> list[Figure]:
                                            for r in records]
     figs = [grouped_bars("vcoco-summary", "V-COCO AP per model", groups=groups, series=series,
                          ylabel="AP (%)", caption="Agent AP and 24-pair role AP of each model.")]
-    figs += [vcoco_ap_figure(r.result, name=f"vcoco-ap-{_slug(r.model)}-{_slug(r.benchmark)}",
+    figs += [vcoco_ap_figure(r.result, name=f"vcoco-ap-{slug(r.model)}-{slug(r.benchmark)}",
                              title=f"V-COCO AP per class: {r.model} on {r.benchmark}") for r in records]
     return figs
 
@@ -306,7 +301,7 @@ def mcq_figures(records: Sequence[ResultRecord[MCQResult]]) -> list[Figure]:
             errors[label] = [(100 * ci[k][0], 100 * ci[k][1]) if k in ci else None for k in metrics]
             colors[label] = model_color(rec.model)
         drawn = any(e is not None for es in errors.values() for e in es)
-        figs.append(grouped_bars(f"mcq-{_slug(bench)}", f"Multiple-choice metrics on {bench}",
+        figs.append(grouped_bars(f"mcq-{slug(bench)}", f"Multiple-choice metrics on {bench}",
                                  groups=metrics, series=series, errors=errors, ylabel="%", colors=colors,
                                  caption="Bars: each model's metrics, one colour per model in every "
                                          "figure." + (" Error bars: bootstrap confidence intervals "
@@ -353,7 +348,7 @@ def _head_to_tail_figures(panels: Sequence[_Panel], *, name: str, title: str, n_
                           value_label: str, caption: str | Mapping[str, str]) -> list[Figure]:
     """One figure per benchmark; ``caption`` may differ per benchmark (its train split's source)."""
     return [head_to_tail_recall_plot(
-        f"{name}-{_slug(b)}", f"{title} on {b}",
+        f"{name}-{slug(b)}", f"{title} on {b}",
         panels={m: (c, v) for m, bench, c, v in panels if bench == b},
         n_bins=n_bins, value_label=value_label, benchmark=b,
         caption=caption if isinstance(caption, str) else caption.get(b, ""))
@@ -438,7 +433,7 @@ def _benchmark_train_counts(with_ap: Sequence[ResultRecord[HICOMapResult]],
 
 def stats_table(records: Sequence[ResultRecord[BenchmarkStats]]) -> list[Table]:
     """One table per benchmark statistics record."""
-    return [Table.from_records(f"stats-{_slug(r.result.name)}", f"Statistics: {r.result.name}",
+    return [Table.from_records(f"stats-{slug(r.result.name)}", f"Statistics: {r.result.name}",
                                list(r.result.rows), decimals=3) for r in records]
 
 
@@ -556,7 +551,7 @@ def build_report(
                 try:
                     section.tables.append(ranking_shift_table(
                         ranking_shift_rows(maps, reference=ref, other=other), reference=ref,
-                        other=other, name=f"ranking-shift-{_slug(ref)}-vs-{_slug(other)}"))
+                        other=other, name=f"ranking-shift-{slug(ref)}-vs-{slug(other)}"))
                 except ValidationError:
                     continue  # fewer than two models on both: nothing to rank
     if vcocos:

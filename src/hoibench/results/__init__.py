@@ -20,7 +20,6 @@ from hoibench.evaluation import (
 from hoibench.results._assemble import hico_headline, hico_map_record, mcq_record
 from hoibench.results._files import (
     GROUND_TRUTH_KEY,
-    ground_truth_id,
     read_result,
     read_results,
     write_record,
@@ -43,7 +42,6 @@ __all__ = [
     "ResultRecord",
     "VCOCOResult",
     "file_stem",
-    "ground_truth_id",
     "hico_headline",
     "hico_map_record",
     "mcq_record",

@@ -6,7 +6,6 @@ A file holds one result object, a JSON list of them, or JSON lines (``*.jsonl``)
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -67,20 +66,6 @@ def write_result(result: Any, path: PathLike, *, model: str = "", benchmark: str
     return write_record(ResultRecord(result, model, benchmark, extra), path)
 
 
-#: the key of a result file naming the ground truth it was scored on (:func:`ground_truth_id`)
+#: the key of a result file naming the ground truth it was scored on (:func:`hoibench.datasets.ground_truth_id`)
 GROUND_TRUTH_KEY = "ground_truth_id"
-
-
-def ground_truth_id(spec: str) -> str:
-    """What a result was scored on, so that two results under one benchmark name can be told
-    apart: ``sha256:<hex>`` of an annotation file's bytes, or ``dataset:<name>`` for a bundled
-    dataset (``hico-det:test``; fixed by the installed version)."""
-    path = Path(str(spec))
-    if path.is_file():
-        digest = hashlib.sha256()
-        with path.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        return f"sha256:{digest.hexdigest()}"
-    return f"dataset:{str(spec).strip().lower()}"
 
