@@ -112,3 +112,20 @@ def test_validate_reports_every_problem_with_record_and_field():
                      box_offsets=[0, 1, 2], boxes=[[0, 0, 1, 1], [0, 0, 1, 1]], box_labels=[P, BED],
                      pair_offsets=[0, 1, 1], pair_subject=[0], pair_object=[1], pair_verb=[0])
     assert [p.field for p in validate_dataset(bad)] == ["pairs[0].object"]
+
+
+def test_subset_with_an_image_twice_gives_each_copy_its_own_boxes():
+    from hoibench.datasets import load_dataset
+
+    ds = load_dataset("hico-det:test")
+    rows = [3, 0, 3, 7, 3]
+    sub = ds.subset(rows)
+    # every pair points at boxes of its own image row (not at the last copy's)
+    assert np.array_equal(sub.box_image[sub.pair_subject], sub.pair_image)
+    has_obj = sub.pair_object >= 0
+    assert np.array_equal(sub.box_image[sub.pair_object[has_obj]], sub.pair_image[has_obj])
+    for k, i in enumerate(rows):
+        src = slice(ds.pair_offsets[i], ds.pair_offsets[i + 1])
+        dst = slice(sub.pair_offsets[k], sub.pair_offsets[k + 1])
+        assert np.array_equal(sub.boxes[sub.pair_subject[dst]], ds.boxes[ds.pair_subject[src]])
+        assert np.array_equal(sub.pair_verb[dst], ds.pair_verb[src])

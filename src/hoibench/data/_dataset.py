@@ -370,8 +370,10 @@ class HOIDataset:
         npairs = np.diff(self.pair_offsets)[idx]
         box_sel = _ranges(self.box_offsets[idx], nb)
         pair_sel = _ranges(self.pair_offsets[idx], npairs)
-        remap = np.full(self.n_boxes + 1, -1, dtype=np.int64)
-        remap[box_sel] = np.arange(len(box_sel))
+        box_offsets = _offsets(nb)
+        # a pair's boxes move with its own copy of the image (an image given twice is two
+        # images, each pointing at its own boxes): shift by the image's old and new box start
+        shift = np.repeat(box_offsets[:-1] - self.box_offsets[idx], npairs)
         obj = self.pair_object[pair_sel]
         return HOIDataset(
             vocab=self.vocab,
@@ -380,12 +382,12 @@ class HOIDataset:
             widths=self.widths[idx],
             heights=self.heights[idx],
             image_ids=self.image_ids[idx],
-            box_offsets=_offsets(nb),
+            box_offsets=box_offsets,
             boxes=self.boxes[box_sel],
             box_labels=self.box_labels[box_sel],
             pair_offsets=_offsets(npairs),
-            pair_subject=remap[self.pair_subject[pair_sel]],
-            pair_object=np.where(obj >= 0, remap[obj], -1),
+            pair_subject=self.pair_subject[pair_sel] + shift,
+            pair_object=np.where(obj >= 0, obj + shift, -1),
             pair_verb=self.pair_verb[pair_sel],
         )
 
