@@ -215,8 +215,10 @@ def _tile(ds, copies: int):
 
 
 def map_simulation(*, copies: int = 10, seed: int = 0, per_image: tuple[int, int] = (12, 20),
-                   n_benchmark: int | None = None) -> Simulation:
-    """Full mAP (official protocol) of the tiled test set with a noisy planted detector."""
+                   n_benchmark: int | None = None, versus: tuple[int, int] | None = None) -> Simulation:
+    """Full mAP (official protocol) of the tiled test set with a noisy planted detector; with
+    ``versus`` (detections per image of a second, noisier detector) the paired difference
+    mAP(first) - mAP(second) on the same benchmark images, as ``analyze compare`` reports it."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from hoibench.analysis._map_bootstrap import WeightedHICOMap
@@ -226,8 +228,11 @@ def map_simulation(*, copies: int = 10, seed: int = 0, per_image: tuple[int, int
 
     test = load_dataset("hico-det:test")
     pop = _tile(test, copies)
-    matches = match_hico_detections(noisy_predictions(pop, seed=seed, per_image=per_image), pop)
-    truth = float(WeightedHICOMap(matches, pop).mean_ap(np.ones((1, pop.n_images)))[0, 0])
+    models = [(seed, per_image)] + ([(seed + 1000, versus)] if versus else [])
+    matches = [match_hico_detections(noisy_predictions(pop, seed=s, per_image=k), pop) for s, k in models]
+    ones = np.ones((1, pop.n_images))
+    values = [float(WeightedHICOMap(m, pop).mean_ap(ones)[0, 0]) for m in matches]
+    truth = values[0] - values[1] if versus else values[0]
     valid = pop.pair_hoi >= 0
     pair_img, pair_cls = pop.pair_image[valid], pop.pair_hoi[valid]
     needed = np.unique(pair_cls)
@@ -239,27 +244,32 @@ def map_simulation(*, copies: int = 10, seed: int = 0, per_image: tuple[int, int
         if len(np.unique(pair_cls[held[pair_img]])) < len(needed):
             return None  # a class of the test set is missing: redraw
         sub = pop.subset(distinct)
-        engine = WeightedHICOMap(_restrict_matches(matches, distinct, sub), sub)
+        engines = [WeightedHICOMap(_restrict_matches(m, distinct, sub), sub) for m in matches]
         to_distinct = sp.csr_matrix((np.ones(len(drawn)), (np.arange(len(drawn)), inv)),
                                     shape=(len(drawn), len(distinct)))
 
         def statistic(w: np.ndarray) -> np.ndarray:
-            return engine.mean_ap(np.asarray(w @ to_distinct))[:, :1]
+            wd = np.asarray(w @ to_distinct)
+            full = [e.mean_ap(wd)[:, :1] for e in engines]
+            return full[0] - full[1] if versus else full[0]
 
         return statistic, truth
 
-    return Simulation("map", pop.n_images, n_benchmark or test.n_images, benchmark, truth)
+    return Simulation("map_difference" if versus else "map", pop.n_images, n_benchmark or test.n_images,
+                      benchmark, truth)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", choices=["macro_f1", "exact_match", "map"], required=True)
+    ap.add_argument("--only", choices=["macro_f1", "exact_match", "map", "map_difference"], required=True)
     ap.add_argument("--reps", type=int, default=200, help="simulated benchmarks")
     ap.add_argument("--resamples", type=int, default=400, help="bootstrap resamples per benchmark")
     ap.add_argument("--copies", type=int, default=None, help="population = copies x the test set "
                     "(default 20 for MCQ, 10 for mAP)")
     ap.add_argument("--n-benchmark", type=int, default=None, help="units per benchmark (default: the real size)")
     ap.add_argument("--per-image", type=int, nargs=2, default=(12, 20), help="mAP: detections per image")
+    ap.add_argument("--versus", type=int, nargs=2, default=(20, 40),
+                    help="map_difference: detections per image of the second (noisier) detector")
     ap.add_argument("--prior-share", type=float, default=0.7,
                     help="MCQ: share of questions the planted answerer answers with the train prior's top 2")
     ap.add_argument("--seed", type=int, default=0)
@@ -270,9 +280,10 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="write the result as JSON here")
     args = ap.parse_args()
     t0, c0 = time.perf_counter(), time.process_time()
-    if args.only == "map":
+    if args.only in ("map", "map_difference"):
         sim = map_simulation(copies=args.copies or 10, seed=args.seed, per_image=tuple(args.per_image),
-                             n_benchmark=args.n_benchmark)
+                             n_benchmark=args.n_benchmark,
+                             versus=tuple(args.versus) if args.only == "map_difference" else None)
     else:
         sim = mcq_simulation(args.only, copies=args.copies or 20, seed=args.seed, n_benchmark=args.n_benchmark,
                              prior_share=args.prior_share)

@@ -4,9 +4,11 @@ interval that excludes its own estimate, and a tiny run of the coverage simulati
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import sys
 from pathlib import Path
 
+import click
 import numpy as np
 import pytest
 
@@ -167,3 +169,20 @@ def test_studentized_interval_of_a_constant_statistic_is_the_point() -> None:
     the interval is the replicates' own, not NaN (which a result file cannot hold)."""
     r = bootstrap_ci(lambda w: np.zeros((len(w), 1)), 30, n_resamples=50, random_state=0, method="studentized")
     assert (r.low[0], r.high[0]) == (0.0, 0.0)
+
+
+def test_commands_default_to_the_measured_intervals() -> None:
+    """One place decides each family's interval (docs/evaluation.md, "Which interval"): the mAP
+    commands' --ci-method default and the MCQ metrics read it from there."""
+    from hoibench.analysis import hico_map_bootstrap
+    from hoibench.cli import cli
+    from hoibench.evaluation import MAP_CI_METHOD, MCQ_CI_METHOD
+
+    ctx = click.Context(cli)
+    for group, name in (("eval", "hico"), ("analyze", "compare")):
+        sub = cli.get_command(ctx, group)
+        cmd = sub.get_command(click.Context(sub), name)
+        opt = next(p for p in cmd.params if p.name == "ci_method")
+        assert opt.default == MAP_CI_METHOD
+    assert inspect.signature(hico_map_bootstrap).parameters["method"].default == MAP_CI_METHOD
+    assert MAP_CI_METHOD in CI_METHODS and MCQ_CI_METHOD in CI_METHODS
