@@ -21,11 +21,14 @@ Each benchmark is then bootstrapped exactly as a user's would be, and each metho
 :data:`hoibench.evaluation.CI_METHODS` either contains the truth or not.
 
 * ``macro_f1`` / ``exact_match`` (MCQ): the setting-1 questions built from the bundled HICO-DET
-  test set; the planted answerer picks the train prior's top 2 on 70% of the questions and a
-  random subset on the rest (a fresh draw per copy). ``exact_match`` is a mean over questions (a
-  linear statistic): every method must cover it at ~95%, the check of the harness itself.
+  test set; the planted answerer picks the train prior's top 2 on ``--prior-share`` of the
+  questions and a random subset on the rest (a fresh draw per copy). ``exact_match`` is a mean
+  over questions (a linear statistic): every method must cover it at ~95%, the check of the
+  harness itself.
 * ``map`` (HICO-DET Full mAP, official protocol): the bundled test set with the synthetic noisy
-  detector of ``tests/hico_synth.py`` (``--per-image`` detections per image, fresh noise per copy).
+  detector of ``tests/hico_synth.py`` (``--per-image`` detections per image, fresh noise per copy);
+  ``map_difference``: mAP of that detector minus a noisier one's (``--versus``) on the same
+  images, as ``analyze compare`` bootstraps it.
 
 The numbers in docs/evaluation.md ("Which interval: measured coverage") come from the commands
 listed there. Not part of the test suite (a run takes minutes); tests/test_bootstrap_methods.py
