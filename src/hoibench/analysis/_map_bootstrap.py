@@ -43,6 +43,7 @@ from hoibench.evaluation import (
     recall_thresholds,
 )
 from hoibench.evaluation._bootstrap import (
+    MAP_CI_METHOD,
     bootstrap_ci,
     bootstrap_interval,
     check_random_state,
@@ -230,7 +231,7 @@ class MapBootstrapResult:
     n_resamples: int
     seed: int | None
     samples: np.ndarray  # (n_resamples, n_metrics)
-    method: str = "basic"
+    method: str = MAP_CI_METHOD
 
     @property
     def bias(self) -> np.ndarray:
@@ -297,13 +298,14 @@ def hico_map_bootstrap(preds: HOIPredictions | HICOMatches, target: HOIDataset, 
                        image_labels: Mapping[str, Iterable[int]] | None = None,
                        class_subsets: Mapping[str, Sequence[int] | np.ndarray] | None = None,
                        n_resamples: int = 1000, confidence: float = 0.95,
-                       random_state: int | np.random.Generator | None = 0, method: str = "basic",
+                       random_state: int | np.random.Generator | None = 0, method: str = MAP_CI_METHOD,
                        lenient: bool = False, progress: bool = False) -> MapBootstrapResult:
     """Bootstrap CIs of Full / Rare / Non-rare (and subset) mAP by resampling test images.
 
     ``preds`` may also be precomputed matches (then the matching options are not used). The
     point estimate equals :func:`~hoibench.evaluation.hico_mean_ap`'s numbers. ``method``:
-    ``"percentile"`` or ``"basic"`` (:func:`bootstrap_interval`).
+    ``"percentile"`` or ``"basic"`` (:func:`bootstrap_interval`; default
+    :data:`~hoibench.evaluation.MAP_CI_METHOD`).
     """
     bootstrap_interval(np.zeros(1), 0.0, confidence=confidence, method=method)  # validate early
     matches = preds if isinstance(preds, HICOMatches) else match_hico_detections(
@@ -344,7 +346,7 @@ class ModelComparison:
             raise ConfigError(f"no model {model!r}; have {', '.join(self.models)}")
         return self.models.index(model)
 
-    def map_ci(self, *, method: str = "basic") -> list[dict[str, Any]]:
+    def map_ci(self, *, method: str = MAP_CI_METHOD) -> list[dict[str, Any]]:
         """Per model: each metric's estimate, interval (``<metric>_low/_high``) and bias (fractions)."""
         lo, hi = bootstrap_interval(self.samples, self.estimate, confidence=self.confidence, method=method)
         bias = _bias(self.samples, self.estimate)
@@ -358,7 +360,7 @@ class ModelComparison:
         return out
 
     def paired_difference(self, a: str, b: str, metric: str = "full", *,
-                          method: str = "basic") -> dict[str, Any]:
+                          method: str = MAP_CI_METHOD) -> dict[str, Any]:
         """mAP(a) − mAP(b) (fractions): observed, CI over the shared resamples, P(a > b), bias."""
         k, i, j = self._k(metric), self._m(a), self._m(b)
         d = self.samples[:, i, k] - self.samples[:, j, k]
@@ -373,7 +375,7 @@ class ModelComparison:
                 "p_tie": float(np.mean(d[ok] == 0)) if ok.any() else float("nan")}
 
     def paired_differences(self, metric: str = "full", *, reference: str | None = None,
-                           method: str = "basic") -> list[dict[str, Any]]:
+                           method: str = MAP_CI_METHOD) -> list[dict[str, Any]]:
         """Every pair (or every model against ``reference``), best observed model first."""
         k = self._k(metric)
         order = sorted(range(len(self.models)), key=lambda m: (-self.estimate[m, k], self.models[m]))

@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 
 from hoibench._io import dumps_json
+from hoibench.evaluation import MAP_CI_METHOD
 
 __all__ = [
     "confidence_interval_options",
@@ -127,9 +128,10 @@ def confidence_interval_options(func: Any) -> Any:
         click.option("--ci", "ci_level", type=click.FloatRange(0, 100, min_open=True, max_open=True),
                      default=95.0, show_default=True, metavar="PERCENT",
                      help="Confidence level of the bootstrap intervals."),
-        click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default="basic",
+        click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default=MAP_CI_METHOD,
                      show_default=True,
-                     help="Interval: replicate quantiles, or reflected about the estimate (bias-corrected)."),
+                     help="Interval: replicate quantiles, or reflected about the estimate (the best "
+                          "measured coverage: docs/evaluation.md, 'Which interval')."),
     ]
     for option in reversed(options):
         func = option(func)

@@ -14,6 +14,8 @@ from hoibench.evaluation._ap import (
 )
 from hoibench.evaluation._bootstrap import (
     CI_METHODS,
+    MAP_CI_METHOD,
+    MCQ_CI_METHOD,
     BootstrapResult,
     bootstrap_ci,
     bootstrap_interval,
@@ -54,8 +56,10 @@ __all__ = [
     "CI_METHODS",
     "HICO_PROTOCOLS",
     "IOU_CONVENTIONS",
+    "MAP_CI_METHOD",
     "MAP_METRICS",
     "MCQ_BOOTSTRAP_UNITS",
+    "MCQ_CI_METHOD",
     "MCQ_METRIC_NAMES",
     "MCQ_PROTOCOLS",
     "RECALL_THRESHOLDS",

@@ -18,6 +18,7 @@ from hoibench.analysis import (
     ideal_sensitivity,
     variance_reduction,
 )
+from hoibench.evaluation import MAP_CI_METHOD
 from hoibench.reports._figures import Figure, _pyplot, _render, class_ap_boxplot
 from hoibench.reports._tables import Table
 
@@ -192,7 +193,7 @@ def sensitivity_figure(result: SensitivityResult, *, ideal: bool = True, name: s
 
 # ------------------------------------------------------------------------- tables and plot
 def paired_difference_table(cmp: ModelComparison, metric: str = "full", *,
-                            reference: str | None = None, method: str = "basic") -> Any:
+                            reference: str | None = None, method: str = MAP_CI_METHOD) -> Any:
     """Paired differences as a :class:`~hoibench.reports.Table` (Markdown / CSV)."""
 
     points = ("map_a", "map_b", "difference", "ci_low", "ci_high", "bias")  # fractions -> percent
