@@ -249,6 +249,49 @@ def _voc_ap_f32(tp_sorted: np.ndarray, npos: int) -> float:
     return float(_F32(all_point_ap(rec, prec)))
 
 
+def _class_voc_ap(score: np.ndarray, tp: np.ndarray, npos: int) -> float:
+    """:func:`_voc_ap_f32` of one class's entries (in tie order) ranked by descending score.
+
+    Only the TPs' ranks matter: recall changes only at a TP, and the precision envelope at a TP is
+    reached at a TP (precision falls along each run of FPs); so the recall and precision at the
+    TPs alone give the same padded steps, the same terms and the same float sum as the full
+    ranked sequence. The rank of a TP (entries before it: scored higher, or scored the same and
+    earlier in tie order) is counted against the few sorted TP scores instead of sorting every
+    entry.
+    """
+    if npos <= 0:
+        return float("nan")
+    at = np.flatnonzero(tp)
+    ts = score[at]
+    asc = np.sort(ts)
+    if asc.size:
+        left = np.searchsorted(asc, score, side="left")  # TP scores below each entry
+        eq = np.flatnonzero(asc[np.minimum(left, asc.size - 1)] == score)  # shares a TP's score
+        below_or_at = np.cumsum(np.bincount(left, minlength=asc.size + 1))  # [m]: entries with left <= m
+        o = np.lexsort((at, -ts))  # the TPs in ranking order
+        at, ts = at[o], ts[o]
+        higher = score.size - below_or_at[np.searchsorted(asc, ts, side="right") - 1]
+        # among entries sharing a score, those earlier in tie order come first
+        eo = np.lexsort((eq, score[eq]))
+        run_start = np.r_[True, score[eq[eo]][1:] != score[eq[eo]][:-1]]
+        first = np.maximum.accumulate(np.where(run_start, np.arange(eq.size), 0))
+        before = np.empty(eq.size, dtype=np.int64)
+        before[eo] = np.arange(eq.size) - first
+        rank = higher + before[np.searchsorted(eq, at)]
+    else:
+        rank = np.zeros(0, dtype=np.int64)
+    j = np.arange(1, rank.size + 1, dtype=np.int64)  # TPs so far, at each TP
+    rec = j.astype(_F32) / _F32(npos)
+    prec = j.astype(np.float64) / np.maximum((rank + 1).astype(np.float64), np.finfo(np.float64).eps)
+    return float(_F32(all_point_ap(rec, prec)))
+
+
+def _class_major(parts: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(class, score, tp) columns of per-class entry lists, concatenated in class order."""
+    cls = np.repeat(np.asarray([p[0] for p in parts], dtype=np.int16), [p[1].size for p in parts])
+    return cls, np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts], axis=1)
+
+
 # --------------------------------------------------------------------------- metric
 _SCENARIOS = (1, 2)
 
@@ -330,35 +373,38 @@ class VCOCORoleAP(Metric[VCOCOResult]):
         if gt.n_persons:
             has_action = (gt.person_actions[safe_person] == 1) & keep[:, None]
 
-        # agent AP: one entry per (action, detection) with a score, on a person not ignored;
-        # class-major, detections in tie order
-        a, d = np.nonzero((~np.isnan(det.agent_scores) & live[:, None]).T)
-        score = det.agent_scores[d, a]
-        hit = person_ok[d] & has_action[d, a]
-        tp = _first_hits(hit, safe_person[d] * self._npos.size + a, score, d)
-        self._agent.append((a.astype(np.int16), score, tp[None]))
+        # one entry per (class, detection) with a score, on a person not ignored; class by class
+        # (class-major, detections in tie order), so no (detections x classes) temporaries
+        agent_parts = []
+        for a in range(self._npos.size):
+            d = np.flatnonzero(~np.isnan(det.agent_scores[:, a]) & live)
+            score = det.agent_scores[d, a]
+            hit = person_ok[d] & has_action[d, a]
+            agent_parts.append((a, score, _first_hits(hit, safe_person[d], score, d)[None]))
+        self._agent.append(_class_major(agent_parts))
 
-        # role AP: entries per (role class, detection); only person hits need the role test
+        # role AP: only the person hits need the role-box test
         role_action = vcoco_role_action()
-        c, d = np.nonzero((~np.isnan(det.role_scores) & live[:, None]).T)
-        score = det.role_scores[d, c]
-        base_hit = person_ok[d] & has_action[d, role_action[c]]
-        cand = np.flatnonzero(base_hit)
-        dc, cc = d[cand], c[cand]
-        pred = det.role_boxes[dc, cc]
-        gt_role = gt.role_boxes[safe_person[dc], cc]
-        gt_empty = np.isnan(gt_role).all(axis=1)
-        ov = _overlap_f32(np.where(gt_empty[:, None], _F32(0.0), gt_role), pred)
-        with np.errstate(invalid="ignore"):
-            role_ok = ov >= self.iou_threshold  # NaN predicted box vs a real role: False, as in the reference
-        pred_empty = (pred == 0).all(axis=1) | np.isnan(pred).all(axis=1)
-        group = safe_person[d] * self._n_role + c
-        tps = []
-        for s in self.scenarios:
-            hit = np.zeros(c.size, dtype=bool)
-            hit[cand] = np.where(gt_empty, pred_empty if s == 1 else True, role_ok)
-            tps.append(_first_hits(hit, group, score, d))
-        self._role.append((c.astype(np.int16), score, np.stack(tps)))
+        role_parts = []
+        for c in range(self._n_role):
+            d = np.flatnonzero(~np.isnan(det.role_scores[:, c]) & live)
+            score = det.role_scores[d, c]
+            cand = np.flatnonzero(person_ok[d] & has_action[d, role_action[c]])
+            dc = d[cand]
+            pred = det.role_boxes[dc, c]
+            gt_role = gt.role_boxes[safe_person[dc], c]
+            gt_empty = np.isnan(gt_role).all(axis=1)
+            ov = _overlap_f32(np.where(gt_empty[:, None], _F32(0.0), gt_role), pred)
+            with np.errstate(invalid="ignore"):
+                role_ok = ov >= self.iou_threshold  # NaN predicted box vs a real role: False, as in the reference
+            pred_empty = (pred == 0).all(axis=1) | np.isnan(pred).all(axis=1)
+            tps = []
+            for s in self.scenarios:
+                hit = np.zeros(d.size, dtype=bool)
+                hit[cand] = np.where(gt_empty, pred_empty if s == 1 else True, role_ok)
+                tps.append(_first_hits(hit, safe_person[d], score, d))
+            role_parts.append((c, score, np.stack(tps)))
+        self._role.append(_class_major(role_parts))
 
     def compute(self) -> VCOCOResult:
         """Rank each class's detections (score, then image and detection order) and take VOC AP."""
@@ -389,9 +435,8 @@ class VCOCORoleAP(Metric[VCOCOResult]):
         bounds = np.searchsorted(cls, np.arange(n_classes + 1))
         for k in range(n_classes):
             lo, hi = bounds[k], bounds[k + 1]
-            rank = np.argsort(-score[lo:hi], kind="stable")
             for t in range(n_tp):
-                ap[t, k] = _voc_ap_f32(tp[t, lo:hi][rank], int(npos[k]))
+                ap[t, k] = _class_voc_ap(score[lo:hi], tp[t, lo:hi], int(npos[k]))
         return ap, np.diff(bounds).astype(np.int64)
 
 
