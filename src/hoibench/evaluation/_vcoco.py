@@ -223,17 +223,19 @@ def _match_persons(gt: VCOCOGroundTruth, det_image: np.ndarray,
     return best, ovmax
 
 
-def _first_hits(hit: np.ndarray, group: np.ndarray, score: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """True where an entry is a hit and the best-ranked hit of its group (the reference's ``covered``)."""
+def _first_hits(hit: np.ndarray, group: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """True where an entry is a hit and the best-ranked hit of its group (the reference's
+    ``covered``): the highest score, the earliest entry (entries are in tie order) among equals."""
     tp = np.zeros(hit.size, dtype=bool)
     idx = np.flatnonzero(hit)
     if idx.size == 0:
         return tp
-    srt = idx[np.lexsort((order[idx], -score[idx], group[idx]))]
-    g = group[srt]
-    first = np.ones(srt.size, dtype=bool)
-    first[1:] = g[1:] != g[:-1]
-    tp[srt[first]] = True
+    o = idx[np.argsort(group[idx], kind="stable")]  # by group, entry order within
+    g, s = group[o], score[o]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    best = np.repeat(np.maximum.reduceat(s, starts), np.diff(np.r_[starts, o.size]))
+    pos = np.where(s == best, np.arange(o.size), o.size)
+    tp[o[np.minimum.reduceat(pos, starts)]] = True
     return tp
 
 
@@ -256,30 +258,25 @@ def _class_voc_ap(score: np.ndarray, tp: np.ndarray, npos: int) -> float:
     reached at a TP (precision falls along each run of FPs); so the recall and precision at the
     TPs alone give the same padded steps, the same terms and the same float sum as the full
     ranked sequence. The rank of a TP (entries before it: scored higher, or scored the same and
-    earlier in tie order) is counted against the few sorted TP scores instead of sorting every
-    entry.
+    earlier in tie order) is found in the sorted scores (a value sort, not a stable index sort).
     """
     if npos <= 0:
         return float("nan")
     at = np.flatnonzero(tp)
     ts = score[at]
-    asc = np.sort(ts)
-    if asc.size:
-        left = np.searchsorted(asc, score, side="left")  # TP scores below each entry
-        eq = np.flatnonzero(asc[np.minimum(left, asc.size - 1)] == score)  # shares a TP's score
-        below_or_at = np.cumsum(np.bincount(left, minlength=asc.size + 1))  # [m]: entries with left <= m
-        o = np.lexsort((at, -ts))  # the TPs in ranking order
-        at, ts = at[o], ts[o]
-        higher = score.size - below_or_at[np.searchsorted(asc, ts, side="right") - 1]
-        # among entries sharing a score, those earlier in tie order come first
+    ordered = np.sort(score)  # values only: much faster than the stable index sort
+    right = np.searchsorted(ordered, ts, side="right")
+    rank = score.size - right  # entries scored higher
+    tied = right - np.searchsorted(ordered, ts, side="left") > 1
+    if tied.any():  # entries sharing a TP's score come first when earlier in tie order
+        eq = np.flatnonzero(np.isin(score, ts[tied]))
         eo = np.lexsort((eq, score[eq]))
         run_start = np.r_[True, score[eq[eo]][1:] != score[eq[eo]][:-1]]
         first = np.maximum.accumulate(np.where(run_start, np.arange(eq.size), 0))
         before = np.empty(eq.size, dtype=np.int64)
         before[eo] = np.arange(eq.size) - first
-        rank = higher + before[np.searchsorted(eq, at)]
-    else:
-        rank = np.zeros(0, dtype=np.int64)
+        rank[tied] += before[np.searchsorted(eq, at[tied])]
+    rank = np.sort(rank)  # distinct: the TPs in ranking order
     j = np.arange(1, rank.size + 1, dtype=np.int64)  # TPs so far, at each TP
     rec = j.astype(_F32) / _F32(npos)
     prec = j.astype(np.float64) / np.maximum((rank + 1).astype(np.float64), np.finfo(np.float64).eps)
@@ -356,11 +353,14 @@ class VCOCORoleAP(Metric[VCOCOResult]):
         self._npos += gt.n_positives()
         if len(det) == 0:
             return
-        # rank ties by (image order, detection order): put the detections in that order once, so
-        # that entry order is tie order from here on (``compute`` sorts stably by score)
+        # rank ties by (image order, detection order): each class's entries are taken in that
+        # order (``compute`` sorts stably by score), through the permutation rather than a copy
         order = np.argsort(det_image, kind="stable")
-        if np.any(order[1:] < order[:-1]):
-            det, det_image = det.subset(order), det_image[order]
+        sorted_already = not np.any(order[1:] < order[:-1])
+
+        def in_tie_order(mask: np.ndarray) -> np.ndarray:
+            return np.flatnonzero(mask) if sorted_already else order[mask[order]]
+
         n_det = len(det)
         person, ovmax = _match_persons(gt, det_image, det.person_boxes)
         keep = person >= 0
@@ -376,19 +376,21 @@ class VCOCORoleAP(Metric[VCOCOResult]):
         # one entry per (class, detection) with a score, on a person not ignored; class by class
         # (class-major, detections in tie order), so no (detections x classes) temporaries
         agent_parts = []
+        by_class = np.ascontiguousarray(det.agent_scores.T)  # one pass instead of a strided one per class
         for a in range(self._npos.size):
-            d = np.flatnonzero(~np.isnan(det.agent_scores[:, a]) & live)
-            score = det.agent_scores[d, a]
+            d = in_tie_order(~np.isnan(by_class[a]) & live)
+            score = by_class[a, d]
             hit = person_ok[d] & has_action[d, a]
-            agent_parts.append((a, score, _first_hits(hit, safe_person[d], score, d)[None]))
+            agent_parts.append((a, score, _first_hits(hit, safe_person[d], score)[None]))
         self._agent.append(_class_major(agent_parts))
 
         # role AP: only the person hits need the role-box test
         role_action = vcoco_role_action()
         role_parts = []
+        by_class = np.ascontiguousarray(det.role_scores.T)
         for c in range(self._n_role):
-            d = np.flatnonzero(~np.isnan(det.role_scores[:, c]) & live)
-            score = det.role_scores[d, c]
+            d = in_tie_order(~np.isnan(by_class[c]) & live)
+            score = by_class[c, d]
             cand = np.flatnonzero(person_ok[d] & has_action[d, role_action[c]])
             dc = d[cand]
             pred = det.role_boxes[dc, c]
@@ -402,7 +404,7 @@ class VCOCORoleAP(Metric[VCOCOResult]):
             for s in self.scenarios:
                 hit = np.zeros(d.size, dtype=bool)
                 hit[cand] = np.where(gt_empty, pred_empty if s == 1 else True, role_ok)
-                tps.append(_first_hits(hit, safe_person[d], score, d))
+                tps.append(_first_hits(hit, safe_person[d], score))
             role_parts.append((c, score, np.stack(tps)))
         self._role.append(_class_major(role_parts))
 
@@ -423,7 +425,9 @@ class VCOCORoleAP(Metric[VCOCOResult]):
                   n_tp: int) -> tuple[np.ndarray, np.ndarray]:
         """AP per class for ``n_tp`` TP columns; entries are (class, score, tp) in tie order."""
         ap = np.full((n_tp, n_classes), np.nan)
-        if parts:
+        if len(parts) == 1:
+            cls, score, tp = parts[0]
+        elif parts:
             cls = np.concatenate([p[0] for p in parts])
             score = np.concatenate([p[1] for p in parts])
             tp = np.concatenate([p[2] for p in parts], axis=1)
