@@ -836,26 +836,30 @@ def vcoco_ground_truth_from_dataset(ds: HOIDataset) -> VCOCOGroundTruth:
             action = v.rsplit("_", 1)[0]
             verb_action.append(names.index(action))
             verb_role.append(role_index[v])
-    b = _GTBuilder()
-    for i in range(ds.n_images):
-        im = ds.image(i)
-        persons: dict[tuple[float, ...], int] = {}
-        pboxes: list[np.ndarray] = []
-        for s, _o, _v in im.pairs:
-            key = tuple(im.boxes[s].tolist())
-            if key not in persons:
-                persons[key] = len(pboxes)
-                pboxes.append(im.boxes[s])
-        n = len(pboxes)
-        acts = np.zeros((n, b.n_act), dtype=np.int8)
-        rbox = np.full((n, b.n_role, 4), np.nan)
-        for s, o, v in im.pairs:
-            p = persons[tuple(im.boxes[s].tolist())]
-            acts[p, verb_action[v]] = 1
-            if verb_role[v] >= 0 and o >= 0 and np.isnan(rbox[p, verb_role[v], 0]):
-                rbox[p, verb_role[v]] = im.boxes[o]
-        boxes = _inclusive(np.array(pboxes).reshape(n, 4))
-        b.add_image(int(im.image_id), im.file_name, boxes, acts, _inclusive(rbox))
-    return b.build(complete=False, source=ds.name)
+    verb_action_a, verb_role_a = np.asarray(verb_action, dtype=np.int64), np.asarray(verb_role, dtype=np.int64)
+    n_act, n_role = len(names), len(role_index)
+    image = np.repeat(np.arange(ds.n_images), np.diff(ds.pair_offsets))
+    # a person per distinct (image, subject box), numbered in order of first appearance
+    sub = ds.boxes[ds.pair_subject] + 0.0  # -0.0 and 0.0 are the same box
+    _, first, inverse = np.unique(np.column_stack([image, sub]), axis=0, return_index=True, return_inverse=True)
+    by_first = np.argsort(first, kind="stable")
+    person_of = np.empty_like(by_first)
+    person_of[by_first] = np.arange(by_first.size)
+    person = person_of[inverse.reshape(-1)]
+    first = first[by_first]
+    n = first.size
+    acts = np.zeros((n, n_act), dtype=np.int8)
+    acts[person, verb_action_a[ds.pair_verb]] = 1
+    rbox = np.full((n, n_role, 4), np.nan)
+    role = verb_role_a[ds.pair_verb]
+    has = np.flatnonzero((role >= 0) & (ds.pair_object >= 0))
+    _, once = np.unique(person[has] * n_role + role[has], return_index=True)  # the first pair per role
+    k = has[once]
+    rbox[person[k], role[k]] = ds.boxes[ds.pair_object[k]]
+    counts = np.bincount(image[first], minlength=ds.n_images)
+    return VCOCOGroundTruth(
+        image_ids=np.asarray(ds.image_ids, dtype=np.int64), person_offsets=np.r_[0, np.cumsum(counts)],
+        person_boxes=_inclusive(ds.boxes[ds.pair_subject[first]].reshape(n, 4)), person_actions=acts,
+        role_boxes=_inclusive(rbox), file_names=tuple(ds.file_names), complete=False, source=ds.name)
 
 
