@@ -19,6 +19,7 @@ from hoibench.formats import (
     write_predictions,
 )
 from hoibench.formats._frame import _top_per_image
+from hoibench.formats._matfile import read_cells, write_cells
 from hoibench.vocab import hico_det
 
 V = hico_det()
@@ -210,3 +211,27 @@ def test_top_detections_per_image_grouped_or_not() -> None:
     shuffled = rng.permutation(2000)
     np.testing.assert_array_equal(_top_per_image(neg[shuffled], image[shuffled], 45, 5),
                                   expected(neg[shuffled], image[shuffled]))
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_mat_cells_read_back_and_scipy_empty_cells(tmp_path, compress: bool) -> None:
+    """hoibench's zero-length empty cells (compressed or not) and scipy's 0 x 0 ones read the same."""
+    scipy_io = pytest.importorskip("scipy.io")
+    rng = np.random.default_rng(0)
+    cell = np.sort(rng.choice(40 * 7, 25))
+    rows = rng.random((25, 9))
+    write_cells(tmp_path / "a.mat", "all_boxes", (40, 7), cell, rows, compress=compress)
+    got = read_cells(tmp_path / "a.mat", "all_boxes")
+    assert got is not None and got.shape == (40, 7)
+    np.testing.assert_array_equal(got.cell, cell)
+    np.testing.assert_array_equal(got.rows, rows)
+    loaded = scipy_io.loadmat(tmp_path / "a.mat")["all_boxes"]
+    assert sum(c.size for c in loaded.ravel()) == rows.size
+    cells = np.empty((40, 7), dtype=object)
+    for j in range(40 * 7):
+        cells[j % 40, j // 40] = rows[cell == j] if (cell == j).any() else np.zeros((0, 0))
+    scipy_io.savemat(tmp_path / "s.mat", {"all_boxes": cells})
+    theirs = read_cells(tmp_path / "s.mat", "all_boxes")
+    assert theirs is not None
+    np.testing.assert_array_equal(theirs.cell, cell)
+    np.testing.assert_array_equal(theirs.rows, rows)
