@@ -364,9 +364,8 @@ def _typed_images(raw: bytes, path: object) -> tuple[list[_ImageRows], np.ndarra
     parser = simdjson.Parser()
     rows = []
     for k, blob in enumerate(top.images):
-        text = bytes(blob)
-        got = _image_typed(parser, simdjson.Object, text, path, k, a_cols.size, r_cols.size)
-        rows.append(got if got is not None else _image_rows(orjson.loads(text), path, k, a_cols, r_cols))
+        got = _image_typed(parser, simdjson.Object, blob, path, k, a_cols.size, r_cols.size)
+        rows.append(got if got is not None else _image_rows(orjson.loads(bytes(blob)), path, k, a_cols, r_cols))
     return rows, a_cols, r_cols
 
 
@@ -374,7 +373,7 @@ _TYPED_FIELDS = (("person_boxes", False), ("agent_scores", False), ("object_boxe
                  ("role_objects", True), ("role_scores", False))
 
 
-def _image_typed(parser: Any, object_type: type, text: bytes, path: object, record: int, n_agent: int,
+def _image_typed(parser: Any, object_type: type, text: msgspec.Raw, path: object, record: int, n_agent: int,
                  n_role: int) -> _ImageRows | None:
     """One image with shared role boxes as arrays, or None for anything but plain numbers in the
     documented shapes (the careful reader then takes the image and names what is wrong)."""
