@@ -3,7 +3,7 @@
 ho-rcnn's ``all_boxes`` holds 600 x 9,658 cells; ``scipy.io`` builds and parses one Python
 object per cell, which takes minutes to write and tens of seconds to read. Here the cells are
 written as one numpy buffer, an empty cell as a zero-length matrix element (8 bytes, not a
-56-byte header of a 0 x 0 matrix: most cells are empty), and read by locating every cell element
+56-byte header of an empty matrix: most cells are empty), and read by locating every cell element
 at once and checking that they chain (each ends where the next begins), so a header-like byte
 pattern inside the data cannot be mistaken for a cell. Both empty-cell forms are read (scipy,
 and so UPT's ``--cache``, writes the 0 x 0 header). Files this reader does not handle (big-endian, other classes,
