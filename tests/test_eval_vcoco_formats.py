@@ -311,9 +311,10 @@ def test_typed_reader_equals_the_whole_file_reader(tmp_path, synthetic, monkeypa
     (lambda im: im["person_boxes"].__setitem__(0, [1, 2, 3]) or im["person_boxes"].__setitem__(1, [0, 1, 2, 3, 4]),
      r"record 0: person_boxes: expected numbers \(or null\) of the documented shape"),
     (lambda im: im["role_objects"][0].__setitem__(0, 2 ** 32), r"record 0: role_objects: expected indices"),
+    (lambda im: im["role_objects"][0].__setitem__(0, 2 ** 70), r"record 0: role_objects: expected indices"),
 ])
 def test_typed_reader_errors_name_record_and_field(tmp_path, synthetic, change, message) -> None:
-    """Jagged rows with the right total, an index past int32: never read as numbers."""
+    """Jagged rows with the right total, an index past int32 or past 64 bits: never read as numbers."""
     _, _, det = synthetic
     write_vcoco_detections(det.subset(np.argsort(det.image_ids, kind="stable")), tmp_path / "d.json")
     doc = json.loads((tmp_path / "d.json").read_text())

@@ -365,8 +365,19 @@ def _typed_images(raw: bytes, path: object) -> tuple[list[_ImageRows], np.ndarra
     rows = []
     for k, blob in enumerate(top.images):
         got = _image_typed(parser, simdjson.Object, blob, path, k, a_cols.size, r_cols.size)
-        rows.append(got if got is not None else _image_rows(orjson.loads(bytes(blob)), path, k, a_cols, r_cols))
+        rows.append(got if got is not None else _image_rows(_loads(bytes(blob), path), path, k, a_cols, r_cols))
     return rows, a_cols, r_cols
+
+
+def _loads(text: bytes, path: object) -> Any:
+    """orjson, else Python's json (NaN literals, integers past 64 bits), as for the whole file."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        try:
+            return json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise FormatError(f"not JSON ({exc})", file=path) from None
 
 
 _TYPED_FIELDS = (("person_boxes", False), ("agent_scores", False), ("object_boxes", False),
@@ -378,7 +389,10 @@ def _image_typed(parser: Any, object_type: type, text: msgspec.Raw, path: object
     """One image with shared role boxes as arrays, or None for anything but plain numbers in the
     documented shapes (the careful reader then takes the image and names what is wrong)."""
     widths = (4, n_agent, 4, n_role, n_role)
-    doc = parser.parse(text)
+    try:  # msgspec has validated the text; simdjson may still refuse what it cannot hold (huge numbers)
+        doc = parser.parse(text)
+    except (ValueError, RuntimeError):
+        return None
     try:
         if not isinstance(doc, object_type) or not all(key in doc for key, _ in _TYPED_FIELDS):
             return None
