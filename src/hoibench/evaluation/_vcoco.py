@@ -240,7 +240,10 @@ def _first_hits(hit: np.ndarray, group: np.ndarray, score: np.ndarray) -> np.nda
 
 
 def _voc_ap_f32(tp_sorted: np.ndarray, npos: int) -> float:
-    """``vsrl_eval.voc_ap`` on float32 recall/precision, result rounded to float32 as stored there."""
+    """``vsrl_eval.voc_ap`` on float32 recall/precision, result rounded to float32 as stored there.
+
+    The definition on a fully ranked TP sequence; :func:`_class_voc_ap` computes the same number
+    from the TPs' ranks (and is tested against this)."""
     if npos <= 0:
         return float("nan")
     tp = np.cumsum(tp_sorted, dtype=_F32)
