@@ -16,6 +16,11 @@ machine).
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -135,6 +140,25 @@ def baseline(det: VCOCODetections, gt: VCOCOGroundTruth) -> tuple[np.ndarray, di
     return agent, role
 
 
+def whole_command(pred: Path) -> None:
+    """``hoibench eval vcoco --gt v-coco:test`` in its own process: wall time, CPU time and peak RSS
+    (``/usr/bin/time -v`` where it exists, else the child's rusage)."""
+    cmd = [sys.executable, "-m", "hoibench", "eval", "vcoco", "--gt", "v-coco:test", "--pred", str(pred), "--quiet"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    t = time.perf_counter()
+    if Path("/usr/bin/time").exists():
+        out = subprocess.run(["/usr/bin/time", "-v", *cmd], env=env, capture_output=True, text=True, check=True).stderr
+        peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", out).group(1)) / 1e6
+        cpu = sum(float(re.search(rf"{k} time \(seconds\): ([\d.]+)", out).group(1)) for k in ("User", "System"))
+    else:
+        subprocess.run(cmd, env=env, capture_output=True, check=True)
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        peak, cpu = ru.ru_maxrss / 1e6, ru.ru_utime + ru.ru_stime
+    print(f"whole command `hoibench eval vcoco --gt v-coco:test --pred {pred.name}`: {time.perf_counter() - t:.2f} s wall "
+          f"[cpu {cpu:.2f} s], peak RSS {peak:.2f} GB (load average {os.getloadavg()[0]:.1f})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--per-image", type=int, default=32)
@@ -155,6 +179,8 @@ def main() -> None:
         for k, (name, write) in enumerate(writers):
             path = Path(tmp) / f"detections{k}"
             write(det, path)
+            if k == 0:
+                whole_command(path)
             t, c = time.perf_counter(), time.process_time()
             loaded = read_vcoco_detections(path).detections
             dt, dc = time.perf_counter() - t, time.process_time() - c

@@ -14,6 +14,7 @@ import pytest
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import VCOCODetections, vcoco_action_names, vcoco_role_classes
 from hoibench.evaluation import VCOCORoleAP, vcoco_role_ap
+from hoibench.evaluation._vcoco import _class_voc_ap, _voc_ap_f32
 from hoibench.formats import read_vcoco_ground_truth
 
 ACT = {a: i for i, a in enumerate(vcoco_action_names())}
@@ -219,3 +220,18 @@ def test_ground_truth_layout_errors_name_the_record() -> None:
         gt_of((1, [{"box": [5, 5, 1, 1]}]))
     with pytest.raises(FormatError, match="image_ids must be unique"):
         gt_of((1, []), (1, []))
+
+
+@pytest.mark.parametrize("levels", [0, 1, 3, 8])
+def test_ap_from_tp_ranks_equals_the_fully_ranked_sequence(levels: int) -> None:
+    """The per-class AP counts each TP's rank instead of sorting every entry; ties between a TP and
+    other entries (or other TPs) are ranked by entry order, exactly as the full stable sort does."""
+    rng = np.random.default_rng(levels)
+    for _ in range(400):
+        n = int(rng.integers(0, 50))
+        score = ((rng.integers(0, levels, n) / levels) if levels else rng.random(n)).astype(np.float32)
+        tp = rng.random(n) < rng.random()
+        npos = int(tp.sum() + rng.integers(0, 4))
+        fast = _class_voc_ap(score, tp, npos)
+        full = _voc_ap_f32(tp[np.argsort(-score, kind="stable")], npos)
+        assert fast == full or (np.isnan(fast) and np.isnan(full)), (score, tp, npos)

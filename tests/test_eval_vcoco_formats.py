@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import pickle
+import sys
 
 import numpy as np
 import pytest
@@ -279,3 +280,45 @@ def test_cli_bad_input_is_one_line(tmp_path, capsys) -> None:
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: ") and "record 0: image_id: image 123456789 is not in the ground truth" in err[-1]
+
+
+def _read_without_simdjson(path, monkeypatch) -> VCOCODetections:
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "simdjson", None)  # import fails: the file is read whole
+        return read_vcoco_detections(path).detections
+
+
+def test_typed_reader_equals_the_whole_file_reader(tmp_path, synthetic, monkeypatch) -> None:
+    """Images in plain numbers go through the typed path, the others (nulls, floats for indices,
+    dense role boxes, a class subset) through the careful one; both give the same arrays."""
+    pytest.importorskip("simdjson")
+    _, _, det = synthetic
+    det = det.subset(np.argsort(det.image_ids, kind="stable"))
+    write_vcoco_detections(det, tmp_path / "d.json")
+    doc = json.loads((tmp_path / "d.json").read_text())
+    doc["images"][0]["role_scores"][0][0] = None
+    doc["images"][1]["role_objects"] = [[float(v) for v in row] for row in doc["images"][1]["role_objects"]]
+    doc["images"].append({"file_name": "COCO_val2014_000000000042.jpg", "person_boxes": [[0, 0, 5, 5]],
+                          "agent_scores": [[0.5] * N_ACT], "role_boxes": [[None] * (N_ROLE - 1) + [[1, 2, 3, 4]]],
+                          "role_scores": [[0.25] * N_ROLE], "extra": {"ignored": [1]}})
+    (tmp_path / "e.json").write_text(json.dumps(doc, indent=1))  # spaces and newlines too
+    for name in ("d.json", "e.json"):
+        _same(_read_without_simdjson(tmp_path / name, monkeypatch), read_vcoco_detections(tmp_path / name).detections)
+    assert np.isnan(read_vcoco_detections(tmp_path / "e.json").detections.role_scores[0, 0])
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda im: im["person_boxes"].__setitem__(0, [1, 2, 3]) or im["person_boxes"].__setitem__(1, [0, 1, 2, 3, 4]),
+     r"record 0: person_boxes: expected numbers \(or null\) of the documented shape"),
+    (lambda im: im["role_objects"][0].__setitem__(0, 2 ** 32), r"record 0: role_objects: expected indices"),
+    (lambda im: im["role_objects"][0].__setitem__(0, 2 ** 70), r"record 0: role_objects: expected indices"),
+])
+def test_typed_reader_errors_name_record_and_field(tmp_path, synthetic, change, message) -> None:
+    """Jagged rows with the right total, an index past int32 or past 64 bits: never read as numbers."""
+    _, _, det = synthetic
+    write_vcoco_detections(det.subset(np.argsort(det.image_ids, kind="stable")), tmp_path / "d.json")
+    doc = json.loads((tmp_path / "d.json").read_text())
+    change(doc["images"][0])
+    (tmp_path / "d.json").write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match=message):
+        read_vcoco_detections(tmp_path / "d.json")

@@ -18,6 +18,8 @@ from hoibench.formats import (
     write_matlab_detections,
     write_predictions,
 )
+from hoibench.formats._frame import _top_per_image
+from hoibench.formats._matfile import read_cells, write_cells
 from hoibench.vocab import hico_det
 
 V = hico_det()
@@ -153,7 +155,8 @@ def test_matlab_export(tmp_path):
     k = np.flatnonzero(p.hois[:4] == c)
     np.testing.assert_allclose(rows[:, :4], p.boxes_h[k])
     np.testing.assert_allclose(rows[:, 8], p.scores[k])
-    assert sum(m[h, i].shape[0] for h in range(600) for i in range(3)) == len(p)
+    # an empty cell is a zero-length matrix element: [] (scipy: an empty (1, 0) array)
+    assert sum(m[h, i].reshape(-1, 9).shape[0] for h in range(600) for i in range(3)) == len(p)
 
 
 def test_real_test_set_ground_truth_as_predictions(tmp_path, shared):
@@ -190,3 +193,45 @@ def test_generic_file_with_any_format_value_is_parsed_once(tmp_path, monkeypatch
     assert loaded.format == "generic"
     np.testing.assert_allclose(loaded.predictions.boxes_h, p.boxes_h)
     np.testing.assert_array_equal(loaded.predictions.verbs, p.verbs)
+
+
+def test_top_detections_per_image_grouped_or_not() -> None:
+    """The frame check's per-image top-k (per-image sorts for a grouped file, two global stable
+    sorts otherwise) equals lexsort by (image, -score), ties in file order."""
+    rng = np.random.default_rng(3)
+
+    def expected(neg: np.ndarray, image: np.ndarray) -> np.ndarray:
+        order = np.lexsort((neg, image))
+        first = np.r_[0, np.cumsum(np.bincount(image, minlength=45))][image[order]]
+        return order[(np.arange(len(order)) - first) < 5]
+
+    image = np.sort(rng.integers(0, 40, 2000))
+    neg = -np.round(rng.random(2000), 2)  # many ties
+    np.testing.assert_array_equal(_top_per_image(neg, image, 45, 5), expected(neg, image))
+    shuffled = rng.permutation(2000)
+    np.testing.assert_array_equal(_top_per_image(neg[shuffled], image[shuffled], 45, 5),
+                                  expected(neg[shuffled], image[shuffled]))
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_mat_cells_read_back_and_scipy_empty_cells(tmp_path, compress: bool) -> None:
+    """hoibench's zero-length empty cells (compressed or not) and scipy's 0 x 0 ones read the same."""
+    scipy_io = pytest.importorskip("scipy.io")
+    rng = np.random.default_rng(0)
+    cell = np.sort(rng.choice(40 * 7, 25))
+    rows = rng.random((25, 9))
+    write_cells(tmp_path / "a.mat", "all_boxes", (40, 7), cell, rows, compress=compress)
+    got = read_cells(tmp_path / "a.mat", "all_boxes")
+    assert got is not None and got.shape == (40, 7)
+    np.testing.assert_array_equal(got.cell, cell)
+    np.testing.assert_array_equal(got.rows, rows)
+    loaded = scipy_io.loadmat(tmp_path / "a.mat")["all_boxes"]
+    assert sum(c.size for c in loaded.ravel()) == rows.size
+    cells = np.empty((40, 7), dtype=object)
+    for j in range(40 * 7):
+        cells[j % 40, j // 40] = rows[cell == j] if (cell == j).any() else np.zeros((0, 0))
+    scipy_io.savemat(tmp_path / "s.mat", {"all_boxes": cells})
+    theirs = read_cells(tmp_path / "s.mat", "all_boxes")
+    assert theirs is not None
+    np.testing.assert_array_equal(theirs.cell, cell)
+    np.testing.assert_array_equal(theirs.rows, rows)

@@ -250,6 +250,8 @@ class VCOCODetections:
     def problems(self) -> np.ndarray:
         """(D,) int: 0 = fine, else the first problem code of each row (see :data:`DETECTION_PROBLEMS`)."""
         code = np.zeros(len(self), dtype=np.int64)
+        if self._all_fine():
+            return code
 
         def mark(mask: np.ndarray, c: int) -> None:
             code[(code == 0) & mask] = c
@@ -263,6 +265,21 @@ class VCOCODetections:
         mark((nan.any(axis=2) & ~nan.all(axis=2)).any(axis=1) | np.isinf(rb).any(axis=(1, 2)), 4)
         mark(((rb[..., 2] < rb[..., 0]) | (rb[..., 3] < rb[..., 1])).any(axis=1), 5)
         return code
+
+    def _all_fine(self) -> bool:
+        """Whether no row has a problem, from whole-array reductions (the common case, ~5x faster
+        than finding each row's first problem)."""
+        b, rb = self.person_boxes, self.role_boxes
+        with np.errstate(invalid="ignore"):
+            if not np.isfinite(b).all() or (b[:, 2] < b[:, 0]).any() or (b[:, 3] < b[:, 1]).any():
+                return False
+            if np.isinf(self.agent_scores).any() or np.isinf(self.role_scores).any() or np.isinf(rb).any():
+                return False
+            # a role box is all NaN or has none: its 4 NaN flags (bytes) read as one uint32
+            flags = np.isnan(rb).view(np.uint32)
+            if not ((flags == 0) | (flags == 0x01010101)).all():
+                return False
+            return not ((rb[..., 2] < rb[..., 0]).any() or (rb[..., 3] < rb[..., 1]).any())
 
     def check(self) -> None:
         """Raise :class:`ValidationError` naming the first bad detection."""

@@ -58,10 +58,9 @@ import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import MCAnswer, MCQuestion, reference_class_key, reference_class_keys
@@ -69,6 +68,9 @@ from hoibench.evaluation._bootstrap import MCQ_CI_METHOD, bootstrap_ci
 from hoibench.evaluation._fields import Fields, json_float, result_header
 from hoibench.evaluation._metric import Metric
 from hoibench.vocab import hico_det
+
+if TYPE_CHECKING:  # scipy.sparse costs ~0.3 s to import: only MCQ scoring needs it
+    import scipy.sparse as sp
 
 __all__ = ["MCQ_BOOTSTRAP_UNITS", "MCQ_METRIC_NAMES", "MCQ_PROTOCOLS", "MCQComparison", "MCQMetrics",
            "MCQResult", "all_orders_exact_match", "mcq_compare", "mcq_metrics", "mcq_scores",
@@ -531,6 +533,8 @@ class MCQMetrics(Metric[MCQResult]):
         images: dict[str, int] = {}
         for f in r.image:
             images[f] = images.get(f, 0) + 1
+
+        import scipy.sparse as sp
 
         def mat(values: list[float]) -> sp.csc_matrix:
             return sp.csc_matrix((np.asarray(values, dtype=np.float64), (r.cq, r.cc)), shape=(n, c))

@@ -223,22 +223,27 @@ def _match_persons(gt: VCOCOGroundTruth, det_image: np.ndarray,
     return best, ovmax
 
 
-def _first_hits(hit: np.ndarray, group: np.ndarray, score: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """True where an entry is a hit and the best-ranked hit of its group (the reference's ``covered``)."""
+def _first_hits(hit: np.ndarray, group: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """True where an entry is a hit and the best-ranked hit of its group (the reference's
+    ``covered``): the highest score, the earliest entry (entries are in tie order) among equals."""
     tp = np.zeros(hit.size, dtype=bool)
     idx = np.flatnonzero(hit)
     if idx.size == 0:
         return tp
-    srt = idx[np.lexsort((order[idx], -score[idx], group[idx]))]
-    g = group[srt]
-    first = np.ones(srt.size, dtype=bool)
-    first[1:] = g[1:] != g[:-1]
-    tp[srt[first]] = True
+    o = idx[np.argsort(group[idx], kind="stable")]  # by group, entry order within
+    g, s = group[o], score[o]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    best = np.repeat(np.maximum.reduceat(s, starts), np.diff(np.r_[starts, o.size]))
+    pos = np.where(s == best, np.arange(o.size), o.size)
+    tp[o[np.minimum.reduceat(pos, starts)]] = True
     return tp
 
 
 def _voc_ap_f32(tp_sorted: np.ndarray, npos: int) -> float:
-    """``vsrl_eval.voc_ap`` on float32 recall/precision, result rounded to float32 as stored there."""
+    """``vsrl_eval.voc_ap`` on float32 recall/precision, result rounded to float32 as stored there.
+
+    The definition on a fully ranked TP sequence; :func:`_class_voc_ap` computes the same number
+    from the TPs' ranks (and is tested against this)."""
     if npos <= 0:
         return float("nan")
     tp = np.cumsum(tp_sorted, dtype=_F32)
@@ -247,6 +252,44 @@ def _voc_ap_f32(tp_sorted: np.ndarray, npos: int) -> float:
     # ``np.maximum(tp + fp, np.finfo(np.float64).eps)``: a float64 scalar, so precision is float64
     prec = tp.astype(np.float64) / np.maximum((tp + fp).astype(np.float64), np.finfo(np.float64).eps)
     return float(_F32(all_point_ap(rec, prec)))
+
+
+def _class_voc_ap(score: np.ndarray, tp: np.ndarray, npos: int) -> float:
+    """:func:`_voc_ap_f32` of one class's entries (in tie order) ranked by descending score.
+
+    Only the TPs' ranks matter: recall changes only at a TP, and the precision envelope at a TP is
+    reached at a TP (precision falls along each run of FPs); so the recall and precision at the
+    TPs alone give the same padded steps, the same terms and the same float sum as the full
+    ranked sequence. The rank of a TP (entries before it: scored higher, or scored the same and
+    earlier in tie order) is found in the sorted scores (a value sort, not a stable index sort).
+    """
+    if npos <= 0:
+        return float("nan")
+    at = np.flatnonzero(tp)
+    ts = score[at]
+    ordered = np.sort(score)  # values only: much faster than the stable index sort
+    right = np.searchsorted(ordered, ts, side="right")
+    rank = score.size - right  # entries scored higher
+    tied = right - np.searchsorted(ordered, ts, side="left") > 1
+    if tied.any():  # entries sharing a TP's score come first when earlier in tie order
+        eq = np.flatnonzero(np.isin(score, ts[tied]))
+        eo = np.lexsort((eq, score[eq]))
+        run_start = np.r_[True, score[eq[eo]][1:] != score[eq[eo]][:-1]]
+        first = np.maximum.accumulate(np.where(run_start, np.arange(eq.size), 0))
+        before = np.empty(eq.size, dtype=np.int64)
+        before[eo] = np.arange(eq.size) - first
+        rank[tied] += before[np.searchsorted(eq, at[tied])]
+    rank = np.sort(rank)  # distinct: the TPs in ranking order
+    j = np.arange(1, rank.size + 1, dtype=np.int64)  # TPs so far, at each TP
+    rec = j.astype(_F32) / _F32(npos)
+    prec = j.astype(np.float64) / np.maximum((rank + 1).astype(np.float64), np.finfo(np.float64).eps)
+    return float(_F32(all_point_ap(rec, prec)))
+
+
+def _class_major(parts: list[tuple[int, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(class, score, tp) columns of per-class entry lists, concatenated in class order."""
+    cls = np.repeat(np.asarray([p[0] for p in parts], dtype=np.int16), [p[1].size for p in parts])
+    return cls, np.concatenate([p[1] for p in parts]), np.concatenate([p[2] for p in parts], axis=1)
 
 
 # --------------------------------------------------------------------------- metric
@@ -313,11 +356,14 @@ class VCOCORoleAP(Metric[VCOCOResult]):
         self._npos += gt.n_positives()
         if len(det) == 0:
             return
-        # rank ties by (image order, detection order): put the detections in that order once, so
-        # that entry order is tie order from here on (``compute`` sorts stably by score)
+        # rank ties by (image order, detection order): each class's entries are taken in that
+        # order (``compute`` sorts stably by score), through the permutation rather than a copy
         order = np.argsort(det_image, kind="stable")
-        if np.any(order[1:] < order[:-1]):
-            det, det_image = det.subset(order), det_image[order]
+        sorted_already = not np.any(order[1:] < order[:-1])
+
+        def in_tie_order(mask: np.ndarray) -> np.ndarray:
+            return np.flatnonzero(mask) if sorted_already else order[mask[order]]
+
         n_det = len(det)
         person, ovmax = _match_persons(gt, det_image, det.person_boxes)
         keep = person >= 0
@@ -330,35 +376,40 @@ class VCOCORoleAP(Metric[VCOCOResult]):
         if gt.n_persons:
             has_action = (gt.person_actions[safe_person] == 1) & keep[:, None]
 
-        # agent AP: one entry per (action, detection) with a score, on a person not ignored;
-        # class-major, detections in tie order
-        a, d = np.nonzero((~np.isnan(det.agent_scores) & live[:, None]).T)
-        score = det.agent_scores[d, a]
-        hit = person_ok[d] & has_action[d, a]
-        tp = _first_hits(hit, safe_person[d] * self._npos.size + a, score, d)
-        self._agent.append((a.astype(np.int16), score, tp[None]))
+        # one entry per (class, detection) with a score, on a person not ignored; class by class
+        # (class-major, detections in tie order), so no (detections x classes) temporaries
+        agent_parts = []
+        by_class = np.ascontiguousarray(det.agent_scores.T)  # one pass instead of a strided one per class
+        for a in range(self._npos.size):
+            d = in_tie_order(~np.isnan(by_class[a]) & live)
+            score = by_class[a, d]
+            hit = person_ok[d] & has_action[d, a]
+            agent_parts.append((a, score, _first_hits(hit, safe_person[d], score)[None]))
+        self._agent.append(_class_major(agent_parts))
 
-        # role AP: entries per (role class, detection); only person hits need the role test
+        # role AP: only the person hits need the role-box test
         role_action = vcoco_role_action()
-        c, d = np.nonzero((~np.isnan(det.role_scores) & live[:, None]).T)
-        score = det.role_scores[d, c]
-        base_hit = person_ok[d] & has_action[d, role_action[c]]
-        cand = np.flatnonzero(base_hit)
-        dc, cc = d[cand], c[cand]
-        pred = det.role_boxes[dc, cc]
-        gt_role = gt.role_boxes[safe_person[dc], cc]
-        gt_empty = np.isnan(gt_role).all(axis=1)
-        ov = _overlap_f32(np.where(gt_empty[:, None], _F32(0.0), gt_role), pred)
-        with np.errstate(invalid="ignore"):
-            role_ok = ov >= self.iou_threshold  # NaN predicted box vs a real role: False, as in the reference
-        pred_empty = (pred == 0).all(axis=1) | np.isnan(pred).all(axis=1)
-        group = safe_person[d] * self._n_role + c
-        tps = []
-        for s in self.scenarios:
-            hit = np.zeros(c.size, dtype=bool)
-            hit[cand] = np.where(gt_empty, pred_empty if s == 1 else True, role_ok)
-            tps.append(_first_hits(hit, group, score, d))
-        self._role.append((c.astype(np.int16), score, np.stack(tps)))
+        role_parts = []
+        by_class = np.ascontiguousarray(det.role_scores.T)
+        for c in range(self._n_role):
+            d = in_tie_order(~np.isnan(by_class[c]) & live)
+            score = by_class[c, d]
+            cand = np.flatnonzero(person_ok[d] & has_action[d, role_action[c]])
+            dc = d[cand]
+            pred = det.role_boxes[dc, c]
+            gt_role = gt.role_boxes[safe_person[dc], c]
+            gt_empty = np.isnan(gt_role).all(axis=1)
+            ov = _overlap_f32(np.where(gt_empty[:, None], _F32(0.0), gt_role), pred)
+            with np.errstate(invalid="ignore"):
+                role_ok = ov >= self.iou_threshold  # NaN predicted box vs a real role: False, as in the reference
+            pred_empty = (pred == 0).all(axis=1) | np.isnan(pred).all(axis=1)
+            tps = []
+            for s in self.scenarios:
+                hit = np.zeros(d.size, dtype=bool)
+                hit[cand] = np.where(gt_empty, pred_empty if s == 1 else True, role_ok)
+                tps.append(_first_hits(hit, safe_person[d], score))
+            role_parts.append((c, score, np.stack(tps)))
+        self._role.append(_class_major(role_parts))
 
     def compute(self) -> VCOCOResult:
         """Rank each class's detections (score, then image and detection order) and take VOC AP."""
@@ -377,7 +428,9 @@ class VCOCORoleAP(Metric[VCOCOResult]):
                   n_tp: int) -> tuple[np.ndarray, np.ndarray]:
         """AP per class for ``n_tp`` TP columns; entries are (class, score, tp) in tie order."""
         ap = np.full((n_tp, n_classes), np.nan)
-        if parts:
+        if len(parts) == 1:
+            cls, score, tp = parts[0]
+        elif parts:
             cls = np.concatenate([p[0] for p in parts])
             score = np.concatenate([p[1] for p in parts])
             tp = np.concatenate([p[2] for p in parts], axis=1)
@@ -389,9 +442,8 @@ class VCOCORoleAP(Metric[VCOCOResult]):
         bounds = np.searchsorted(cls, np.arange(n_classes + 1))
         for k in range(n_classes):
             lo, hi = bounds[k], bounds[k + 1]
-            rank = np.argsort(-score[lo:hi], kind="stable")
             for t in range(n_tp):
-                ap[t, k] = _voc_ap_f32(tp[t, lo:hi][rank], int(npos[k]))
+                ap[t, k] = _class_voc_ap(score[lo:hi], tp[t, lo:hi], int(npos[k]))
         return ap, np.diff(bounds).astype(np.int64)
 
 

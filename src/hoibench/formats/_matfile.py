@@ -2,9 +2,11 @@
 
 ho-rcnn's ``all_boxes`` holds 600 x 9,658 cells; ``scipy.io`` builds and parses one Python
 object per cell, which takes minutes to write and tens of seconds to read. Here the cells are
-written as one numpy buffer, and read by locating every cell header at once and checking that
-they chain (each ends where the next begins), so a header-like byte pattern inside the data
-cannot be mistaken for a cell. Files this reader does not handle (big-endian, other classes,
+written as one numpy buffer, an empty cell as a zero-length matrix element (8 bytes, not a
+56-byte header of an empty matrix: most cells are empty), and read by locating every cell element
+at once and checking that they chain (each ends where the next begins), so a header-like byte
+pattern inside the data cannot be mistaken for a cell. Both empty-cell forms are read (scipy,
+and so UPT's ``--cache``, writes the 0 x 0 header). Files this reader does not handle (big-endian, other classes,
 MATLAB's integer-packed doubles, ...) make it return ``None``; the caller then uses scipy.
 
 Layout (MATLAB's "MAT-File Format" document): a 128-byte header; elements ``[type, nbytes]``
@@ -51,23 +53,31 @@ def _name_element(name: str) -> bytes:
 
 def write_cells(path: str | os.PathLike[str], name: str, shape: tuple[int, int], cell: np.ndarray,
                 rows: np.ndarray, *, compress: bool = True) -> None:
-    """Write a ``shape`` cell array of double matrices; rows must be sorted by ``cell``."""
+    """Write a ``shape`` cell array of double matrices; rows must be sorted by ``cell``.
+
+    An empty cell is a zero-length matrix element (8 bytes instead of 56): Octave's MAT-5 reader
+    (``ls-mat5.cc``, ``element_length == 0``) and scipy read it as ``[]``. ho-rcnn's 600 x 9,658
+    cells are mostly empty, so this makes the data to compress several times smaller.
+    """
     n_cells = shape[0] * shape[1]
     rows = np.ascontiguousarray(rows, dtype="<f8")
     m = rows.shape[1]
     k = np.bincount(cell, minlength=n_cells).astype(np.int64)
-    size = 4 * _HEADER_WORDS + 8 * m * k  # bytes per cell element, tag included
+    full = k > 0
+    size = np.where(full, 4 * _HEADER_WORDS + 8 * m * k, 8)  # bytes per cell element, tag included
     start = np.r_[0, np.cumsum(size)[:-1]]
     buf = np.zeros(int(size.sum()), dtype=np.uint8)
     words = buf.view("<u4")
     w0 = start // 4
+    words[w0] = MI_MATRIX  # an empty cell keeps nbytes 0
+    w0, kf = w0[full], k[full]
     for j, value in enumerate((MI_MATRIX, None, MI_UINT32, 8, MX_DOUBLE, 0, MI_INT32, 8, None, m,
                                MI_INT8, 0, MI_DOUBLE, None)):
         if value is not None:
             words[w0 + j] = value
-    words[w0 + 1] = size - 8
-    words[w0 + 8] = k
-    words[w0 + 13] = 8 * m * k
+    words[w0 + 1] = 4 * _HEADER_WORDS + 8 * m * kf - 8
+    words[w0 + 8] = kf
+    words[w0 + 13] = 8 * m * kf
     if len(rows):
         # detection i is row j of its cell: element (j, q) at data start + (q * k + j) doubles
         first = np.r_[0, np.cumsum(k)][cell]
@@ -77,14 +87,17 @@ def write_cells(path: str | os.PathLike[str], name: str, shape: tuple[int, int],
         buf.view("<f8")[dest.ravel()] = rows.ravel()
     name_el = _name_element(name)
     body = (np.array([MI_UINT32, 8, MX_CELL, 0, MI_INT32, 8, shape[0], shape[1]], "<u4").tobytes() + name_el)
-    element = np.array([MI_MATRIX, len(body) + len(buf)], "<u4").tobytes() + body + buf.tobytes()
+    head = np.array([MI_MATRIX, len(body) + len(buf)], "<u4").tobytes() + body
     if compress:
-        z = zlib.compress(element, 1)
-        element = np.array([MI_COMPRESSED, len(z)], "<u4").tobytes() + z  # no padding after compressed data
+        z = zlib.compressobj(1)
+        data = z.compress(head) + z.compress(buf) + z.flush()
+        element = np.array([MI_COMPRESSED, len(data)], "<u4").tobytes() + data  # no padding after compressed data
+    else:
+        element = head + buf.tobytes()
     atomic_write_bytes(Path(path), _header("MATLAB 5.0 MAT-file, written by hoibench") + element)
 
 
-def _variables(raw: bytes) -> dict[str, bytes] | None:
+def _variables(raw: bytes) -> dict[str, memoryview] | None:
     """Top-level matrix elements by name (decompressed), or None for a file not handled."""
     if len(raw) < 128 or raw[126:128] != b"IM":
         return None
@@ -92,7 +105,7 @@ def _variables(raw: bytes) -> dict[str, bytes] | None:
     pos = 128
     while pos + 8 <= len(raw):
         kind, nbytes = np.frombuffer(raw, "<u4", 2, pos)
-        data = raw[pos + 8: pos + 8 + int(nbytes)]
+        data = memoryview(raw)[pos + 8: pos + 8 + int(nbytes)]  # a view: the cells are ~100 MB
         pos += 8 + int(nbytes) + (-int(nbytes) % 8 if kind != MI_COMPRESSED else 0)
         if kind == MI_COMPRESSED:
             try:
@@ -100,7 +113,7 @@ def _variables(raw: bytes) -> dict[str, bytes] | None:
             except zlib.error:
                 return None
             kind, nbytes = np.frombuffer(data, "<u4", 2, 0)
-            data = data[8: 8 + int(nbytes)]
+            data = memoryview(data)[8: 8 + int(nbytes)]
         if kind != MI_MATRIX or len(data) < 40:
             continue
         w = np.frombuffer(data, "<u4", 10, 0)
@@ -108,7 +121,7 @@ def _variables(raw: bytes) -> dict[str, bytes] | None:
             continue
         ntag = int(w[8])
         name = data[36: 36 + (ntag >> 16)] if ntag >> 16 else data[40: 40 + int(w[9])]
-        out[name.decode("ascii", "replace")] = data
+        out[bytes(name).decode("ascii", "replace")] = data
     return out
 
 
@@ -131,23 +144,36 @@ def read_cells(path: str | os.PathLike[str], name: str) -> Cells | None:
     words = body.view("<u4")
     if n_cells == 0:
         return Cells(shape, np.zeros(0, np.int64), np.zeros((0, 0)))
-    even = words[0::2]
-    cand = 2 * np.flatnonzero(even == MI_MATRIX)
-    cand = cand[cand + _HEADER_WORDS <= len(words)]
-    ok = ((words[cand + 2] == MI_UINT32) & (words[cand + 3] == 8) & (words[cand + 6] == MI_INT32)
-          & (words[cand + 7] == 8) & (words[cand + 10] == MI_INT8) & (words[cand + 11] == 0))
-    cand = cand[ok]
+    # every matrix element: a zero-length one (an empty cell) or a full header
+    cand = 2 * np.flatnonzero(words[0::2] == MI_MATRIX)
+    cand = cand[cand + 2 <= len(words)]
+    nb = words[cand + 1].astype(np.int64)
+    zero = nb == 0
+    at = cand[~zero]
+    at = at[at + _HEADER_WORDS <= len(words)]
+    ok = ((words[at + 2] == MI_UINT32) & (words[at + 3] == 8) & (words[at + 6] == MI_INT32)
+          & (words[at + 7] == 8) & (words[at + 10] == MI_INT8) & (words[at + 11] == 0))
+    keep = zero.copy()
+    keep[np.searchsorted(cand, at[ok])] = True
+    cand, nb, zero = cand[keep], nb[keep], zero[keep]
     if len(cand) != n_cells or cand[0] != 0:
         return None
-    ends = cand + 2 + words[cand + 1].astype(np.int64) // 4
+    ends = cand + 2 + nb // 4
     if not (np.array_equal(ends[:-1], cand[1:]) and ends[-1] == len(words)):
         return None
-    cls = words[cand + 4] & 0xFF
-    k, m = words[cand + 8].astype(np.int64), words[cand + 9].astype(np.int64)
-    dtype = words[cand + 12]
-    nbytes = words[cand + 13].astype(np.int64)
+    full = np.flatnonzero(~zero)
+    at = cand[full]
+
+    def field(j: int, empty: int) -> np.ndarray:  # a header word of every cell; ``empty`` for an empty one
+        out = np.full(len(cand), empty, dtype=np.int64)
+        out[full] = words[at + j]
+        return out
+
+    flags = field(4, MX_DOUBLE)
+    cls = flags & 0xFF
+    k, m, dtype, nbytes = field(8, 0), field(9, 0), field(12, MI_DOUBLE), field(13, 0)
     nonempty = k * m > 0
-    if not (np.isin(cls, (MX_DOUBLE, MX_SINGLE)).all() and (words[cand + 4] & 0xFF00 == 0).all()):
+    if not (np.isin(cls, (MX_DOUBLE, MX_SINGLE)).all() and (flags & 0xFF00 == 0).all()):
         return None
     width = np.where(dtype == MI_DOUBLE, 8, np.where(dtype == MI_SINGLE, 4, 0))
     if (width[nonempty] == 0).any() or (nbytes != width * k * m).any():

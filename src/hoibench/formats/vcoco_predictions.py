@@ -60,8 +60,9 @@ import os
 import pickle
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
+import msgspec
 import numpy as np
 import orjson
 
@@ -130,6 +131,11 @@ def read_vcoco_detections(path: str | os.PathLike[str], *, lenient: bool = False
     if raw[:1] == b"\x80":
         data = _safe_unpickle(raw, path)
         return _from_vsrl(data, path, lenient, "vsrl pickle")
+    if raw.lstrip()[:1] == b"{":
+        typed = _typed_images(raw, path)
+        if typed is not None:
+            del raw  # the images are arrays now: free the text before stacking them
+            return _assemble(*typed, path, lenient)
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -241,46 +247,176 @@ def _matrix(value: Any, shape_tail: tuple[int, ...], n: int, path: object, recor
     return a
 
 
+class _ImageRows(NamedTuple):
+    """One image's detections; role boxes dense (``role_boxes``) or shared (``objects`` + ``index``)."""
+
+    image_id: int
+    person_boxes: np.ndarray
+    agent_scores: np.ndarray
+    role_scores: np.ndarray
+    objects: np.ndarray | None
+    index: np.ndarray | None
+    role_boxes: np.ndarray | None
+
+
+def _columns(data: dict[str, Any], path: object) -> tuple[np.ndarray, np.ndarray]:
+    return (_column_index(data.get("agent_classes"), vcoco_action_names(), path, "agent_classes"),
+            _column_index(data.get("role_classes"), vcoco_role_classes(), path, "role_classes"))
+
+
 def _from_hoibench(data: dict[str, Any], path: object, lenient: bool) -> VCOCODetectionsFile:
-    acts, roles = vcoco_action_names(), vcoco_role_classes()
-    a_cols = _column_index(data.get("agent_classes"), acts, path, "agent_classes")
-    r_cols = _column_index(data.get("role_classes"), roles, path, "role_classes")
+    a_cols, r_cols = _columns(data, path)
     images = data["images"]
     if not isinstance(images, list):
         raise FormatError("expected a list", file=path, field="images")
-    ids, boxes, agent, rbox, rsc, recs = [], [], [], [], [], []
-    for k, entry in enumerate(images):
-        if not isinstance(entry, dict):
-            raise FormatError(f"expected an object, got {type(entry).__name__}", file=path, record=k)
-        img = _image_id(entry, path, k)
-        shared = "role_objects" in entry
-        for key in ("person_boxes", "agent_scores", "role_objects" if shared else "role_boxes", "role_scores"):
-            if key not in entry:
-                raise FormatError("missing", file=path, record=k, field=key)
-        pb = entry["person_boxes"]
-        n = len(pb) if isinstance(pb, list) else -1
-        boxes.append(_matrix(pb, (4,), n, path, k, "person_boxes"))
-        agent.append(_matrix(entry["agent_scores"], (a_cols.size,), n, path, k, "agent_scores"))
-        if shared:
-            rbox.append(_shared_role_boxes(entry, n, r_cols.size, path, k))
+    rows = [_image_rows(entry, path, k, a_cols, r_cols) for k, entry in enumerate(images)]
+    return _assemble(rows, a_cols, r_cols, path, lenient)
+
+
+def _image_rows(entry: Any, path: object, k: int, a_cols: np.ndarray, r_cols: np.ndarray) -> _ImageRows:
+    """One image of the hoibench layout, every field checked (errors name record and field)."""
+    if not isinstance(entry, dict):
+        raise FormatError(f"expected an object, got {type(entry).__name__}", file=path, record=k)
+    img = _image_id(entry, path, k)
+    shared = "role_objects" in entry
+    for key in ("person_boxes", "agent_scores", "role_objects" if shared else "role_boxes", "role_scores"):
+        if key not in entry:
+            raise FormatError("missing", file=path, record=k, field=key)
+    pb = entry["person_boxes"]
+    n = len(pb) if isinstance(pb, list) else -1
+    boxes = _matrix(pb, (4,), n, path, k, "person_boxes")
+    agent = _matrix(entry["agent_scores"], (a_cols.size,), n, path, k, "agent_scores")
+    rbox = (_shared_role_boxes(entry, n, r_cols.size, path, k) if shared
+            else _matrix(entry["role_boxes"], (r_cols.size, 4), n, path, k, "role_boxes"))
+    rsc = _matrix(entry["role_scores"], (r_cols.size,), n, path, k, "role_scores")
+    return _ImageRows(img, boxes, agent, rsc, None, None, rbox)
+
+
+def _assemble(rows: list[_ImageRows], a_cols: np.ndarray, r_cols: np.ndarray, path: object,
+              lenient: bool) -> VCOCODetectionsFile:
+    """Stack the images into full-width float32 arrays (NaN = class not listed), filled in place."""
+    acts, roles = vcoco_action_names(), vcoco_role_classes()
+    counts = np.array([len(r.person_boxes) for r in rows], dtype=np.int64)
+    d = int(counts.sum())
+    if not d:
+        return _checked(VCOCODetections.empty(), np.zeros(0, dtype=np.int64), path, lenient, "hoibench json", {})
+    offsets = np.r_[0, np.cumsum(counts)].tolist()
+    every_agent = a_cols.size == len(acts) and bool((a_cols == np.arange(len(acts))).all())
+    every_role = r_cols.size == len(roles) and bool((r_cols == np.arange(len(roles))).all())
+
+    def alloc(shape: tuple[int, ...], filled: bool) -> np.ndarray:  # NaN only where columns stay unlisted
+        return np.empty(shape, dtype=np.float32) if filled else np.full(shape, np.nan, dtype=np.float32)
+
+    boxes = alloc((d, 4), True)
+    agent = alloc((d, len(acts)), every_agent)
+    rbox = alloc((d, len(roles), 4), every_role)
+    rsc = alloc((d, len(roles)), every_role)
+    nan_box = np.full((1, 4), np.nan)
+    for r, lo, hi in zip(rows, offsets[:-1], offsets[1:]):
+        if lo == hi:
+            continue
+        boxes[lo:hi] = r.person_boxes
+        agent[lo:hi] = r.agent_scores if every_agent else _widen(r.agent_scores, a_cols, len(acts))
+        rsc[lo:hi] = r.role_scores if every_role else _widen(r.role_scores, r_cols, len(roles))
+        if r.role_boxes is not None:
+            block = r.role_boxes
+        else:  # index -1 picks the appended NaN box: "no role object"
+            block = np.concatenate([r.objects, nan_box])[r.index]  # type: ignore[list-item,index]
+        if every_role:
+            rbox[lo:hi] = block
         else:
-            rbox.append(_matrix(entry["role_boxes"], (r_cols.size, 4), n, path, k, "role_boxes"))
-        rsc.append(_matrix(entry["role_scores"], (r_cols.size,), n, path, k, "role_scores"))
-        ids.append(np.full(n, img, dtype=np.int64))
-        recs.append(np.full(n, k, dtype=np.int64))
-    d = len(np.concatenate(ids)) if ids else 0
-    agent_full = np.full((d, len(acts)), np.nan, dtype=np.float32)
-    rbox_full = np.full((d, len(roles), 4), np.nan, dtype=np.float32)
-    rsc_full = np.full((d, len(roles)), np.nan, dtype=np.float32)
-    if d:
-        agent_full[:, a_cols] = np.concatenate(agent)
-        rbox_full[:, r_cols] = np.concatenate(rbox)
-        rsc_full[:, r_cols] = np.concatenate(rsc)
-        det = VCOCODetections(np.concatenate(ids), np.concatenate(boxes), agent_full, rbox_full, rsc_full)
-        records = np.concatenate(recs)
-    else:
-        det, records = VCOCODetections.empty(), np.zeros(0, dtype=np.int64)
+            rbox[lo:hi, r_cols] = block
+    ids = np.repeat(np.array([r.image_id for r in rows], dtype=np.int64), counts)
+    records = np.repeat(np.arange(len(rows), dtype=np.int64), counts)
+    det = VCOCODetections(ids, boxes, agent, rbox, rsc)
     return _checked(det, records, path, lenient, "hoibench json", {})
+
+
+def _widen(block: np.ndarray, cols: np.ndarray, n_all: int) -> np.ndarray:
+    out = np.full((len(block), n_all), np.nan)
+    out[:, cols] = block
+    return out
+
+
+class _TopLevel(msgspec.Struct):
+    """The hoibench layout's top level, each image left undecoded (decoded one at a time)."""
+
+    images: list[msgspec.Raw]
+    agent_classes: Any = None
+    role_classes: Any = None
+
+
+def _typed_images(raw: bytes, path: object) -> tuple[list[_ImageRows], np.ndarray, np.ndarray] | None:
+    """The hoibench layout decoded one image at a time, numbers straight into arrays (simdjson),
+    so that neither the time nor the memory of ~40M Python floats is spent; an image the typed
+    path does not take as it is (nulls, other number types, odd shapes) goes through the careful
+    per-image reader, which names its problem. None when the file is not that layout (or
+    simdjson is missing): the caller then reads it whole."""
+    try:
+        import simdjson  # optional (pysimdjson): without it the file is read whole
+    except ImportError:
+        return None
+    try:
+        top = msgspec.json.decode(raw, type=_TopLevel)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    a_cols, r_cols = _columns({"agent_classes": top.agent_classes, "role_classes": top.role_classes}, path)
+    parser = simdjson.Parser()
+    rows = []
+    for k, blob in enumerate(top.images):
+        got = _image_typed(parser, simdjson.Object, blob, path, k, a_cols.size, r_cols.size)
+        rows.append(got if got is not None else _image_rows(_loads(bytes(blob), path), path, k, a_cols, r_cols))
+    return rows, a_cols, r_cols
+
+
+def _loads(text: bytes, path: object) -> Any:
+    """orjson, else Python's json (NaN literals, integers past 64 bits), as for the whole file."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        try:
+            return json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise FormatError(f"not JSON ({exc})", file=path) from None
+
+
+_TYPED_FIELDS = (("person_boxes", False), ("agent_scores", False), ("object_boxes", False),
+                 ("role_objects", True), ("role_scores", False))
+
+
+def _image_typed(parser: Any, object_type: type, text: msgspec.Raw, path: object, record: int, n_agent: int,
+                 n_role: int) -> _ImageRows | None:
+    """One image with shared role boxes as arrays, or None for anything but plain numbers in the
+    documented shapes (the careful reader then takes the image and names what is wrong)."""
+    widths = (4, n_agent, 4, n_role, n_role)
+    try:  # msgspec has validated the text; simdjson may still refuse what it cannot hold (huge numbers)
+        doc = parser.parse(text)
+    except (ValueError, RuntimeError):
+        return None
+    try:
+        if not isinstance(doc, object_type) or not all(key in doc for key, _ in _TYPED_FIELDS):
+            return None
+        ident = {key: doc[key] for key in ("image_id", "file_name") if key in doc}
+        if not all(isinstance(v, (int, float, str)) for v in ident.values()):
+            return None
+        arrays = []
+        for (key, integer), width in zip(_TYPED_FIELDS, widths):
+            el = doc[key]
+            flat = np.frombuffer(el.as_buffer(of_type="i" if integer else "d"), np.int64 if integer else np.float64)
+            n = len(el)
+            if flat.size != n * width or (n and set(map(len, el)) != {width}):
+                return None
+            arrays.append(flat.reshape(n, width) if integer else flat.reshape(n, width).astype(np.float32))
+        del el
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
+    finally:
+        del doc
+    pb, agent, obj, idx, rsc = arrays
+    n, m = len(pb), len(obj)
+    if not (len(agent) == len(idx) == len(rsc) == n) or (idx.size and (idx.min() < -1 or idx.max() >= m)):
+        return None
+    return _ImageRows(_image_id(ident, path, record), pb, agent, rsc, obj, idx.astype(np.int32), None)
 
 
 def _shared_role_boxes(entry: dict[str, Any], n: int, n_cols: int, path: object, record: int) -> np.ndarray:
@@ -713,26 +849,30 @@ def vcoco_ground_truth_from_dataset(ds: HOIDataset) -> VCOCOGroundTruth:
             action = v.rsplit("_", 1)[0]
             verb_action.append(names.index(action))
             verb_role.append(role_index[v])
-    b = _GTBuilder()
-    for i in range(ds.n_images):
-        im = ds.image(i)
-        persons: dict[tuple[float, ...], int] = {}
-        pboxes: list[np.ndarray] = []
-        for s, _o, _v in im.pairs:
-            key = tuple(im.boxes[s].tolist())
-            if key not in persons:
-                persons[key] = len(pboxes)
-                pboxes.append(im.boxes[s])
-        n = len(pboxes)
-        acts = np.zeros((n, b.n_act), dtype=np.int8)
-        rbox = np.full((n, b.n_role, 4), np.nan)
-        for s, o, v in im.pairs:
-            p = persons[tuple(im.boxes[s].tolist())]
-            acts[p, verb_action[v]] = 1
-            if verb_role[v] >= 0 and o >= 0 and np.isnan(rbox[p, verb_role[v], 0]):
-                rbox[p, verb_role[v]] = im.boxes[o]
-        boxes = _inclusive(np.array(pboxes).reshape(n, 4))
-        b.add_image(int(im.image_id), im.file_name, boxes, acts, _inclusive(rbox))
-    return b.build(complete=False, source=ds.name)
+    verb_action_a, verb_role_a = np.asarray(verb_action, dtype=np.int64), np.asarray(verb_role, dtype=np.int64)
+    n_act, n_role = len(names), len(role_index)
+    image = np.repeat(np.arange(ds.n_images), np.diff(ds.pair_offsets))
+    # a person per distinct (image, subject box), numbered in order of first appearance
+    sub = ds.boxes[ds.pair_subject] + 0.0  # -0.0 and 0.0 are the same box
+    _, first, inverse = np.unique(np.column_stack([image, sub]), axis=0, return_index=True, return_inverse=True)
+    by_first = np.argsort(first, kind="stable")
+    person_of = np.empty_like(by_first)
+    person_of[by_first] = np.arange(by_first.size)
+    person = person_of[inverse.reshape(-1)]
+    first = first[by_first]
+    n = first.size
+    acts = np.zeros((n, n_act), dtype=np.int8)
+    acts[person, verb_action_a[ds.pair_verb]] = 1
+    rbox = np.full((n, n_role, 4), np.nan)
+    role = verb_role_a[ds.pair_verb]
+    has = np.flatnonzero((role >= 0) & (ds.pair_object >= 0))
+    _, once = np.unique(person[has] * n_role + role[has], return_index=True)  # the first pair per role
+    k = has[once]
+    rbox[person[k], role[k]] = ds.boxes[ds.pair_object[k]]
+    counts = np.bincount(image[first], minlength=ds.n_images)
+    return VCOCOGroundTruth(
+        image_ids=np.asarray(ds.image_ids, dtype=np.int64), person_offsets=np.r_[0, np.cumsum(counts)],
+        person_boxes=_inclusive(ds.boxes[ds.pair_subject[first]].reshape(n, 4)), person_actions=acts,
+        role_boxes=_inclusive(rbox), file_names=tuple(ds.file_names), complete=False, source=ds.name)
 
 
