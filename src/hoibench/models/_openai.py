@@ -1,5 +1,5 @@
-"""Any OpenAI-compatible chat server (``vllm serve``, SGLang, hosted APIs) over ``httpx``: one
-long-lived client per server (one SSL context for all), each request routed to the server with
+"""Any OpenAI-compatible chat server (``vllm serve``, SGLang, hosted APIs) over a lean HTTP/1.1
+client (:mod:`hoibench.models._http`; httpx behind a proxy): one long-lived pool per server (one SSL context for all), each request routed to the server with
 the fewest requests outstanding, a circuit breaker per server (consecutive failures open it for a
 backoff period, one half-open probe closes it again), ``Retry-After`` honoured, backoff waits
 that hold no concurrency slot, and ``timeout`` as a total deadline per attempt (connect to last
@@ -36,6 +36,7 @@ from hoibench.models._backend import (
     ServerStats,
     TextPart,
 )
+from hoibench.models._http import ConnectFailed, HTTPPool, HTTPReply, TransportFailed, uses_proxy
 
 __all__ = ["OpenAIBackend", "openai_messages"]
 
@@ -125,7 +126,7 @@ class _Server:
     """A server's live state: requests outstanding, counts, and its circuit."""
 
     url: str
-    clients: list[Any]  # long-lived connection pools of this server (small: see the session)
+    pool: Any  # the long-lived connections of this server (HTTPPool, or _HttpxPool behind a proxy)
     outstanding: int = 0
     attempts: int = 0
     failures: int = 0
@@ -137,14 +138,35 @@ class _Server:
     last_down: bool = False  # the last failure was a refused connection or a timeout
     ever_ok: bool = False
 
-    turn: int = 0
-
     def stats(self) -> ServerStats:
         return ServerStats(self.url, self.attempts, self.failures, self.wait)
 
-    def client(self) -> Any:
-        self.turn = (self.turn + 1) % len(self.clients)
-        return self.clients[self.turn]
+
+class _HttpxPool:
+    """httpx for a server behind a proxy (``HTTP(S)_PROXY``; :class:`HTTPPool` speaks no proxy
+    protocol), with :class:`HTTPPool`'s interface and errors."""
+
+    def __init__(self, httpx: Any, url: str, *, headers: Mapping[str, str], connections: int,
+                 timeout: float) -> None:
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        self._httpx = httpx
+        self._client = httpx.AsyncClient(base_url=url, headers=dict(headers), limits=limits,
+                                         timeout=httpx.Timeout(timeout), verify=_ssl_context())
+
+    async def post(self, path: str, body: bytes) -> HTTPReply:
+        httpx = self._httpx
+        try:
+            resp = await self._client.post(path, content=body)
+        except httpx.ConnectError as exc:
+            raise ConnectFailed(str(exc)) from exc
+        except httpx.TimeoutException as exc:
+            raise TransportFailed(f"{type(exc).__name__}: no reply in time") from exc
+        except httpx.TransportError as exc:
+            raise TransportFailed(f"{type(exc).__name__}: {exc}") from exc
+        return HTTPReply(resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, resp.content)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
 
 
 class OpenAIBackend(ChatBackend):
@@ -215,11 +237,7 @@ class OpenAIBackend(ChatBackend):
                             servers=tuple(self._servers.values()))
 
     def session(self) -> _OpenAISession:
-        try:
-            import httpx
-        except ImportError as exc:  # pragma: no cover - httpx comes with the base install
-            raise MissingExtraError("httpx", "openai", "the OpenAI-compatible backend") from exc
-        return _OpenAISession(self, httpx)
+        return _OpenAISession(self)
 
     def generate(self, requests: Sequence[ChatRequest],
                  on_response: Callable[[int, ChatResponse], None] | None = None) -> list[ChatResponse]:
@@ -254,25 +272,12 @@ class OpenAIBackend(ChatBackend):
 class _OpenAISession(ChatSession):
     """The backend opened in one event loop: clients, routing, circuits and the slot semaphore."""
 
-    connections_per_pool = 8
-
-    def __init__(self, backend: OpenAIBackend, httpx: Any) -> None:
+    def __init__(self, backend: OpenAIBackend) -> None:
         self.b = backend
         self.capacity = backend.concurrency
-        self._httpx = httpx
         key = backend.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        # httpx's pool scans all its connections on every request start and finish: several small
-        # pools per server (8 connections each, made once per session, one SSL context for all)
-        # keep that cheap at high concurrency; together they have room for every slot on any one
-        # server (the others may be down) and for attempts whose slot was given back (stalled)
-        n_pools = max(1, -(-backend.concurrency // self.connections_per_pool))
-        per_pool = -(-2 * backend.concurrency // n_pools)
-        limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
-        timeout = httpx.Timeout(backend.timeout)
         headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-        self.servers = [_Server(u, [httpx.AsyncClient(base_url=u, headers=headers, limits=limits, timeout=timeout,
-                                                      verify=_ssl_context()) for _ in range(n_pools)])
-                        for u in backend.base_urls]
+        self.servers = [_Server(u, self._pool(u, headers)) for u in backend.base_urls]
         for s in self.servers:  # counts carry on from earlier sessions of the same backend
             old = backend._servers.get(s.url)
             if old is not None:
@@ -285,10 +290,25 @@ class _OpenAISession(ChatSession):
         # data URLs of the images in recent requests (questions of one image are sent together)
         self._memo: dict[Any, str] = {}
 
+    def _pool(self, url: str, headers: Mapping[str, str]) -> Any:
+        """The lean client (:mod:`hoibench.models._http`: a fraction of httpx's CPU per request),
+        or httpx where a proxy serves ``url``; room for every slot on any one server (the others
+        may be down) and for attempts whose slot was given back (stalled)."""
+        if uses_proxy(url):
+            try:
+                import httpx
+            except ImportError as exc:  # pragma: no cover - httpx comes with the base install
+                raise MissingExtraError("httpx", "openai", "the OpenAI-compatible backend behind a proxy") from exc
+            return _HttpxPool(httpx, url, headers=headers, connections=2 * self.b.concurrency,
+                              timeout=self.b.timeout)
+        try:
+            return HTTPPool(url, headers=headers, ssl_context=_ssl_context() if url.startswith("https:") else None)
+        except ValueError as exc:
+            raise ConfigError(f"--base-url {url!r}: {exc}") from None
+
     async def aclose(self) -> None:
         for s in self.servers:
-            for c in s.clients:
-                await c.aclose()
+            await s.pool.aclose()
 
     # ------------------------------------------------------------------ routing
     def _choose(self, avoid: set[str]) -> _Server | None:
@@ -359,16 +379,13 @@ class _OpenAISession(ChatSession):
         return orjson.dumps(payload)
 
     async def _post(self, s: _Server, body: bytes) -> str:
-        httpx = self._httpx
         try:
-            resp = await s.client().post("/chat/completions", content=body)
-        except httpx.ConnectError as exc:
+            resp = await s.pool.post("/chat/completions", body)
+        except ConnectFailed as exc:
             raise _Retry(f"ConnectError: {exc} ({s.url})", down=True) from exc
-        except httpx.TimeoutException as exc:
-            raise _Retry(f"{type(exc).__name__}: no reply within {self.b.timeout:g} s ({s.url})") from exc
-        except httpx.TransportError as exc:
-            raise _Retry(f"{type(exc).__name__}: {exc} ({s.url})") from exc
-        code = resp.status_code
+        except TransportFailed as exc:
+            raise _Retry(f"{exc} ({s.url})") from exc
+        code = resp.status
         if code == 200:
             return _reply_text(resp.content)
         detail = resp.text[:200]
