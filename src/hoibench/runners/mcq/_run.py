@@ -46,7 +46,7 @@ from hoibench.runners.mcq._boxes import (
     resolve_box_convention,
 )
 from hoibench.runners.mcq._detections import match_person
-from hoibench.runners.mcq._frames import frame_pool, resize_png
+from hoibench.runners.mcq._frames import frame_png, frame_pool
 from hoibench.runners.mcq._parsing import parse_detection, parse_image_size, parse_letters
 from hoibench.runners.mcq._prompts import (
     ANSWER_FORMATS,
@@ -300,16 +300,17 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
                                 min_pixels=self.min_pixels, max_pixels=self.max_pixels)
         if frame is not None and frame.resized:
             # resize once, here (in a worker process); the server sees a size it will not change again
-            data = self._resize(raw, frame.sent_width, frame.sent_height)
+            data = self._resize(path, raw, digest, frame.sent_width, frame.sent_height)
             return frame, ImagePart(path=str(path), data=data, mime="image/png",
                                     digest=hashlib.sha256(data).hexdigest()), width, height
         mime = mimetypes.guess_type(path.name)[0] or "image/jpeg"
         return frame, ImagePart(path=str(path), data=raw, mime=mime, digest=digest), width, height
 
-    def _resize(self, raw: bytes, width: int, height: int) -> bytes:
-        """:func:`resize_png` in a worker process; in this thread for small runs (starting the
-        workers costs more than they save) and when processes cannot start (a ``__main__``
-        without a main guard, a sandbox without semaphores)."""
+    def _resize(self, path: Path, raw: bytes, digest: str, width: int, height: int) -> bytes:
+        """:func:`frame_png` in a worker process (which reads ``path`` itself and checks it against
+        ``digest``); in this thread for small runs (starting the workers costs more than they
+        save) and when processes cannot start (a ``__main__`` without a main guard, a sandbox
+        without semaphores)."""
         with self._pool_lock:
             if self._pool is None and not self._no_pool:
                 try:
@@ -319,13 +320,13 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
             pool = self._pool
         if pool is not None:
             try:
-                return pool.submit(resize_png, raw, width, height).result()
+                return pool.submit(frame_png, str(path), width, height, sha256=digest).result()
             except (BrokenProcessPool, RuntimeError, OSError):
                 with self._pool_lock:
                     if not self._no_pool:
                         log.warning("image workers could not start; preparing images in threads")
                     self._no_pool = True
-        return resize_png(raw, width, height)
+        return frame_png(raw, width, height)
 
     # ------------------------------------------------------------------ run
     def run(self, questions: Sequence[MCQuestion], out: str | Path, *,
