@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import functools
+import hashlib
 import os
 import random
 import ssl
@@ -38,7 +39,10 @@ from hoibench.models._backend import (
 )
 from hoibench.models._http import ConnectFailed, HTTPPool, HTTPReply, TransportFailed, uses_proxy
 
-__all__ = ["OpenAIBackend", "openai_messages"]
+__all__ = ["ROUTINGS", "OpenAIBackend", "openai_messages"]
+
+#: how a request picks its server: the fewest requests outstanding, or by its image (affinity)
+ROUTINGS = ("least-outstanding", "image-affinity")
 
 
 def _image_url(part: ImagePart, memo: dict[Any, str]) -> str:
@@ -107,6 +111,15 @@ def _retry_after(value: str | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
+
+
+def _image_digest(request: ChatRequest) -> str | None:
+    """The content hash of a request's first image (the key of image-affinity routing)."""
+    for m in request.messages:
+        for p in m.parts:
+            if isinstance(p, ImagePart):
+                return p.content_hash()
+    return None
 
 
 def _consume(task: asyncio.Future[Any]) -> None:
@@ -196,6 +209,12 @@ class OpenAIBackend(ChatBackend):
     extra_body:
         Extra JSON fields sent with every request (server-specific sampling options); part of the
         cache key.
+    routing:
+        ``least-outstanding`` (default) or ``image-affinity``: every request with the same image
+        goes to the same server (rendezvous hashing of the image's sha256 and the server URLs),
+        so a vLLM server's prefix cache serves the K orders of ``--permutations`` and the stages
+        of setting 3; when that server's circuit is open the next server in the image's own order
+        takes it (only the dead server's images move). Not part of the cache key.
     """
 
     name = "openai"
@@ -203,7 +222,10 @@ class OpenAIBackend(ChatBackend):
     def __init__(self, *, model: str, base_urls: Sequence[str] = ("http://127.0.0.1:8000/v1",),
                  concurrency: int = 16, max_retries: int = 5, backoff: float = 1.0,
                  max_backoff: float = 60.0, timeout: float = 600.0, failure_threshold: int = 3,
-                 api_key: str | None = None, extra_body: Mapping[str, Any] | None = None) -> None:
+                 api_key: str | None = None, extra_body: Mapping[str, Any] | None = None,
+                 routing: str = "least-outstanding") -> None:
+        if routing not in ROUTINGS:
+            raise ConfigError(f"routing must be one of {list(ROUTINGS)}; got {routing!r}")
         if not base_urls:
             raise ConfigError("base_urls must name at least one server")
         if concurrency < 1:
@@ -224,6 +246,7 @@ class OpenAIBackend(ChatBackend):
         self.failure_threshold = failure_threshold
         self.api_key = api_key
         self.extra_body = dict(extra_body or {})
+        self.routing = routing
         self.requests = 0  # requests finished (answered or given up on)
         self.attempts = 0  # attempts sent, retries included
         self._servers: dict[str, ServerStats] = {u: ServerStats(u) for u in self.base_urls}
@@ -289,6 +312,7 @@ class _OpenAISession(ChatSession):
         self._latency = 0.0  # moving average of successful attempts, for stall detection
         # data URLs of the images in recent requests (questions of one image are sent together)
         self._memo: dict[Any, str] = {}
+        self._orders: dict[str, list[_Server]] = {}  # image digest -> its server order (affinity)
 
     def _pool(self, url: str, headers: Mapping[str, str]) -> Any:
         """The lean client (:mod:`hoibench.models._http`: a fraction of httpx's CPU per request),
@@ -311,24 +335,41 @@ class _OpenAISession(ChatSession):
             await s.pool.aclose()
 
     # ------------------------------------------------------------------ routing
-    def _choose(self, avoid: set[str]) -> _Server | None:
+    def _choose(self, avoid: set[str], affinity: str | None = None) -> _Server | None:
         """The server for the next attempt: a half-open probe when one is due, else the closed
-        circuit with the fewest outstanding requests (``avoid``: servers this request just failed
-        on, used only when nothing else is open); ``None`` when every circuit is open."""
+        circuit with the fewest outstanding requests, or with ``affinity`` (an image digest under
+        ``image-affinity`` routing) the first closed circuit in that image's own server order
+        (``avoid``: servers this request just failed on, used only when nothing else is open);
+        ``None`` when every circuit is open."""
         now = time.monotonic()
         n = len(self.servers)
-        self._turn = (self._turn + 1) % n
-        order = [self.servers[(self._turn + k) % n] for k in range(n)]
+        if affinity is not None:
+            order = self._affinity_order(affinity)
+        else:
+            self._turn = (self._turn + 1) % n
+            order = [self.servers[(self._turn + k) % n] for k in range(n)]
         due = [s for s in order if s.open_until and now >= s.open_until and not s.probing]
         closed = [s for s in order if not s.open_until]
         probe = [s for s in due if s.url not in avoid] or ([] if closed else due)
-        if probe:
+        if probe and (affinity is None or not closed or probe[0] is order[0]):
             probe[0].probing = True
             return probe[0]
         if not closed:
             return None
         fresh = [s for s in closed if s.url not in avoid] or closed
-        return min(fresh, key=lambda s: s.outstanding)
+        return fresh[0] if affinity is not None else min(fresh, key=lambda s: s.outstanding)
+
+    def _affinity_order(self, digest: str) -> list[_Server]:
+        """The servers in ``digest``'s own order (rendezvous hashing: stable for a given set of
+        URLs, and a server's absence moves only its own images)."""
+        order = self._orders.get(digest)
+        if order is None:
+            order = sorted(self.servers, key=lambda s: hashlib.sha256(f"{digest} {s.url}".encode()).digest(),
+                           reverse=True)
+            if len(self._orders) > 8 * self.capacity:
+                self._orders.clear()
+            self._orders[digest] = order
+        return order
 
     def _wait_for_open(self) -> float:
         now = time.monotonic()
@@ -421,12 +462,13 @@ class _OpenAISession(ChatSession):
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         body = self._payload(request)
+        affinity = _image_digest(request) if self.b.routing == "image-affinity" and len(self.servers) > 1 else None
         avoid: set[str] = set()
         last = ""
         attempt = 0
         while True:
             await self._slots.acquire()
-            s = self._choose(avoid)  # chosen with a slot in hand: the health of now, not of the queue
+            s = self._choose(avoid, affinity)  # chosen with a slot in hand: the health of now, not of the queue
             if s is None:
                 self._slots.release()
                 self._check_down()
