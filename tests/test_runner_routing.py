@@ -99,3 +99,47 @@ def test_least_outstanding_stays_the_default_and_bad_routing_is_one_line(tmp_pat
         main(["mcq", "run", "--questions", str(tmp_path / "a.jsonl"), "--images", str(images), "--model", MODEL,
               "--out", str(tmp_path / "b.jsonl"), "--routing", "random"])
     assert exc.value.code == 2 and "Invalid value for '--routing'" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- offline vLLM streams
+
+
+class StreamLLM:
+    """A fake ``vllm.LLM``: detection prompts get the target person's box, questions "A"; each
+    call records its prompts' stages and how many answers the file already holds."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.calls: list[tuple[list[str], int]] = []
+
+    def chat(self, conversations, sampling_params, use_tqdm):
+        texts = [conv[0]["content"][1]["text"] for conv in conversations]
+        written = max(0, len(self.out.read_text().splitlines()) - 1) if self.out.exists() else 0
+        self.calls.append((["detection" if "every single person" in t else "question" for t in texts], written))
+        return [type("Out", (), {"outputs": [type("O", (), {
+            "text": '{"boxes": [[2, 2, 20, 20]]}' if "every single person" in t else "A"})()]})() for t in texts]
+
+
+def test_offline_vllm_streams_batches_without_a_chunk_barrier(tmp_path, images):
+    from hoibench.models._vllm import VLLMBackend
+
+    out = tmp_path / "a.jsonl"
+    llm = StreamLLM(out)
+    qs = [MCQuestion(id=f"q{i}", file_name=f"im{i}.jpg", setting=3, correct=frozenset({0}),
+                     choices=(Choice("hold a/an cup"), Choice("wash a/an cup")), person_box=(2.0, 2.0, 20.0, 20.0))
+          for i in range(N_IMAGES)]
+    backend = VLLMBackend(model="m", batch_size=4, llm=llm, sampling_params=lambda **kw: kw, linger=0.2)
+    summary = MCQRunner(backend, images=images, model=MODEL, box_convention="original", progress=False,
+                        chunk_size=256).run(qs, out)
+    assert summary.ok == N_IMAGES
+    stages = [s for call, _ in llm.calls for s in call]
+    assert stages.count("detection") == stages.count("question") == N_IMAGES
+    assert all(len(call) <= 4 for call, _ in llm.calls)
+    # no barrier: questions are asked while later images still wait for their detection (a chunk
+    # of 256 would send all 24 detections first)
+    assert stages.index("question") < len(stages) - 1 - stages[::-1].index("detection")
+    # answers reach the file batch by batch, not at the end of a chunk
+    asked = 0
+    for call, written in llm.calls:
+        assert written == asked
+        asked += call.count("question")
