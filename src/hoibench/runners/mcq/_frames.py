@@ -9,8 +9,9 @@ row (its adaptive choice), which made PNG encoding the largest cost of a run on 
 PNG is lossless, so the pixels the model sees are Pillow's resize exactly (tested); only the
 compressed bytes differ, and numpy and zlib release the interpreter lock while they work.
 
-The CPU-heavy step runs in worker *processes* for large runs (:func:`frame_pool`); each worker
-reads the file itself (the path travels, not the bytes).
+The CPU-heavy step runs in worker *processes* for large runs (:func:`frame_pool`,
+:func:`frame_file`); each worker reads the file itself (the path travels, not the bytes), checks it
+against the sha256 the runner keys the frame by, and returns the PNG with its own sha256.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ValidationError
+from hoibench.runners.mcq._boxes import model_frame
 
-__all__ = ["PNG_ENCODER", "encode_png", "frame_png", "frame_pool", "resize_rgb"]
+__all__ = ["PNG_ENCODER", "encode_png", "frame_file", "frame_png", "frame_pool", "resize_rgb"]
 
 #: what :func:`encode_png` writes, for records that name the encoder (a change would change bytes)
 PNG_ENCODER = "png:sub+zlib1-rle"
@@ -65,18 +67,37 @@ def resize_rgb(image: Any, width: int, height: int) -> Any:
     return rgb if rgb.size == (width, height) else rgb.resize((width, height))
 
 
+def _read(source: str | Path | bytes, sha256: str | None) -> bytes:
+    raw = source if isinstance(source, bytes) else Path(source).read_bytes()
+    if sha256 is not None and hashlib.sha256(raw).hexdigest() != sha256:
+        raise ValidationError(f"{source if not isinstance(source, bytes) else 'image'}: changed while the "
+                              "run was reading it (its sha256 differs); run again")
+    return raw
+
+
 def frame_png(source: str | Path | bytes, width: int, height: int, *, sha256: str | None = None) -> bytes:
     """The image at ``source`` (a path, or a file's bytes) resized to ``width`` x ``height`` and
     encoded as the runner sends it (:func:`encode_png`). ``sha256``: the digest the caller keys
     the result by; a file whose bytes no longer match it is refused (changed during the run)."""
     from PIL import Image
 
-    raw = source if isinstance(source, bytes) else Path(source).read_bytes()
-    if sha256 is not None and hashlib.sha256(raw).hexdigest() != sha256:
-        raise ValidationError(f"{source if not isinstance(source, bytes) else 'image'}: changed while the "
-                              "run was reading it (its sha256 differs); run again")
-    with Image.open(io.BytesIO(raw)) as im:
+    with Image.open(io.BytesIO(_read(source, sha256))) as im:
         return encode_png(resize_rgb(im, width, height))
+
+
+def frame_file(source: str | Path | bytes, convention: str, *, sha256: str | None = None,
+               min_pixels: int, max_pixels: int) -> tuple[int, int, bytes | None, str | None]:
+    """All of one image's preparation for ``mcq run`` in one call (a worker process's task: the
+    runner's process only hashes the file): the original size, and when ``convention``'s frame
+    resizes, the PNG :func:`frame_png` makes and its sha256 (else ``None, None``)."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(_read(source, sha256))) as im:
+        frame = model_frame(convention, im.width, im.height, min_pixels=min_pixels, max_pixels=max_pixels)
+        if not frame.resized:
+            return im.width, im.height, None, None
+        data = encode_png(resize_rgb(im, frame.sent_width, frame.sent_height))
+    return frame.width, frame.height, data, hashlib.sha256(data).hexdigest()
 
 
 def frame_pool() -> ProcessPoolExecutor:

@@ -46,7 +46,7 @@ from hoibench.runners.mcq._boxes import (
     resolve_box_convention,
 )
 from hoibench.runners.mcq._detections import match_person
-from hoibench.runners.mcq._frames import frame_png, frame_pool
+from hoibench.runners.mcq._frames import frame_file, frame_pool
 from hoibench.runners.mcq._parsing import parse_detection, parse_image_size, parse_letters
 from hoibench.runners.mcq._prompts import (
     ANSWER_FORMATS,
@@ -62,6 +62,8 @@ log = logging.getLogger(__name__)
 ANSWERS_KIND = "mcq_answers"
 #: distinct images from which a run resizes them in worker processes (fewer: in threads)
 _POOL_MIN_IMAGES = 64
+#: conventions whose frame may resize the image (prepared in the workers)
+_RESIZING = frozenset({"qwen2.5", "qwen3"})
 
 
 @dataclass(frozen=True)
@@ -289,28 +291,30 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         return _Image(frame, part, width, height)
 
     def _encode(self, path: Path, raw: bytes, digest: str) -> tuple[ModelFrame | None, ImagePart, int, int]:
-        from PIL import Image
-
-        with Image.open(io.BytesIO(raw)) as im:  # the header only: size and frame
-            width, height = im.size
-        if self.box_convention == "internvl":
-            frame = None
-        else:
+        if self.box_convention in _RESIZING:
+            # everything but the hash in one worker call: size, frame, resize, PNG and its sha256;
+            # the server sees a size it will not change again
+            width, height, data, data_digest = self._prepare(path, raw, digest)
             frame = model_frame(self.box_convention, width, height,
                                 min_pixels=self.min_pixels, max_pixels=self.max_pixels)
-        if frame is not None and frame.resized:
-            # resize once, here (in a worker process); the server sees a size it will not change again
-            data = self._resize(path, raw, digest, frame.sent_width, frame.sent_height)
-            return frame, ImagePart(path=str(path), data=data, mime="image/png",
-                                    digest=hashlib.sha256(data).hexdigest()), width, height
+            if data is not None:
+                return frame, ImagePart(path=str(path), data=data, mime="image/png", digest=data_digest), width, height
+        else:
+            from PIL import Image
+
+            with Image.open(io.BytesIO(raw)) as im:  # the header only: size and frame
+                width, height = im.size
+            frame = None if self.box_convention == "internvl" else model_frame(
+                self.box_convention, width, height, min_pixels=self.min_pixels, max_pixels=self.max_pixels)
         mime = mimetypes.guess_type(path.name)[0] or "image/jpeg"
         return frame, ImagePart(path=str(path), data=raw, mime=mime, digest=digest), width, height
 
-    def _resize(self, path: Path, raw: bytes, digest: str, width: int, height: int) -> bytes:
-        """:func:`frame_png` in a worker process (which reads ``path`` itself and checks it against
-        ``digest``); in this thread for small runs (starting the workers costs more than they
-        save) and when processes cannot start (a ``__main__`` without a main guard, a sandbox
+    def _prepare(self, path: Path, raw: bytes, digest: str) -> tuple[int, int, bytes | None, str | None]:
+        """:func:`frame_file` in a worker process (which reads ``path`` itself and checks it
+        against ``digest``); in this thread for small runs (starting the workers costs more than
+        they save) and when processes cannot start (a ``__main__`` without a main guard, a sandbox
         without semaphores)."""
+        kwargs = {"min_pixels": self.min_pixels, "max_pixels": self.max_pixels}
         with self._pool_lock:
             if self._pool is None and not self._no_pool:
                 try:
@@ -320,13 +324,13 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
             pool = self._pool
         if pool is not None:
             try:
-                return pool.submit(frame_png, str(path), width, height, sha256=digest).result()
+                return pool.submit(frame_file, str(path), self.box_convention, sha256=digest, **kwargs).result()
             except (BrokenProcessPool, RuntimeError, OSError):
                 with self._pool_lock:
                     if not self._no_pool:
                         log.warning("image workers could not start; preparing images in threads")
                     self._no_pool = True
-        return frame_png(raw, width, height)
+        return frame_file(raw, self.box_convention, **kwargs)
 
     # ------------------------------------------------------------------ run
     def run(self, questions: Sequence[MCQuestion], out: str | Path, *,
