@@ -94,3 +94,18 @@ def test_exports_hold_the_bytes_the_runner_sends(tmp_path: Path, convention: str
                     resize_images=True)
     rows = [json.loads(line) for line in (tmp_path / "ft" / "hoibench_mcq_train.jsonl").read_text().splitlines()]
     assert {r["id"]: Path(r["images"][0]).read_bytes() for r in rows} == sent
+
+
+def test_the_data_url_on_the_wire_is_the_prepared_png(tmp_path: Path):
+    from hoibench.models import make_backend
+    from hoibench.testing import FakeChatServer, request_image
+
+    images = tmp_path / "images"
+    images.mkdir()
+    _photo(640, 480, seed=1).save(images / "im0.jpg", quality=90)
+    frame = model_frame("qwen2.5", 640, 480)
+    with FakeChatServer() as server:
+        backend = make_backend("openai", model=MODEL, base_urls=[server.url], concurrency=2)
+        MCQRunner(backend, images=images, model=MODEL, progress=False).run(_questions(1), tmp_path / "a.jsonl")
+        sent = request_image(server.bodies[0])
+    assert sent == frame_png(images / "im0.jpg", frame.sent_width, frame.sent_height)

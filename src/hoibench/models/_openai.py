@@ -49,7 +49,8 @@ def _image_url(part: ImagePart, memo: dict[Any, str]) -> str:
     key = part.digest or id(part)
     url = memo.get(key)
     if url is None:
-        url = f"data:{part.mime};base64,{base64.b64encode(part.read_bytes()).decode('ascii')}"
+        b64 = part.b64 if part.b64 is not None else base64.b64encode(part.read_bytes()).decode("ascii")
+        url = f"data:{part.mime};base64,{b64}"
         memo[key] = url
     return url
 

@@ -16,6 +16,7 @@ against the sha256 the runner keys the frame by, and returns the PNG with its ow
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import multiprocessing
@@ -23,6 +24,7 @@ import os
 import struct
 import zlib
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ import numpy as np
 from hoibench._exceptions import ValidationError
 from hoibench.runners.mcq._boxes import model_frame
 
-__all__ = ["PNG_ENCODER", "encode_png", "frame_file", "frame_png", "frame_pool", "resize_rgb"]
+__all__ = ["PNG_ENCODER", "PreparedFile", "encode_png", "frame_file", "frame_png", "frame_pool", "resize_rgb"]
 
 #: what :func:`encode_png` writes, for records that name the encoder (a change would change bytes)
 PNG_ENCODER = "png:sub+zlib1-rle"
@@ -85,19 +87,32 @@ def frame_png(source: str | Path | bytes, width: int, height: int, *, sha256: st
         return encode_png(resize_rgb(im, width, height))
 
 
+@dataclass(frozen=True)
+class PreparedFile:
+    """What :func:`frame_file` returns: the original size, and when the frame resizes, the PNG
+    sent, its sha256 and its base64 text (``None`` each when the file is sent as it is)."""
+
+    width: int
+    height: int
+    png: bytes | None = None
+    sha256: str | None = None
+    b64: str | None = None
+
+
 def frame_file(source: str | Path | bytes, convention: str, *, sha256: str | None = None,
-               min_pixels: int, max_pixels: int) -> tuple[int, int, bytes | None, str | None]:
+               min_pixels: int, max_pixels: int) -> PreparedFile:
     """All of one image's preparation for ``mcq run`` in one call (a worker process's task: the
-    runner's process only hashes the file): the original size, and when ``convention``'s frame
-    resizes, the PNG :func:`frame_png` makes and its sha256 (else ``None, None``)."""
+    runner's process only hashes the file): the size, the frame, and when it resizes, the PNG
+    :func:`frame_png` makes, with its sha256 and base64 (what a request body carries)."""
     from PIL import Image
 
     with Image.open(io.BytesIO(_read(source, sha256))) as im:
         frame = model_frame(convention, im.width, im.height, min_pixels=min_pixels, max_pixels=max_pixels)
         if not frame.resized:
-            return im.width, im.height, None, None
+            return PreparedFile(im.width, im.height)
         data = encode_png(resize_rgb(im, frame.sent_width, frame.sent_height))
-    return frame.width, frame.height, data, hashlib.sha256(data).hexdigest()
+    return PreparedFile(frame.width, frame.height, data, hashlib.sha256(data).hexdigest(),
+                        base64.b64encode(data).decode("ascii"))
 
 
 def frame_pool() -> ProcessPoolExecutor:

@@ -46,7 +46,7 @@ from hoibench.runners.mcq._boxes import (
     resolve_box_convention,
 )
 from hoibench.runners.mcq._detections import match_person
-from hoibench.runners.mcq._frames import frame_file, frame_pool
+from hoibench.runners.mcq._frames import PreparedFile, frame_file, frame_pool
 from hoibench.runners.mcq._parsing import parse_detection, parse_image_size, parse_letters
 from hoibench.runners.mcq._prompts import (
     ANSWER_FORMATS,
@@ -118,8 +118,12 @@ class FrameCache:
                 self.hits += 1
             return hit
 
+    @staticmethod
+    def _size(part: ImagePart) -> int:
+        return len(part.data or b"") + len(part.b64 or "")
+
     def put(self, key: tuple[Any, ...], value: tuple[ModelFrame | None, ImagePart, int, int]) -> None:
-        size = len(value[1].data or b"")
+        size = self._size(value[1])
         with self._lock:
             if key in self._items or size > self.max_bytes:
                 return
@@ -127,7 +131,7 @@ class FrameCache:
             self._bytes += size
             while self._bytes > self.max_bytes:
                 old = self._items.pop(next(iter(self._items)))
-                self._bytes -= len(old[1].data or b"")
+                self._bytes -= self._size(old[1])
 
 
 @dataclass
@@ -287,18 +291,20 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
             raise ValidationError(f"question {q.id!r}: image {path} is {width}x{height} but the "
                                   f"question says {q.width}x{q.height}")
         if part.path != str(path):  # the same content under another name
-            part = ImagePart(path=str(path), data=part.data, mime=part.mime, digest=part.digest)
+            part = ImagePart(path=str(path), data=part.data, mime=part.mime, digest=part.digest, b64=part.b64)
         return _Image(frame, part, width, height)
 
     def _encode(self, path: Path, raw: bytes, digest: str) -> tuple[ModelFrame | None, ImagePart, int, int]:
         if self.box_convention in _RESIZING:
             # everything but the hash in one worker call: size, frame, resize, PNG and its sha256;
             # the server sees a size it will not change again
-            width, height, data, data_digest = self._prepare(path, raw, digest)
+            prep = self._prepare(path, raw, digest)
+            width, height = prep.width, prep.height
             frame = model_frame(self.box_convention, width, height,
                                 min_pixels=self.min_pixels, max_pixels=self.max_pixels)
-            if data is not None:
-                return frame, ImagePart(path=str(path), data=data, mime="image/png", digest=data_digest), width, height
+            if prep.png is not None:
+                part = ImagePart(path=str(path), data=prep.png, mime="image/png", digest=prep.sha256, b64=prep.b64)
+                return frame, part, width, height
         else:
             from PIL import Image
 
@@ -309,7 +315,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         mime = mimetypes.guess_type(path.name)[0] or "image/jpeg"
         return frame, ImagePart(path=str(path), data=raw, mime=mime, digest=digest), width, height
 
-    def _prepare(self, path: Path, raw: bytes, digest: str) -> tuple[int, int, bytes | None, str | None]:
+    def _prepare(self, path: Path, raw: bytes, digest: str) -> PreparedFile:
         """:func:`frame_file` in a worker process (which reads ``path`` itself and checks it
         against ``digest``); in this thread for small runs (starting the workers costs more than
         they save) and when processes cannot start (a ``__main__`` without a main guard, a sandbox
