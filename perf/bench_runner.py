@@ -86,12 +86,16 @@ def make_inputs(root: Path, n: int, photos: bool = False):
     return img_dir, qs
 
 
+IMAGE_WORKERS = "auto"  # --image-workers
+
+
 def runner(url: str, img_dir: Path, concurrency: int, cache: Path, convention: str = "auto"):
     from hoibench.models import CachedBackend, make_backend
     from hoibench.runners import MCQRunner
 
     backend = CachedBackend(make_backend("openai", model=MODEL, base_urls=[url], concurrency=concurrency), cache)
-    return MCQRunner(backend, images=img_dir, model=MODEL, progress=False, box_convention=convention)
+    return MCQRunner(backend, images=img_dir, model=MODEL, progress=False, box_convention=convention,
+                     image_workers=IMAGE_WORKERS)
 
 
 class CPUMeter:
@@ -163,8 +167,10 @@ def prepare_alone(img_dir: Path, qs) -> float:
     from hoibench.models import ScriptedBackend
     from hoibench.runners import MCQRunner
 
-    r = MCQRunner(ScriptedBackend(lambda req: "A", model=MODEL), images=img_dir, model=MODEL, progress=False)
+    r = MCQRunner(ScriptedBackend(lambda req: "A", model=MODEL), images=img_dir, model=MODEL, progress=False,
+                  image_workers=IMAGE_WORKERS)
     r.check(qs)
+    r._no_pool = r._threads_only(len(qs))  # as a run decides
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(4, 2 * (os.cpu_count() or 1))) as pool:  # as the runner
         list(pool.map(r._prepare_image, qs))
@@ -249,14 +255,18 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--delay", type=float, default=0.2)
     ap.add_argument("--photos", action="store_true", help="natural photographs instead of placeholders")
+    ap.add_argument("--image-workers", choices=("auto", "threads", "processes"), default="auto",
+                    help="MCQRunner(image_workers=...)")
     args = ap.parse_args()
+    global IMAGE_WORKERS
+    IMAGE_WORKERS = args.image_workers
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         img_dir, qs = make_inputs(root, args.questions, args.photos)
         n = len(qs)
         print(f"{n} questions, {len({q.file_name for q in qs})} distinct images at HICO-DET sizes "
               f"({'photographs' if args.photos else 'solid-colour placeholders'}), {os.cpu_count()} CPUs "
-              f"(load average {os.getloadavg()[0]:.2f}), best of {args.repeats}")
+              f"(load average {os.getloadavg()[0]:.2f}), image workers {args.image_workers}, best of {args.repeats}")
         prep = min(prepare_alone(img_dir, qs) for _ in range(args.repeats))
         print(f"  image preparation alone           : {n / prep:7.1f} images/s ({prep:.2f} s)")
 

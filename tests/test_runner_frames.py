@@ -109,3 +109,8 @@ def test_the_data_url_on_the_wire_is_the_prepared_png(tmp_path: Path):
         MCQRunner(backend, images=images, model=MODEL, progress=False).run(_questions(1), tmp_path / "a.jsonl")
         sent = request_image(server.bodies[0])
     assert sent == frame_png(images / "im0.jpg", frame.sent_width, frame.sent_height)
+
+
+def test_image_workers_is_checked(tmp_path: Path):
+    with pytest.raises(ValueError, match="image_workers must be one of"):
+        MCQRunner(ScriptedBackend(lambda req: "A"), images=tmp_path, image_workers="gpu")

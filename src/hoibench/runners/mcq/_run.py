@@ -13,6 +13,7 @@ import hashlib
 import io
 import logging
 import mimetypes
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -62,6 +63,8 @@ log = logging.getLogger(__name__)
 ANSWERS_KIND = "mcq_answers"
 #: distinct images from which a run resizes them in worker processes (fewer: in threads)
 _POOL_MIN_IMAGES = 64
+#: where images are prepared (``MCQRunner(image_workers=...)``)
+IMAGE_WORKERS = ("auto", "threads", "processes")
 #: conventions whose frame may resize the image (prepared in the workers)
 _RESIZING = frozenset({"qwen2.5", "qwen3"})
 
@@ -192,6 +195,13 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
     frames:
         A :class:`FrameCache` to share prepared images with other runners (``--permutations``);
         default: one of this runner's own.
+    image_workers:
+        Where images are resized and encoded: ``threads`` (every step of :func:`frame_file`
+        but a little Python releases the interpreter lock; no copies between processes),
+        ``processes`` (worker processes: no interpreter lock shared with the event loop, at the
+        price of pickling every PNG back), or ``auto`` (threads on up to 4 CPUs, where they cost
+        a quarter less CPU per image in ``perf/bench_runner.py``; processes above). Runs with
+        fewer than 64 distinct images always use threads. The bytes are the same either way.
     """
 
     def __init__(self, backend: ChatBackend, *, images: str | Path, follow_symlinks: bool = False,
@@ -203,7 +213,10 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
                  iou_threshold: float = 0.5, strict_iou: bool = False,
                  strict_detection_parser: bool = False, box_shift: float = 0.0, min_pixels: int = QWEN_MIN_PIXELS,
                  max_pixels: int = QWEN_MAX_PIXELS, chunk_size: int = 256, progress: bool = True,
-                 extra_header: Mapping[str, Any] | None = None, frames: FrameCache | None = None) -> None:
+                 extra_header: Mapping[str, Any] | None = None, frames: FrameCache | None = None,
+                 image_workers: str = "auto") -> None:
+        if image_workers not in IMAGE_WORKERS:
+            raise ConfigError(f"image_workers must be one of {list(IMAGE_WORKERS)}; got {image_workers!r}")
         if setting not in (None, 1, 2, 3):
             raise ConfigError(f"setting must be 1, 2 or 3; got {setting!r}")
         if answer_format not in ANSWER_FORMATS:
@@ -239,6 +252,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         self.progress = progress
         self.extra_header = dict(extra_header or {})
         self.frames = frames if frames is not None else FrameCache()
+        self.image_workers = image_workers
         self._pool: ProcessPoolExecutor | None = None  # resize workers, started on first need
         self._pool_lock = threading.Lock()
         self._no_pool = False  # set for small runs and when worker processes cannot start
@@ -315,6 +329,13 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         mime = mimetypes.guess_type(path.name)[0] or "image/jpeg"
         return frame, ImagePart(path=str(path), data=raw, mime=mime, digest=digest), width, height
 
+    def _threads_only(self, n_images: int) -> bool:
+        """Whether a run over ``n_images`` distinct images prepares them in threads only."""
+        workers = self.image_workers
+        if workers == "auto":
+            workers = "threads" if (os.cpu_count() or 1) <= 4 else "processes"
+        return workers == "threads" or n_images < _POOL_MIN_IMAGES
+
     def _prepare(self, path: Path, raw: bytes, digest: str) -> PreparedFile:
         """:func:`frame_file` in a worker process (which reads ``path`` itself and checks it
         against ``digest``); in this thread for small runs (starting the workers costs more than
@@ -348,7 +369,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         source = questions_file if questions_file is not None else getattr(questions, "path", None)
         self._questions_file = None if source is None else str(source)
         self._paths.clear()
-        self._no_pool = len({q.file_name for q in questions}) < _POOL_MIN_IMAGES
+        self._no_pool = self._threads_only(len({q.file_name for q in questions}))
         if self.setting is not None:
             questions = [q if q.setting == self.setting else q.with_setting(self.setting) for q in questions]
         try:
