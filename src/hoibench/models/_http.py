@@ -25,8 +25,6 @@ from urllib.parse import urlsplit
 
 __all__ = ["ConnectFailed", "HTTPPool", "HTTPReply", "TransportFailed", "uses_proxy"]
 
-#: idle keep-alive connections kept per server (more are opened when needed, closed on return)
-_MAX_IDLE = 256
 
 
 class ConnectFailed(OSError):
@@ -71,7 +69,8 @@ class HTTPPool:
     """Keep-alive connections to one server (``base_url`` such as ``http://host:8000/v1``);
     :meth:`post` sends one request on an idle connection or a new one."""
 
-    def __init__(self, base_url: str, *, headers: Mapping[str, str], ssl_context: ssl.SSLContext | None) -> None:
+    def __init__(self, base_url: str, *, headers: Mapping[str, str], ssl_context: ssl.SSLContext | None,
+                 max_idle: int = 256) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {base_url!r}")
@@ -84,6 +83,7 @@ class HTTPPool:
             host = f"[{self.host}]" if parts.port is None else f"[{self.host}]:{parts.port}"
         self._head = "".join(f"{k}: {v}\r\n" for k, v in {"Host": host, **headers}.items()).encode("latin-1")
         self._idle: list[_Conn] = []
+        self.max_idle = max_idle  # idle keep-alive connections kept (more open when needed, closed on return)
 
     async def _connect(self) -> _Conn:
         try:
@@ -136,7 +136,7 @@ class HTTPPool:
                 raise _Stale from exc
             raise TransportFailed(f"{type(exc).__name__}: {exc}") from exc
         finally:
-            if done and len(self._idle) < _MAX_IDLE:
+            if done and len(self._idle) < self.max_idle:
                 self._idle.append(conn)
             else:
                 conn.close()

@@ -327,7 +327,8 @@ class _OpenAISession(ChatSession):
             return _HttpxPool(httpx, url, headers=headers, connections=2 * self.b.concurrency,
                               timeout=self.b.timeout)
         try:
-            return HTTPPool(url, headers=headers, ssl_context=_ssl_context() if url.startswith("https:") else None)
+            return HTTPPool(url, headers=headers, ssl_context=_ssl_context() if url.startswith("https:") else None,
+                            max_idle=2 * self.b.concurrency)
         except ValueError as exc:
             raise ConfigError(f"--base-url {url!r}: {exc}") from None
 
