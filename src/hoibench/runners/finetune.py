@@ -19,7 +19,8 @@ with the same ``smart_resize`` rule and pixel limits as the runner (``QWEN_MIN_P
 ``QWEN_MAX_PIXELS``), so the model sees the size the boxes are written for, provided the framework
 does not shrink it first (LLaMA-Factory's ``image_max_pixels`` defaults to 768²;
 ``hoibench_export.json`` lists the settings that keep every image). ``resize_images=True``
-writes the resized image the runner sends (PNG) under ``images/`` instead.
+writes the image the runner sends under ``images/`` instead, byte for byte (the PNG of
+:func:`~hoibench.runners.mcq.frame_png`, or the file itself when the frame keeps it).
 """
 
 from __future__ import annotations
