@@ -2,7 +2,11 @@
 questions, one distinct image each, placeholder JPEGs at the real HICO-DET sizes, Qwen2.5 frame:
 resize + PNG encode) against fake OpenAI-compatible servers in separate processes.
 
-    python perf/bench_runner.py [--questions 1274] [--repeats 1]
+    python perf/bench_runner.py [--questions 1274] [--repeats 1] [--photos]
+
+``--photos``: natural photographs instead of solid-colour placeholders (distinct crops of
+matplotlib's sample photo ``grace_hopper.jpg``, at the same sizes), whose resize and lossless PNG
+cost far more than a flat colour's.
 
 Prints, all measured in the same run:
 
@@ -10,9 +14,15 @@ Prints, all measured in the same run:
 2. 200 ms server, concurrency 128: rate / min(ideal 640 q/s, image preparation alone); target >= 0.85.
    Image preparation alone = the runner's own preparation (read, hash, decode, resize, PNG
    encode) of every image in the same worker pool, nothing else running.
-3. instant server, concurrency 32: rate / the best bare client (an asyncio httpx client with one
-   shared pool per server, and one with 8 pools, sending the already-prepared request bodies; the
-   faster counts); target >= 0.80.
+3. instant server, concurrency 32: rate / the best bare httpx client sending the already-prepared
+   request bodies (an asyncio client with one shared pool per server, and one with 8 pools);
+   target >= 0.80. Also printed: the rate / a bare client on hoibench's own lean HTTP/1.1 pool
+   (the transport the runner uses since it left httpx), which shows what the runner's own
+   per-question work (prompt, SQLite cache, answers file) costs beyond the transport.
+
+Each runner line is followed by the CPU milliseconds per question of the runner process, its image
+workers and the fake server (``psutil``), the figure that a busy shared machine distorts least:
+on 2 cores, 136 q/s needs at most 2 / 136 s = 14.7 ms per question in all.
 
 The runner's figures include everything a real run does: image preparation, prompts, the SQLite
 cache, the answers file and its final rewrite.
@@ -49,10 +59,12 @@ def start_server(delay: float) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port}/v1"
 
 
-def make_inputs(root: Path, n: int):
-    """The released questions (first ``n``) and one placeholder JPEG per image at its real size."""
+def make_inputs(root: Path, n: int, photos: bool = False):
+    """The released questions (first ``n``) and one JPEG per image at its real size: a solid
+    colour, or with ``photos`` a distinct crop of a natural photograph."""
     import json
 
+    from matplotlib import cbook
     from PIL import Image
 
     from hoibench.formats import read_questions
@@ -62,10 +74,19 @@ def make_inputs(root: Path, n: int):
     sizes = dict(zip(inst["filenames"], inst["size"]))
     img_dir = root / "images"
     img_dir.mkdir()
+    photo = Image.open(cbook.get_sample_data("grace_hopper.jpg")).convert("RGB") if photos else None
     for k, q in enumerate(dict.fromkeys(q.file_name for q in qs)):
         w, h = sizes[q]
-        Image.new("RGB", (w, h), (k % 256, (7 * k) % 256, 30)).save(img_dir / q, quality=90)
+        if photo is None:
+            im = Image.new("RGB", (w, h), (k % 256, (7 * k) % 256, 30))
+        else:  # a different crop each (no two images alike), scaled to the real size
+            x, y = k % 97, (k // 97) % 100
+            im = photo.crop((x, y, x + 400, y + 500)).resize((w, h))
+        im.save(img_dir / q, quality=90)
     return img_dir, qs
+
+
+IMAGE_WORKERS = "auto"  # --image-workers
 
 
 def runner(url: str, img_dir: Path, concurrency: int, cache: Path, convention: str = "auto"):
@@ -73,17 +94,72 @@ def runner(url: str, img_dir: Path, concurrency: int, cache: Path, convention: s
     from hoibench.runners import MCQRunner
 
     backend = CachedBackend(make_backend("openai", model=MODEL, base_urls=[url], concurrency=concurrency), cache)
-    return MCQRunner(backend, images=img_dir, model=MODEL, progress=False, box_convention=convention)
+    return MCQRunner(backend, images=img_dir, model=MODEL, progress=False, box_convention=convention,
+                     image_workers=IMAGE_WORKERS)
 
 
-def run_runner(url: str, img_dir: Path, qs, out: Path, concurrency: int, convention: str = "auto") -> float:
+class CPUMeter:
+    """CPU seconds of this process, its descendants (the image workers) and the fake server
+    while the block runs (polled: workers end with the run), for per-question CPU budgets that a
+    busy shared machine does not distort the way it distorts wall-clock rates."""
+
+    def __init__(self, server_pid: int | None = None) -> None:
+        import psutil
+
+        self._psutil = psutil
+        self.server_pid = server_pid
+        self.seconds: dict[str, float] = {}
+
+    def _sample(self) -> dict[int, tuple[str, float]]:
+        me = self._psutil.Process()
+        procs = [("runner", me)] + [("workers", p) for p in me.children(recursive=True) if p.pid != self.server_pid]
+        if self.server_pid is not None:
+            procs.append(("server", self._psutil.Process(self.server_pid)))
+        out = {}
+        for role, p in procs:
+            try:
+                t = p.cpu_times()
+                out[p.pid] = (role, t.user + t.system)
+            except self._psutil.Error:
+                pass
+        return out
+
+    def __enter__(self) -> CPUMeter:
+        import threading
+
+        self._start = self._sample()
+        self._last = dict(self._start)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+        return self
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.05):
+            self._last.update(self._sample())
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._last.update(self._sample())
+        for pid, (role, t) in self._last.items():
+            self.seconds[role] = self.seconds.get(role, 0.0) + t - self._start.get(pid, (role, 0.0))[1]
+
+    def per_question(self, n: int) -> str:
+        parts = [f"{k} {1000 * v / n:.2f}" for k, v in sorted(self.seconds.items())]
+        return f"CPU ms/question: {', '.join(parts)}; total {1000 * sum(self.seconds.values()) / n:.2f}"
+
+
+def run_runner(url: str, img_dir: Path, qs, out: Path, concurrency: int, convention: str = "auto",
+               server_pid: int | None = None) -> tuple[float, str]:
     r = runner(url, img_dir, concurrency, out.with_suffix(".sqlite"), convention)
-    t0 = time.perf_counter()
-    s = r.run(qs, out)
-    dt = time.perf_counter() - t0
+    with CPUMeter(server_pid) as cpu:
+        t0 = time.perf_counter()
+        s = r.run(qs, out)
+        dt = time.perf_counter() - t0
     r.backend.cache.close()
     assert s.ok + s.parse_error == len(qs) and s.requests == len(qs), s
-    return dt
+    return dt, cpu.per_question(len(qs))
 
 
 def prepare_alone(img_dir: Path, qs) -> float:
@@ -91,8 +167,10 @@ def prepare_alone(img_dir: Path, qs) -> float:
     from hoibench.models import ScriptedBackend
     from hoibench.runners import MCQRunner
 
-    r = MCQRunner(ScriptedBackend(lambda req: "A", model=MODEL), images=img_dir, model=MODEL, progress=False)
+    r = MCQRunner(ScriptedBackend(lambda req: "A", model=MODEL), images=img_dir, model=MODEL, progress=False,
+                  image_workers=IMAGE_WORKERS)
     r.check(qs)
+    r._no_pool = r._threads_only(len(qs))  # as a run decides
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=max(4, 2 * (os.cpu_count() or 1))) as pool:  # as the runner
         list(pool.map(r._prepare_image, qs))
@@ -146,29 +224,62 @@ def bare_client(url: str, bodies: list[bytes], concurrency: int, pools: int) -> 
     return time.perf_counter() - t0
 
 
+def lean_client(url: str, bodies: list[bytes], concurrency: int) -> float:
+    """The bare client on the runner's own transport (:class:`hoibench.models._http.HTTPPool`)."""
+    import orjson
+
+    from hoibench.models._http import HTTPPool
+
+    async def main() -> None:
+        pool = HTTPPool(url, headers={"Content-Type": "application/json"}, ssl_context=None)
+        queue: asyncio.Queue[bytes] = asyncio.Queue()
+        for b in bodies:
+            queue.put_nowait(b)
+
+        async def worker() -> None:
+            while not queue.empty():
+                r = await pool.post("/chat/completions", queue.get_nowait())
+                orjson.loads(r.content)
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        await pool.aclose()
+
+    t0 = time.perf_counter()
+    asyncio.run(main())
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--questions", type=int, default=1274)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--delay", type=float, default=0.2)
+    ap.add_argument("--photos", action="store_true", help="natural photographs instead of placeholders")
+    ap.add_argument("--image-workers", choices=("auto", "threads", "processes"), default="auto",
+                    help="MCQRunner(image_workers=...)")
     args = ap.parse_args()
+    global IMAGE_WORKERS
+    IMAGE_WORKERS = args.image_workers
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        img_dir, qs = make_inputs(root, args.questions)
+        img_dir, qs = make_inputs(root, args.questions, args.photos)
         n = len(qs)
-        print(f"{n} questions, {len({q.file_name for q in qs})} distinct images at HICO-DET sizes, "
-              f"{os.cpu_count()} CPUs (shared machine), best of {args.repeats}")
+        print(f"{n} questions, {len({q.file_name for q in qs})} distinct images at HICO-DET sizes "
+              f"({'photographs' if args.photos else 'solid-colour placeholders'}), {os.cpu_count()} CPUs "
+              f"(load average {os.getloadavg()[0]:.2f}), image workers {args.image_workers}, best of {args.repeats}")
         prep = min(prepare_alone(img_dir, qs) for _ in range(args.repeats))
         print(f"  image preparation alone           : {n / prep:7.1f} images/s ({prep:.2f} s)")
 
         proc, url = start_server(args.delay)
         try:
             for conc in (32, 128):
-                dt = min(run_runner(url, img_dir, qs, root / f"s{conc}_{r}.jsonl", conc) for r in range(args.repeats))
+                dt, cpu = min(run_runner(url, img_dir, qs, root / f"s{conc}_{r}.jsonl", conc, server_pid=proc.pid)
+                              for r in range(args.repeats))
                 ideal = conc / args.delay
                 bound = ideal if conc == 32 else min(ideal, n / prep)
                 print(f"  {args.delay * 1000:.0f} ms server, concurrency {conc:3d}  : {n / dt:7.1f} q/s ({dt:.2f} s); "
-                      f"ideal {ideal:.0f} q/s; ratio {n / dt / bound:.2f} of {bound:.0f} q/s (target 0.85)")
+                      f"ideal {ideal:.0f} q/s; ratio {n / dt / bound:.2f} of {bound:.0f} q/s (target 0.85)\n"
+                      f"      {cpu}")
         finally:
             proc.stdin.close()  # type: ignore[union-attr]
             proc.wait(10)
@@ -177,23 +288,24 @@ def main() -> None:
             bodies = prepared_bodies(img_dir, qs, convention)
             proc, url = start_server(0.0)
             try:
-                bare = {pools: min(bare_client(url, bodies, 32, pools) for _ in range(args.repeats))
-                        for pools in (1, 8)}
-                dt = min(run_runner(url, img_dir, qs, root / f"i_{convention}_{r}.jsonl", 32, convention)
-                         for r in range(args.repeats))
+                bare = {f"bare httpx, {pools} pool(s)": min(bare_client(url, bodies, 32, pools)
+                                                             for _ in range(args.repeats)) for pools in (1, 8)}
+                bare["bare lean HTTPPool"] = min(lean_client(url, bodies, 32) for _ in range(args.repeats))
+                dt, cpu = min(run_runner(url, img_dir, qs, root / f"i_{convention}_{r}.jsonl", 32, convention,
+                                         server_pid=proc.pid) for r in range(args.repeats))
             finally:
                 proc.stdin.close()  # type: ignore[union-attr]
                 proc.wait(10)
             label = "qwen2.5 frame" if convention == "auto" else "--box-convention original"
-            for pools, b in bare.items():
-                print(f"  instant server, {label}, bare httpx, {pools} pool(s): {n / b:7.1f} req/s ({b:.2f} s)")
-            best = min(bare.values())
-            print(f"  instant server, {label}, MCQRunner: {n / dt:7.1f} q/s ({dt:.2f} s); ratio {best / dt:.2f} "
-                  f"of the best bare client (target 0.80); {n / dt / min(n / best, n / prep):.2f} of "
-                  "min(bare client, image preparation alone)" if convention == "auto" else
-                  f"  instant server, {label}, MCQRunner: {n / dt:7.1f} q/s ({dt:.2f} s); ratio {best / dt:.2f} "
-                  "of the best bare client (target 0.80)")
-
+            for name, b in bare.items():
+                print(f"  instant server, {label}, {name}: {n / b:7.1f} req/s ({b:.2f} s)")
+            best_httpx = min(v for k, v in bare.items() if "httpx" in k)
+            lean = bare["bare lean HTTPPool"]
+            print(f"  instant server, {label}, MCQRunner: {n / dt:7.1f} q/s ({dt:.2f} s); "
+                  f"ratio {best_httpx / dt:.2f} of the best bare httpx client (target 0.80), "
+                  f"{lean / dt:.2f} of the bare lean HTTPPool client"
+                  + (f"; {n / dt / min(n / best_httpx, n / prep):.2f} of min(bare httpx client, image "
+                     "preparation alone)" if convention == "auto" else "") + f"\n      {cpu}")
 
 if __name__ == "__main__":
     main()

@@ -449,8 +449,10 @@ def test_worker_processes_prepare_the_same_bytes_as_threads(tmp_path, images, mo
     def sent(tag: str) -> list[str]:
         seen: list[str] = []
         backend = ScriptedBackend(lambda req: seen.append(req.messages[0].parts[0].content_hash()) or "A", model=MODEL)
-        runner = MCQRunner(backend, images=images, model=MODEL, progress=False)  # Qwen2.5: resized
+        runner = MCQRunner(backend, images=images, model=MODEL, progress=False,  # Qwen2.5: resized
+                           image_workers=tag)
         runner.run(_questions(8, n_images=8), tmp_path / f"{tag}.jsonl")
+        assert runner._no_pool is (tag == "threads")  # processes did run (no fallback)
         return seen
 
     monkeypatch.setattr(_run, "_POOL_MIN_IMAGES", 10**9)

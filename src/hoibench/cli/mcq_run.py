@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from hoibench.cli._common import console, emit_json, err_console, json_option
+from hoibench.models._openai import ROUTINGS
 
 __all__ = ["analyze", "run"]
 
@@ -36,6 +37,10 @@ def _file_id(path: str) -> str:
                                       "simplest); repeat for several: each request goes to the one "
                                       "with the fewest outstanding, failing servers are skipped.")
 @click.option("--concurrency", type=int, default=16, show_default=True, help="Requests in flight (openai).")
+@click.option("--routing", type=click.Choice(ROUTINGS), default=ROUTINGS[0], show_default=True,
+              help="Several --base-urls (openai): each request to the server with the fewest outstanding, "
+                   "or image-affinity: every request with the same image to the same server (its prefix "
+                   "cache serves the K orders of --permutations), the next healthy one when it fails.")
 @click.option("--batch-size", type=int, default=32, show_default=True, help="Batch size (vllm, transformers).")
 @click.option("--engine-kwargs", default=None, metavar="JSON",
               help="Offline engine options: vllm.LLM keywords for --backend vllm (e.g. "
@@ -90,7 +95,7 @@ def _file_id(path: str) -> str:
 @click.option("--no-progress", is_flag=True)
 @json_option("Summary")
 def run(questions_path: str, images: str, follow_symlinks: bool, model: str, backend: str, base_urls: tuple[str, ...],
-        concurrency: int, batch_size: int, engine_kwargs: str | None, min_pixels: int | None,
+        concurrency: int, routing: str, batch_size: int, engine_kwargs: str | None, min_pixels: int | None,
         max_pixels: int | None, shard: str | None, extra_body: str | None, setting: str | None, box_convention: str,
         detections: str | None, limit: int | None, out: str, cache: str | None, template: str,
         answer_format: str, seed: int, permutation: int, n_orders: int, max_tokens: int,
@@ -150,7 +155,7 @@ def run(questions_path: str, images: str, follow_symlinks: bool, model: str, bac
         raise ConfigError(f"--min-pixels ({px_min}) must not exceed --max-pixels ({px_max})")
     if backend == "openai":
         inner = make_backend("openai", model=model, base_urls=base_urls, concurrency=concurrency,
-                             max_retries=max_retries, timeout=timeout, extra_body=extra)
+                             max_retries=max_retries, timeout=timeout, extra_body=extra, routing=routing)
     elif backend == "vllm":
         inner = make_backend("vllm", model=model, batch_size=batch_size, engine_kwargs=engine)
     else:

@@ -46,6 +46,9 @@ class ImagePart:
     mime: str = "image/jpeg"
     #: sha256 of the bytes when the caller already knows it (saves re-hashing per request)
     digest: str | None = field(default=None, compare=False)
+    #: ``data`` as base64 when the caller already encoded it (the runner's image workers do, so
+    #: that the event loop's process does not)
+    b64: str | None = field(default=None, compare=False, repr=False)
 
     def content_hash(self) -> str:
         """sha256 of the image bytes (the cache key uses content, not the path)."""

@@ -1,5 +1,5 @@
-"""Any OpenAI-compatible chat server (``vllm serve``, SGLang, hosted APIs) over ``httpx``: one
-long-lived client per server (one SSL context for all), each request routed to the server with
+"""Any OpenAI-compatible chat server (``vllm serve``, SGLang, hosted APIs) over a lean HTTP/1.1
+client (:mod:`hoibench.models._http`; httpx behind a proxy): one long-lived pool per server (one SSL context for all), each request routed to the server with
 the fewest requests outstanding, a circuit breaker per server (consecutive failures open it for a
 backoff period, one half-open probe closes it again), ``Retry-After`` honoured, backoff waits
 that hold no concurrency slot, and ``timeout`` as a total deadline per attempt (connect to last
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import functools
+import hashlib
 import os
 import random
 import ssl
@@ -36,15 +37,20 @@ from hoibench.models._backend import (
     ServerStats,
     TextPart,
 )
+from hoibench.models._http import ConnectFailed, HTTPPool, HTTPReply, TransportFailed, uses_proxy
 
-__all__ = ["OpenAIBackend", "openai_messages"]
+__all__ = ["ROUTINGS", "OpenAIBackend", "openai_messages"]
+
+#: how a request picks its server: the fewest requests outstanding, or by its image (affinity)
+ROUTINGS = ("least-outstanding", "image-affinity")
 
 
 def _image_url(part: ImagePart, memo: dict[Any, str]) -> str:
     key = part.digest or id(part)
     url = memo.get(key)
     if url is None:
-        url = f"data:{part.mime};base64,{base64.b64encode(part.read_bytes()).decode('ascii')}"
+        b64 = part.b64 if part.b64 is not None else base64.b64encode(part.read_bytes()).decode("ascii")
+        url = f"data:{part.mime};base64,{b64}"
         memo[key] = url
     return url
 
@@ -108,6 +114,15 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
+def _image_digest(request: ChatRequest) -> str | None:
+    """The content hash of a request's first image (the key of image-affinity routing)."""
+    for m in request.messages:
+        for p in m.parts:
+            if isinstance(p, ImagePart):
+                return p.content_hash()
+    return None
+
+
 def _consume(task: asyncio.Future[Any]) -> None:
     """Retrieve a cancelled attempt's outcome (no "exception was never retrieved" noise)."""
     if not task.cancelled():
@@ -125,7 +140,7 @@ class _Server:
     """A server's live state: requests outstanding, counts, and its circuit."""
 
     url: str
-    clients: list[Any]  # long-lived connection pools of this server (small: see the session)
+    pool: Any  # the long-lived connections of this server (HTTPPool, or _HttpxPool behind a proxy)
     outstanding: int = 0
     attempts: int = 0
     failures: int = 0
@@ -137,14 +152,35 @@ class _Server:
     last_down: bool = False  # the last failure was a refused connection or a timeout
     ever_ok: bool = False
 
-    turn: int = 0
-
     def stats(self) -> ServerStats:
         return ServerStats(self.url, self.attempts, self.failures, self.wait)
 
-    def client(self) -> Any:
-        self.turn = (self.turn + 1) % len(self.clients)
-        return self.clients[self.turn]
+
+class _HttpxPool:
+    """httpx for a server behind a proxy (``HTTP(S)_PROXY``; :class:`HTTPPool` speaks no proxy
+    protocol), with :class:`HTTPPool`'s interface and errors."""
+
+    def __init__(self, httpx: Any, url: str, *, headers: Mapping[str, str], connections: int,
+                 timeout: float) -> None:
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+        self._httpx = httpx
+        self._client = httpx.AsyncClient(base_url=url, headers=dict(headers), limits=limits,
+                                         timeout=httpx.Timeout(timeout), verify=_ssl_context())
+
+    async def post(self, path: str, body: bytes) -> HTTPReply:
+        httpx = self._httpx
+        try:
+            resp = await self._client.post(path, content=body)
+        except httpx.ConnectError as exc:
+            raise ConnectFailed(str(exc)) from exc
+        except httpx.TimeoutException as exc:
+            raise TransportFailed(f"{type(exc).__name__}: no reply in time") from exc
+        except httpx.TransportError as exc:
+            raise TransportFailed(f"{type(exc).__name__}: {exc}") from exc
+        return HTTPReply(resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, resp.content)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
 
 
 class OpenAIBackend(ChatBackend):
@@ -174,6 +210,12 @@ class OpenAIBackend(ChatBackend):
     extra_body:
         Extra JSON fields sent with every request (server-specific sampling options); part of the
         cache key.
+    routing:
+        ``least-outstanding`` (default) or ``image-affinity``: every request with the same image
+        goes to the same server (rendezvous hashing of the image's sha256 and the server URLs),
+        so a vLLM server's prefix cache serves the K orders of ``--permutations`` and the stages
+        of setting 3; when that server's circuit is open the next server in the image's own order
+        takes it (only the dead server's images move). Not part of the cache key.
     """
 
     name = "openai"
@@ -181,7 +223,10 @@ class OpenAIBackend(ChatBackend):
     def __init__(self, *, model: str, base_urls: Sequence[str] = ("http://127.0.0.1:8000/v1",),
                  concurrency: int = 16, max_retries: int = 5, backoff: float = 1.0,
                  max_backoff: float = 60.0, timeout: float = 600.0, failure_threshold: int = 3,
-                 api_key: str | None = None, extra_body: Mapping[str, Any] | None = None) -> None:
+                 api_key: str | None = None, extra_body: Mapping[str, Any] | None = None,
+                 routing: str = "least-outstanding") -> None:
+        if routing not in ROUTINGS:
+            raise ConfigError(f"routing must be one of {list(ROUTINGS)}; got {routing!r}")
         if not base_urls:
             raise ConfigError("base_urls must name at least one server")
         if concurrency < 1:
@@ -202,6 +247,7 @@ class OpenAIBackend(ChatBackend):
         self.failure_threshold = failure_threshold
         self.api_key = api_key
         self.extra_body = dict(extra_body or {})
+        self.routing = routing
         self.requests = 0  # requests finished (answered or given up on)
         self.attempts = 0  # attempts sent, retries included
         self._servers: dict[str, ServerStats] = {u: ServerStats(u) for u in self.base_urls}
@@ -215,11 +261,7 @@ class OpenAIBackend(ChatBackend):
                             servers=tuple(self._servers.values()))
 
     def session(self) -> _OpenAISession:
-        try:
-            import httpx
-        except ImportError as exc:  # pragma: no cover - httpx comes with the base install
-            raise MissingExtraError("httpx", "openai", "the OpenAI-compatible backend") from exc
-        return _OpenAISession(self, httpx)
+        return _OpenAISession(self)
 
     def generate(self, requests: Sequence[ChatRequest],
                  on_response: Callable[[int, ChatResponse], None] | None = None) -> list[ChatResponse]:
@@ -254,25 +296,12 @@ class OpenAIBackend(ChatBackend):
 class _OpenAISession(ChatSession):
     """The backend opened in one event loop: clients, routing, circuits and the slot semaphore."""
 
-    connections_per_pool = 8
-
-    def __init__(self, backend: OpenAIBackend, httpx: Any) -> None:
+    def __init__(self, backend: OpenAIBackend) -> None:
         self.b = backend
         self.capacity = backend.concurrency
-        self._httpx = httpx
         key = backend.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        # httpx's pool scans all its connections on every request start and finish: several small
-        # pools per server (8 connections each, made once per session, one SSL context for all)
-        # keep that cheap at high concurrency; together they have room for every slot on any one
-        # server (the others may be down) and for attempts whose slot was given back (stalled)
-        n_pools = max(1, -(-backend.concurrency // self.connections_per_pool))
-        per_pool = -(-2 * backend.concurrency // n_pools)
-        limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
-        timeout = httpx.Timeout(backend.timeout)
         headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-        self.servers = [_Server(u, [httpx.AsyncClient(base_url=u, headers=headers, limits=limits, timeout=timeout,
-                                                      verify=_ssl_context()) for _ in range(n_pools)])
-                        for u in backend.base_urls]
+        self.servers = [_Server(u, self._pool(u, headers)) for u in backend.base_urls]
         for s in self.servers:  # counts carry on from earlier sessions of the same backend
             old = backend._servers.get(s.url)
             if old is not None:
@@ -284,31 +313,65 @@ class _OpenAISession(ChatSession):
         self._latency = 0.0  # moving average of successful attempts, for stall detection
         # data URLs of the images in recent requests (questions of one image are sent together)
         self._memo: dict[Any, str] = {}
+        self._orders: dict[str, list[_Server]] = {}  # image digest -> its server order (affinity)
+
+    def _pool(self, url: str, headers: Mapping[str, str]) -> Any:
+        """The lean client (:mod:`hoibench.models._http`: a fraction of httpx's CPU per request),
+        or httpx where a proxy serves ``url``; room for every slot on any one server (the others
+        may be down) and for attempts whose slot was given back (stalled)."""
+        if uses_proxy(url):
+            try:
+                import httpx
+            except ImportError as exc:  # pragma: no cover - httpx comes with the base install
+                raise MissingExtraError("httpx", "openai", "the OpenAI-compatible backend behind a proxy") from exc
+            return _HttpxPool(httpx, url, headers=headers, connections=2 * self.b.concurrency,
+                              timeout=self.b.timeout)
+        try:
+            return HTTPPool(url, headers=headers, ssl_context=_ssl_context() if url.startswith("https:") else None,
+                            max_idle=2 * self.b.concurrency)
+        except ValueError as exc:
+            raise ConfigError(f"--base-url {url!r}: {exc}") from None
 
     async def aclose(self) -> None:
         for s in self.servers:
-            for c in s.clients:
-                await c.aclose()
+            await s.pool.aclose()
 
     # ------------------------------------------------------------------ routing
-    def _choose(self, avoid: set[str]) -> _Server | None:
+    def _choose(self, avoid: set[str], affinity: str | None = None) -> _Server | None:
         """The server for the next attempt: a half-open probe when one is due, else the closed
-        circuit with the fewest outstanding requests (``avoid``: servers this request just failed
-        on, used only when nothing else is open); ``None`` when every circuit is open."""
+        circuit with the fewest outstanding requests, or with ``affinity`` (an image digest under
+        ``image-affinity`` routing) the first closed circuit in that image's own server order
+        (``avoid``: servers this request just failed on, used only when nothing else is open);
+        ``None`` when every circuit is open."""
         now = time.monotonic()
         n = len(self.servers)
-        self._turn = (self._turn + 1) % n
-        order = [self.servers[(self._turn + k) % n] for k in range(n)]
+        if affinity is not None:
+            order = self._affinity_order(affinity)
+        else:
+            self._turn = (self._turn + 1) % n
+            order = [self.servers[(self._turn + k) % n] for k in range(n)]
         due = [s for s in order if s.open_until and now >= s.open_until and not s.probing]
         closed = [s for s in order if not s.open_until]
         probe = [s for s in due if s.url not in avoid] or ([] if closed else due)
-        if probe:
+        if probe and (affinity is None or not closed or probe[0] is order[0]):
             probe[0].probing = True
             return probe[0]
         if not closed:
             return None
         fresh = [s for s in closed if s.url not in avoid] or closed
-        return min(fresh, key=lambda s: s.outstanding)
+        return fresh[0] if affinity is not None else min(fresh, key=lambda s: s.outstanding)
+
+    def _affinity_order(self, digest: str) -> list[_Server]:
+        """The servers in ``digest``'s own order (rendezvous hashing: stable for a given set of
+        URLs, and a server's absence moves only its own images)."""
+        order = self._orders.get(digest)
+        if order is None:
+            order = sorted(self.servers, key=lambda s: hashlib.sha256(f"{digest} {s.url}".encode()).digest(),
+                           reverse=True)
+            if len(self._orders) > 8 * self.capacity:
+                self._orders.clear()
+            self._orders[digest] = order
+        return order
 
     def _wait_for_open(self) -> float:
         now = time.monotonic()
@@ -359,16 +422,13 @@ class _OpenAISession(ChatSession):
         return orjson.dumps(payload)
 
     async def _post(self, s: _Server, body: bytes) -> str:
-        httpx = self._httpx
         try:
-            resp = await s.client().post("/chat/completions", content=body)
-        except httpx.ConnectError as exc:
+            resp = await s.pool.post("/chat/completions", body)
+        except ConnectFailed as exc:
             raise _Retry(f"ConnectError: {exc} ({s.url})", down=True) from exc
-        except httpx.TimeoutException as exc:
-            raise _Retry(f"{type(exc).__name__}: no reply within {self.b.timeout:g} s ({s.url})") from exc
-        except httpx.TransportError as exc:
-            raise _Retry(f"{type(exc).__name__}: {exc} ({s.url})") from exc
-        code = resp.status_code
+        except TransportFailed as exc:
+            raise _Retry(f"{exc} ({s.url})") from exc
+        code = resp.status
         if code == 200:
             return _reply_text(resp.content)
         detail = resp.text[:200]
@@ -404,12 +464,13 @@ class _OpenAISession(ChatSession):
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         body = self._payload(request)
+        affinity = _image_digest(request) if self.b.routing == "image-affinity" and len(self.servers) > 1 else None
         avoid: set[str] = set()
         last = ""
         attempt = 0
         while True:
             await self._slots.acquire()
-            s = self._choose(avoid)  # chosen with a slot in hand: the health of now, not of the queue
+            s = self._choose(avoid, affinity)  # chosen with a slot in hand: the health of now, not of the queue
             if s is None:
                 self._slots.release()
                 self._check_down()

@@ -19,13 +19,13 @@ with the same ``smart_resize`` rule and pixel limits as the runner (``QWEN_MIN_P
 ``QWEN_MAX_PIXELS``), so the model sees the size the boxes are written for, provided the framework
 does not shrink it first (LLaMA-Factory's ``image_max_pixels`` defaults to 768²;
 ``hoibench_export.json`` lists the settings that keep every image). ``resize_images=True``
-writes the resized image the runner sends (PNG) under ``images/`` instead.
+writes the image the runner sends under ``images/`` instead, byte for byte (the PNG of
+:func:`~hoibench.runners.mcq.frame_png`, or the file itself when the frame keeps it).
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -41,6 +41,7 @@ from hoibench._io import (
     atomic_write_json,
     dumps_json,
     ensure_dir,
+    read_bytes,
 )
 from hoibench._version import __version__
 from hoibench.data import MCQuestion
@@ -52,6 +53,7 @@ from hoibench.runners.mcq._boxes import (
     model_frame,
     resolve_box_convention,
 )
+from hoibench.runners.mcq._frames import frame_png
 from hoibench.runners.mcq._prompts import PromptTemplate, load_template, render_question
 
 __all__ = [
@@ -221,19 +223,15 @@ def export_finetune(questions: Sequence[MCQuestion], out: str | os.PathLike[str]
     image_dir = out_dir / "images"
 
     def resized(q: MCQuestion, frame: ModelFrame, path: Path) -> Path:
+        """The image as ``mcq run`` sends it, byte for byte: the runner's resize and encoder
+        (:func:`~hoibench.runners.mcq.frame_png`), or the file itself when the frame keeps it."""
         digest = hashlib.sha256(q.file_name.encode()).hexdigest()[:16]
-        dest = image_dir / f"{Path(q.file_name).stem}-{digest}.png"
+        suffix = ".png" if frame.resized else path.suffix
+        dest = image_dir / f"{Path(q.file_name).stem}-{digest}{suffix}"
         if not dest.exists():
-            from PIL import Image
-
-            with Image.open(path) as im:
-                rgb = im.convert("RGB")
-                if frame.resized:
-                    rgb = rgb.resize((frame.sent_width, frame.sent_height))
-                ensure_dir(image_dir)
-                buf = io.BytesIO()
-                rgb.save(buf, format="PNG", compress_level=1)  # as the runner sends it
-                atomic_write_bytes(dest, buf.getvalue())
+            raw = read_bytes(path)
+            ensure_dir(image_dir)
+            atomic_write_bytes(dest, frame_png(raw, frame.sent_width, frame.sent_height) if frame.resized else raw)
         return dest.resolve()
 
     data_path = out_dir / f"{name}.jsonl"

@@ -13,6 +13,7 @@ from hoibench.runners.mcq._boxes import (
     smart_resize,
 )
 from hoibench.runners.mcq._detections import load_detections, match_person
+from hoibench.runners.mcq._frames import PNG_ENCODER, encode_png, frame_png
 from hoibench.runners.mcq._parsing import (
     DetectionParse,
     LetterParse,
@@ -40,6 +41,7 @@ from hoibench.runners.mcq._shard import merge_answers, parse_shard, shard_questi
 __all__ = [
     "ANSWER_FORMATS",
     "BOX_CONVENTIONS",
+    "PNG_ENCODER",
     "QWEN_MAX_PIXELS",
     "QWEN_MIN_PIXELS",
     "SINGLE_TURN_CONVENTIONS",
@@ -54,6 +56,8 @@ __all__ = [
     "RunSummary",
     "answer_from_reply",
     "check_single_turn",
+    "encode_png",
+    "frame_png",
     "load_detections",
     "load_template",
     "match_person",

@@ -1,31 +1,122 @@
-"""The CPU-heavy step of preparing an image (decode, resize, PNG encode) as a plain function of
-bytes, so that it runs in worker *processes*: in threads it holds the interpreter lock often
-enough to slow the event loop that keeps the servers busy (measured in ``perf/bench_runner.py``)."""
+"""The one image preparation: an image resized to the model's frame and encoded as the runner
+sends it. ``mcq run``, the harness exports (lmms-eval, VLMEvalKit) and the fine-tuning export all
+call :func:`frame_png`, so the images a model is trained or evaluated on elsewhere are byte for
+byte what the runner sends.
+
+The encoder is a plain PNG writer (:func:`encode_png`: RGB, 8 bits, the "Sub" filter on every
+row, zlib level 1 with the run-length strategy), not Pillow's: Pillow tries every filter on every
+row (its adaptive choice), which made PNG encoding the largest cost of a run on natural photos.
+PNG is lossless, so the pixels the model sees are Pillow's resize exactly (tested); only the
+compressed bytes differ, and numpy and zlib release the interpreter lock while they work.
+
+The CPU-heavy step runs in worker *processes* for large runs (:func:`frame_pool`,
+:func:`frame_file`); each worker reads the file itself (the path travels, not the bytes), checks it
+against the sha256 the runner keys the frame by, and returns the PNG with its own sha256.
+"""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import multiprocessing
 import os
+import struct
+import zlib
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-__all__ = ["frame_pool", "resize_png"]
+import numpy as np
+
+from hoibench._exceptions import ValidationError
+from hoibench.runners.mcq._boxes import model_frame
+
+__all__ = ["PNG_ENCODER", "PreparedFile", "encode_png", "frame_file", "frame_png", "frame_pool", "resize_rgb"]
+
+#: what :func:`encode_png` writes, for records that name the encoder (a change would change bytes)
+PNG_ENCODER = "png:sub+zlib1-rle"
 
 
-def resize_png(raw: bytes, width: int, height: int) -> bytes:
-    """``raw`` (any format PIL reads) resized to ``width`` x ``height`` and encoded as the runner
-    sends it: RGB, PNG, ``compress_level=1`` (lossless; fast over small)."""
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(data, zlib.crc32(kind)))
+
+
+def encode_png(image: Any) -> bytes:
+    """``image`` (a PIL image or an ``(H, W, 3)`` uint8 array) as an RGB PNG: every row with the
+    "Sub" filter (byte minus the byte one pixel to the left, mod 256), zlib level 1, ``Z_RLE``."""
+    rgb = np.asarray(image.convert("RGB") if hasattr(image, "convert") and image.mode != "RGB" else image,
+                     dtype=np.uint8)
+    if rgb.ndim != 3 or rgb.shape[2] != 3:
+        raise ValueError(f"expected an RGB image, got an array of shape {rgb.shape}")
+    h, w, _ = rgb.shape
+    rows = rgb.reshape(h, 3 * w)
+    filtered = np.empty((h, 3 * w + 1), dtype=np.uint8)
+    filtered[:, 0] = 1  # filter type Sub
+    filtered[:, 1:4] = rows[:, :3]
+    np.subtract(rows[:, 3:], rows[:, :-3], out=filtered[:, 4:])
+    comp = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_RLE)
+    data = comp.compress(memoryview(filtered).cast("B")) + comp.flush()
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + _chunk(b"IDAT", data) + _chunk(b"IEND", b""))
+
+
+def resize_rgb(image: Any, width: int, height: int) -> Any:
+    """``image`` in RGB at ``width`` x ``height`` (Pillow's default resampling, bicubic); the same
+    object when it already has that size and mode (no work)."""
+    rgb = image if image.mode == "RGB" else image.convert("RGB")
+    return rgb if rgb.size == (width, height) else rgb.resize((width, height))
+
+
+def _read(source: str | Path | bytes, sha256: str | None) -> bytes:
+    raw = source if isinstance(source, bytes) else Path(source).read_bytes()
+    if sha256 is not None and hashlib.sha256(raw).hexdigest() != sha256:
+        raise ValidationError(f"{source if not isinstance(source, bytes) else 'image'}: changed while the "
+                              "run was reading it (its sha256 differs); run again")
+    return raw
+
+
+def frame_png(source: str | Path | bytes, width: int, height: int, *, sha256: str | None = None) -> bytes:
+    """The image at ``source`` (a path, or a file's bytes) resized to ``width`` x ``height`` and
+    encoded as the runner sends it (:func:`encode_png`). ``sha256``: the digest the caller keys
+    the result by; a file whose bytes no longer match it is refused (changed during the run)."""
     from PIL import Image
 
-    with Image.open(io.BytesIO(raw)) as im:
-        rgb = (im if im.mode == "RGB" else im.convert("RGB")).resize((width, height))
-        buf = io.BytesIO()
-        rgb.save(buf, format="PNG", compress_level=1)
-        return buf.getvalue()
+    with Image.open(io.BytesIO(_read(source, sha256))) as im:
+        return encode_png(resize_rgb(im, width, height))
+
+
+@dataclass(frozen=True)
+class PreparedFile:
+    """What :func:`frame_file` returns: the original size, and when the frame resizes, the PNG
+    sent, its sha256 and its base64 text (``None`` each when the file is sent as it is)."""
+
+    width: int
+    height: int
+    png: bytes | None = None
+    sha256: str | None = None
+    b64: str | None = None
+
+
+def frame_file(source: str | Path | bytes, convention: str, *, sha256: str | None = None,
+               min_pixels: int, max_pixels: int) -> PreparedFile:
+    """All of one image's preparation for ``mcq run`` in one call (a worker process's task: the
+    runner's process only hashes the file): the size, the frame, and when it resizes, the PNG
+    :func:`frame_png` makes, with its sha256 and base64 (what a request body carries)."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(_read(source, sha256))) as im:
+        frame = model_frame(convention, im.width, im.height, min_pixels=min_pixels, max_pixels=max_pixels)
+        if not frame.resized:
+            return PreparedFile(im.width, im.height)
+        data = encode_png(resize_rgb(im, frame.sent_width, frame.sent_height))
+    return PreparedFile(frame.width, frame.height, data, hashlib.sha256(data).hexdigest(),
+                        base64.b64encode(data).decode("ascii"))
 
 
 def frame_pool() -> ProcessPoolExecutor:
-    """Worker processes for :func:`resize_png`, one per CPU (``forkserver`` where it exists: no
+    """Worker processes for :func:`frame_png`, one per CPU (``forkserver`` where it exists: no
     fork of a process whose threads hold locks)."""
     if "forkserver" in multiprocessing.get_all_start_methods():
         ctx = multiprocessing.get_context("forkserver")

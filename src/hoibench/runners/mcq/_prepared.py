@@ -10,7 +10,6 @@ is InternVL's documented single-turn convention.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from hoibench._exceptions import ConfigError
 from hoibench.data import MCAnswer, MCQuestion
 from hoibench.runners.mcq._boxes import BOX_CONVENTIONS, ModelFrame, model_frame
+from hoibench.runners.mcq._frames import encode_png, resize_rgb
 from hoibench.runners.mcq._parsing import parse_letters
 from hoibench.runners.mcq._prompts import PromptTemplate, RenderedQuestion, render_question
 
@@ -45,9 +45,7 @@ class PreparedQuestion:
         convention keeps the image unchanged, else the resized image as lossless PNG."""
         if original is not None and not self.frame.resized:
             return original, "image/jpeg" if original[:3] == b"\xff\xd8\xff" else "image/png"
-        buf = io.BytesIO()
-        self.image.save(buf, format="PNG", compress_level=1)
-        return buf.getvalue(), "image/png"
+        return encode_png(self.image), "image/png"  # the runner's encoder: the bytes it sends
 
 
 def check_single_turn(convention: str, setting: int) -> None:
@@ -79,8 +77,7 @@ def prepare_question(question: MCQuestion, image: str | Path | Any, *, box_conve
         if im is not image:
             im.close()
     frame = model_frame(box_convention, rgb.width, rgb.height, **frame_kwargs)
-    if frame.resized:
-        rgb = rgb.resize((frame.sent_width, frame.sent_height))
+    rgb = resize_rgb(rgb, frame.sent_width, frame.sent_height)
     box_text = object_box_text = None
     if question.setting == 2:
         if question.person_box is None:

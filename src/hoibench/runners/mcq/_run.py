@@ -13,6 +13,7 @@ import hashlib
 import io
 import logging
 import mimetypes
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -46,7 +47,7 @@ from hoibench.runners.mcq._boxes import (
     resolve_box_convention,
 )
 from hoibench.runners.mcq._detections import match_person
-from hoibench.runners.mcq._frames import frame_pool, resize_png
+from hoibench.runners.mcq._frames import PreparedFile, frame_file, frame_pool
 from hoibench.runners.mcq._parsing import parse_detection, parse_image_size, parse_letters
 from hoibench.runners.mcq._prompts import (
     ANSWER_FORMATS,
@@ -62,6 +63,10 @@ log = logging.getLogger(__name__)
 ANSWERS_KIND = "mcq_answers"
 #: distinct images from which a run resizes them in worker processes (fewer: in threads)
 _POOL_MIN_IMAGES = 64
+#: where images are prepared (``MCQRunner(image_workers=...)``)
+IMAGE_WORKERS = ("auto", "threads", "processes")
+#: conventions whose frame may resize the image (prepared in the workers)
+_RESIZING = frozenset({"qwen2.5", "qwen3"})
 
 
 @dataclass(frozen=True)
@@ -116,8 +121,12 @@ class FrameCache:
                 self.hits += 1
             return hit
 
+    @staticmethod
+    def _size(part: ImagePart) -> int:
+        return len(part.data or b"") + len(part.b64 or "")
+
     def put(self, key: tuple[Any, ...], value: tuple[ModelFrame | None, ImagePart, int, int]) -> None:
-        size = len(value[1].data or b"")
+        size = self._size(value[1])
         with self._lock:
             if key in self._items or size > self.max_bytes:
                 return
@@ -125,7 +134,7 @@ class FrameCache:
             self._bytes += size
             while self._bytes > self.max_bytes:
                 old = self._items.pop(next(iter(self._items)))
-                self._bytes -= len(old[1].data or b"")
+                self._bytes -= self._size(old[1])
 
 
 @dataclass
@@ -186,6 +195,13 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
     frames:
         A :class:`FrameCache` to share prepared images with other runners (``--permutations``);
         default: one of this runner's own.
+    image_workers:
+        Where images are resized and encoded: ``threads`` (every step of :func:`frame_file`
+        but a little Python releases the interpreter lock; no copies between processes),
+        ``processes`` (worker processes: no interpreter lock shared with the event loop, at the
+        price of pickling every PNG back), or ``auto`` (threads on up to 4 CPUs, where they cost
+        a quarter less CPU per image in ``perf/bench_runner.py``; processes above). Runs with
+        fewer than 64 distinct images always use threads. The bytes are the same either way.
     """
 
     def __init__(self, backend: ChatBackend, *, images: str | Path, follow_symlinks: bool = False,
@@ -197,7 +213,10 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
                  iou_threshold: float = 0.5, strict_iou: bool = False,
                  strict_detection_parser: bool = False, box_shift: float = 0.0, min_pixels: int = QWEN_MIN_PIXELS,
                  max_pixels: int = QWEN_MAX_PIXELS, chunk_size: int = 256, progress: bool = True,
-                 extra_header: Mapping[str, Any] | None = None, frames: FrameCache | None = None) -> None:
+                 extra_header: Mapping[str, Any] | None = None, frames: FrameCache | None = None,
+                 image_workers: str = "auto") -> None:
+        if image_workers not in IMAGE_WORKERS:
+            raise ConfigError(f"image_workers must be one of {list(IMAGE_WORKERS)}; got {image_workers!r}")
         if setting not in (None, 1, 2, 3):
             raise ConfigError(f"setting must be 1, 2 or 3; got {setting!r}")
         if answer_format not in ANSWER_FORMATS:
@@ -233,6 +252,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         self.progress = progress
         self.extra_header = dict(extra_header or {})
         self.frames = frames if frames is not None else FrameCache()
+        self.image_workers = image_workers
         self._pool: ProcessPoolExecutor | None = None  # resize workers, started on first need
         self._pool_lock = threading.Lock()
         self._no_pool = False  # set for small runs and when worker processes cannot start
@@ -285,31 +305,43 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
             raise ValidationError(f"question {q.id!r}: image {path} is {width}x{height} but the "
                                   f"question says {q.width}x{q.height}")
         if part.path != str(path):  # the same content under another name
-            part = ImagePart(path=str(path), data=part.data, mime=part.mime, digest=part.digest)
+            part = ImagePart(path=str(path), data=part.data, mime=part.mime, digest=part.digest, b64=part.b64)
         return _Image(frame, part, width, height)
 
     def _encode(self, path: Path, raw: bytes, digest: str) -> tuple[ModelFrame | None, ImagePart, int, int]:
-        from PIL import Image
-
-        with Image.open(io.BytesIO(raw)) as im:  # the header only: size and frame
-            width, height = im.size
-        if self.box_convention == "internvl":
-            frame = None
-        else:
+        if self.box_convention in _RESIZING:
+            # everything but the hash in one worker call: size, frame, resize, PNG and its sha256;
+            # the server sees a size it will not change again
+            prep = self._prepare(path, raw, digest)
+            width, height = prep.width, prep.height
             frame = model_frame(self.box_convention, width, height,
                                 min_pixels=self.min_pixels, max_pixels=self.max_pixels)
-        if frame is not None and frame.resized:
-            # resize once, here (in a worker process); the server sees a size it will not change again
-            data = self._resize(raw, frame.sent_width, frame.sent_height)
-            return frame, ImagePart(path=str(path), data=data, mime="image/png",
-                                    digest=hashlib.sha256(data).hexdigest()), width, height
+            if prep.png is not None:
+                part = ImagePart(path=str(path), data=prep.png, mime="image/png", digest=prep.sha256, b64=prep.b64)
+                return frame, part, width, height
+        else:
+            from PIL import Image
+
+            with Image.open(io.BytesIO(raw)) as im:  # the header only: size and frame
+                width, height = im.size
+            frame = None if self.box_convention == "internvl" else model_frame(
+                self.box_convention, width, height, min_pixels=self.min_pixels, max_pixels=self.max_pixels)
         mime = mimetypes.guess_type(path.name)[0] or "image/jpeg"
         return frame, ImagePart(path=str(path), data=raw, mime=mime, digest=digest), width, height
 
-    def _resize(self, raw: bytes, width: int, height: int) -> bytes:
-        """:func:`resize_png` in a worker process; in this thread for small runs (starting the
-        workers costs more than they save) and when processes cannot start (a ``__main__``
-        without a main guard, a sandbox without semaphores)."""
+    def _threads_only(self, n_images: int) -> bool:
+        """Whether a run over ``n_images`` distinct images prepares them in threads only."""
+        workers = self.image_workers
+        if workers == "auto":
+            workers = "threads" if (os.cpu_count() or 1) <= 4 else "processes"
+        return workers == "threads" or n_images < _POOL_MIN_IMAGES
+
+    def _prepare(self, path: Path, raw: bytes, digest: str) -> PreparedFile:
+        """:func:`frame_file` in a worker process (which reads ``path`` itself and checks it
+        against ``digest``); in this thread for small runs (starting the workers costs more than
+        they save) and when processes cannot start (a ``__main__`` without a main guard, a sandbox
+        without semaphores)."""
+        kwargs = {"min_pixels": self.min_pixels, "max_pixels": self.max_pixels}
         with self._pool_lock:
             if self._pool is None and not self._no_pool:
                 try:
@@ -319,13 +351,13 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
             pool = self._pool
         if pool is not None:
             try:
-                return pool.submit(resize_png, raw, width, height).result()
+                return pool.submit(frame_file, str(path), self.box_convention, sha256=digest, **kwargs).result()
             except (BrokenProcessPool, RuntimeError, OSError):
                 with self._pool_lock:
                     if not self._no_pool:
                         log.warning("image workers could not start; preparing images in threads")
                     self._no_pool = True
-        return resize_png(raw, width, height)
+        return frame_file(raw, self.box_convention, **kwargs)
 
     # ------------------------------------------------------------------ run
     def run(self, questions: Sequence[MCQuestion], out: str | Path, *,
@@ -337,7 +369,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         source = questions_file if questions_file is not None else getattr(questions, "path", None)
         self._questions_file = None if source is None else str(source)
         self._paths.clear()
-        self._no_pool = len({q.file_name for q in questions}) < _POOL_MIN_IMAGES
+        self._no_pool = self._threads_only(len({q.file_name for q in questions}))
         if self.setting is not None:
             questions = [q if q.setting == self.setting else q.with_setting(self.setting) for q in questions]
         try:

@@ -1,0 +1,126 @@
+"""The lean HTTP/1.1 client of the OpenAI-compatible backend (``models/_http.py``) against raw
+servers on 127.0.0.1: Content-Length, chunked and close-delimited replies, a kept-alive
+connection the server closed meanwhile (retried once on a fresh one), refused connections, and
+httpx where a proxy is configured."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+
+from hoibench.models import make_backend
+from hoibench.models._http import ConnectFailed, HTTPPool, TransportFailed, uses_proxy
+from hoibench.models._openai import _HttpxPool
+
+
+async def _serve(replies: list[bytes], *, close_after_each: bool = False):
+    """A server that answers the k-th request with ``replies[k]`` (raw bytes)."""
+    seen: list[bytes] = []
+
+    async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
+                seen.append(head + await reader.readexactly(length))
+                writer.write(replies[len(seen) - 1])
+                await writer.drain()
+                if close_after_each or b"Connection: close" in replies[len(seen) - 1]:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(client, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", seen
+
+
+def _run(coro):
+    return asyncio.run(coro)
+
+
+def test_length_chunked_and_close_delimited_replies_on_one_pool():
+    async def main():
+        server, url, seen = await _serve([
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+            b"HTTP/1.1 429 Too Many\r\nRetry-After: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nto the end",
+        ])
+        pool = HTTPPool(url, headers={"Authorization": "Bearer k"}, ssl_context=None)
+        a = await pool.post("/chat/completions", b"{}")
+        b = await pool.post("/chat/completions", b'{"x": 1}')
+        c = await pool.post("/chat/completions", b"{}")
+        await pool.aclose()
+        server.close()
+        return a, b, c, seen
+
+    a, b, c, seen = _run(main())
+    assert (a.status, a.content) == (200, b"hello")
+    assert (b.status, b.content, b.headers["retry-after"]) == (429, b"abcde", "3")
+    assert c.content == b"to the end"
+    assert seen[0].startswith(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:")
+    assert b"Authorization: Bearer k\r\n" in seen[0] and seen[1].endswith(b'\r\n\r\n{"x": 1}')
+
+
+def test_a_kept_alive_connection_closed_by_the_server_is_retried_once_fresh():
+    async def main():
+        ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        server, url, seen = await _serve([ok, ok], close_after_each=True)  # closes after each reply
+        pool = HTTPPool(url, headers={}, ssl_context=None)
+        first = await pool.post("/x", b"1")
+        await asyncio.sleep(0.05)  # the server has closed the idle connection by now
+        second = await pool.post("/x", b"2")
+        await pool.aclose()
+        server.close()
+        return first, second, seen
+
+    first, second, seen = _run(main())
+    assert first.content == second.content == b"ok" and len(seen) == 2
+
+
+def test_refused_and_broken_connections_raise_the_two_errors():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens once closed
+
+    async def refused():
+        await HTTPPool(f"http://127.0.0.1:{port}/v1", headers={}, ssl_context=None).post("/x", b"")
+
+    with pytest.raises(ConnectFailed):
+        _run(refused())
+
+    async def broken():
+        server, url, _ = await _serve([b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"], close_after_each=True)
+        try:
+            await HTTPPool(url, headers={}, ssl_context=None).post("/x", b"")
+        finally:
+            server.close()
+
+    with pytest.raises(TransportFailed):
+        _run(broken())
+    with pytest.raises(ValueError, match="not an http"):
+        HTTPPool("ftp://h/v1", headers={}, ssl_context=None)
+
+
+def test_a_proxy_in_the_environment_hands_the_server_to_httpx(monkeypatch):
+    pytest.importorskip("httpx")
+    for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+                "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    assert not uses_proxy("http://10.0.0.5:8000/v1")
+    monkeypatch.setenv("http_proxy", "http://proxy.invalid:3128")
+    monkeypatch.setenv("no_proxy", "localhost,127.0.0.1")
+    assert uses_proxy("http://10.0.0.5:8000/v1") and not uses_proxy("http://127.0.0.1:8000/v1")
+
+    async def pools():
+        session = make_backend("openai", model="m", base_urls=["http://10.0.0.5:8000/v1",
+                                                               "http://127.0.0.1:8000/v1"]).session()
+        kinds = [type(s.pool) for s in session.servers]
+        await session.aclose()
+        return kinds
+
+    assert _run(pools()) == [_HttpxPool, HTTPPool]

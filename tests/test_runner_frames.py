@@ -1,0 +1,116 @@
+"""The one image preparation (``runners/mcq/_frames.py``): the runner's own PNG encoder gives the
+pixels of Pillow's resize exactly, and ``mcq run``, the VLMEvalKit export, the harness helper
+``prepare_question`` and the fine-tuning export with ``resize_images`` all produce the very bytes
+the runner sends."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from hoibench._io import ImageFolder
+from hoibench.data import Choice, MCQuestion
+from hoibench.models import ScriptedBackend
+from hoibench.runners import MCQRunner
+from hoibench.runners.finetune import export_finetune
+from hoibench.runners.mcq import encode_png, frame_png, load_template, model_frame, prepare_question
+from hoibench.tasks.vlmevalkit import vlmevalkit_rows
+
+MODEL = "Qwen/Qwen2.5-VL-7B-Instruct"
+
+
+def _photo(w: int, h: int, seed: int) -> Image.Image:
+    """Noise over gradients: a hard case for a lossless encoder (every filter byte differs)."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w]
+    base = np.stack([x * 255 // max(1, w - 1), y * 255 // max(1, h - 1), (x + y) % 256], axis=-1)
+    return Image.fromarray(np.clip(base + rng.integers(-40, 41, (h, w, 3)), 0, 255).astype(np.uint8))
+
+
+@pytest.mark.parametrize("mode", ["RGB", "L", "RGBA", "P"])
+@pytest.mark.parametrize("size", [(1, 1), (2, 7), (640, 480), (500, 375)])
+def test_the_png_sent_decodes_to_pillows_resize_exactly(mode, size):
+    im = _photo(*size, seed=size[0]).convert(mode)
+    buf = io.BytesIO()
+    im.save(buf, format="PNG")
+    frame = model_frame("qwen2.5", *size)
+    sent = frame_png(buf.getvalue(), frame.sent_width, frame.sent_height)
+    expected = im.convert("RGB").resize((frame.sent_width, frame.sent_height))
+    with Image.open(io.BytesIO(sent)) as back:
+        assert back.format == "PNG" and back.mode == "RGB"
+        assert np.array_equal(np.asarray(back), np.asarray(expected))
+    assert encode_png(expected) == sent  # the same function behind both
+
+
+def test_a_file_changed_under_the_run_is_refused(tmp_path):
+    path = tmp_path / "a.png"
+    _photo(8, 8, 0).save(path)
+    with pytest.raises(ValueError, match="changed while the run was reading it"):
+        frame_png(path, 28, 28, sha256="0" * 64)
+
+
+def _questions(n_images: int) -> list[MCQuestion]:
+    return [MCQuestion(id=f"q{i}", file_name=f"im{i}.jpg", setting=2,
+                       choices=(Choice("hold a/an cup"), Choice("drink with a/an cup"), Choice("no_interaction with a/an cup")),
+                       correct=frozenset({0}), person_box=(3.0, 2.0, 40.0, 30.0))
+            for i in range(n_images)]
+
+
+@pytest.mark.parametrize("convention", ["qwen2.5", "original"])
+def test_exports_hold_the_bytes_the_runner_sends(tmp_path: Path, convention: str):
+    images = tmp_path / "images"
+    images.mkdir()
+    for k, size in enumerate([(61, 47), (640, 480), (333, 500)]):
+        _photo(*size, seed=k).save(images / f"im{k}.jpg", quality=90)
+    qs = _questions(3)
+
+    sent: dict[str, bytes] = {}
+
+    def reply(req):
+        part = req.messages[0].parts[0]
+        sent[req.meta["question_id"]] = part.read_bytes()
+        return "A"
+
+    MCQRunner(ScriptedBackend(reply, model=MODEL), images=images, model=MODEL, box_convention=convention,
+              progress=False).run(qs, tmp_path / "answers.jsonl")
+    assert len(sent) == 3
+
+    template = load_template("crosshoi")
+    rows = list(vlmevalkit_rows(qs, ImageFolder(images), box_convention=convention, template=template))
+    assert {r["hoibench_id"]: base64.b64decode(r["image"]) for r in rows} == sent
+
+    for q in qs:
+        raw = (images / q.file_name).read_bytes()
+        prep = prepare_question(q, images / q.file_name, box_convention=convention, template=template)
+        assert prep.image_bytes(raw)[0] == sent[q.id]
+
+    export_finetune(qs, tmp_path / "ft", target="trl", images=images, model=MODEL, box_convention=convention,
+                    resize_images=True)
+    rows = [json.loads(line) for line in (tmp_path / "ft" / "hoibench_mcq_train.jsonl").read_text().splitlines()]
+    assert {r["id"]: Path(r["images"][0]).read_bytes() for r in rows} == sent
+
+
+def test_the_data_url_on_the_wire_is_the_prepared_png(tmp_path: Path):
+    from hoibench.models import make_backend
+    from hoibench.testing import FakeChatServer, request_image
+
+    images = tmp_path / "images"
+    images.mkdir()
+    _photo(640, 480, seed=1).save(images / "im0.jpg", quality=90)
+    frame = model_frame("qwen2.5", 640, 480)
+    with FakeChatServer() as server:
+        backend = make_backend("openai", model=MODEL, base_urls=[server.url], concurrency=2)
+        MCQRunner(backend, images=images, model=MODEL, progress=False).run(_questions(1), tmp_path / "a.jsonl")
+        sent = request_image(server.bodies[0])
+    assert sent == frame_png(images / "im0.jpg", frame.sent_width, frame.sent_height)
+
+
+def test_image_workers_is_checked(tmp_path: Path):
+    with pytest.raises(ValueError, match="image_workers must be one of"):
+        MCQRunner(ScriptedBackend(lambda req: "A"), images=tmp_path, image_workers="gpu")
