@@ -204,12 +204,21 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
     if p.is_dir():
         raise FormatError("is a directory without detections_01.mat .. detections_80.mat (ho-rcnn layout)", file=p)
     raw = read_bytes(p)
+    doc = _simd_parse(raw)
     if format in (None, "hoibench", "generic"):
-        fast = _decode_fast(raw)
+        fast = _decode_fast(raw, doc)
         if fast is not None and (format is None or format == fast[0]):
             name, label_space, cols = fast
             return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
-    data = _parse_json(raw, p)
+    if format in (None, "qpic") and doc is not None:
+        images = _qpic_arrays(doc, raw)
+        if images is not None:
+            vocab = vocab or hico_det()
+            return _assemble(_qpic_columns(images, p, vocab, max_per_image), vocab, p, "qpic", lenient)
+    # the careful reader (and the repr results files, a JSON string) work on Python objects
+    text = doc if isinstance(doc, str) else None
+    del doc  # its parser holds the whole parsed file
+    data = text if text is not None else _parse_json(raw, p)
     name = _sniff(data) if format is None else format
     if name == _REPR or name in REPR_RESULTS:
         vocab = vocab or hico_det()
@@ -272,6 +281,13 @@ def _parse_json(raw: bytes, path: Path) -> Any:
             raise FormatError(f"not valid JSON ({exc})", file=path) from None
 
 
+try:  # parses without building Python objects; numeric arrays are exported as flat buffers
+    import simdjson
+
+    _SIMD: Any = simdjson
+except ImportError:  # pragma: no cover - a core dependency; msgspec's typed decoder is the fallback
+    _SIMD = None
+
 try:  # a typed decoder parses the columnar formats ~3x faster than untyped JSON parsing
     import msgspec
 
@@ -300,13 +316,182 @@ try:  # a typed decoder parses the columnar formats ~3x faster than untyped JSON
 except ImportError:  # pragma: no cover - msgspec is a core dependency; orjson still works
     _FAST = None
 
+#: what pysimdjson raises on malformed JSON, a wrong element type or a number it cannot hold
+_SIMD_ERRORS = (ValueError, TypeError, RuntimeError, KeyError, IndexError)
+_ID_LIMIT = 2**62  # ids at or beyond it are refused (by the careful reader, which names them)
+
 
 def _fast_decoder() -> Any:
     return _FAST
 
 
-def _decode_fast(raw: bytes) -> tuple[str, str | None, _Columns] | None:
-    """Columns of a well-formed hoibench/generic file; ``None`` sends it to the careful reader."""
+def _simd_parse(raw: bytes) -> Any:
+    """The pysimdjson document of ``raw`` (a fresh parser: a document keeps its parser busy), or
+    ``None`` without pysimdjson or for invalid JSON (the careful reader then names the problem)."""
+    if _SIMD is None:
+        return None
+    try:
+        return _SIMD.Parser().parse(raw)
+    except _SIMD_ERRORS:
+        return None
+
+
+def _decode_fast(raw: bytes, doc: Any = None) -> tuple[str, str | None, _Columns] | None:
+    """Columns of a well-formed hoibench/generic file; ``None`` sends it to the careful reader.
+    ``doc``: ``raw`` already parsed by :func:`_simd_parse`."""
+    if _SIMD is None:
+        return _decode_msgspec(raw)
+    if doc is None:
+        return None
+    try:
+        return _decode_simdjson(doc, raw)
+    except _SIMD_ERRORS:
+        return None
+
+
+#: QPIC-file keys -> (pysimdjson buffer type, numpy dtype, a list of rows?)
+_QPIC_KEYS = {"boxes": ("d", np.float64, True), "labels": ("i", np.int64, False),
+              "verb_scores": ("d", np.float64, True), "sub_ids": ("i", np.int64, False),
+              "obj_ids": ("i", np.int64, False)}
+_QPIC_TRIPLET_KEYS = {"boxes": ("d", np.float64, True), "hoi_scores": ("d", np.float64, True),
+                      "obj_scores": ("d", np.float64, True), "sub_ids": ("i", np.int64, False),
+                      "obj_ids": ("i", np.int64, False)}
+
+
+def _qpic_arrays(doc: Any, raw: bytes) -> list[dict[str, Any]] | None:
+    """Per-image numpy arrays of a QPIC file, straight from the pysimdjson document, shaped as
+    ``np.asarray`` of the lists would be; ``None`` (the careful reader decides) for anything but
+    lists of numbers and of equal-length rows of numbers, proved as in :func:`_decode_simdjson`."""
+    obj_t, arr_t = _SIMD.Object, _SIMD.Array
+    if not isinstance(doc, arr_t) or not len(doc) or not isinstance(doc[0], obj_t) or not (
+            "verb_scores" in doc[0] or "hoi_scores" in doc[0]):
+        return None
+    expected = 1
+    out: list[dict[str, Any]] = []
+    try:
+        for im in doc:
+            if not isinstance(im, obj_t):
+                return None
+            keys = list(im.keys())
+            fn = im.get("file_name")
+            if len(set(keys)) != len(keys) or not isinstance(fn, str):
+                return None
+            spec = _QPIC_TRIPLET_KEYS if "verb_scores" not in keys and "hoi_scores" in keys else _QPIC_KEYS
+            rec: dict[str, Any] = {"file_name": fn}
+            expected += fn.count("[")
+            for key, (kind, dtype, rows) in spec.items():
+                v = im.get(key)
+                if not isinstance(v, arr_t):
+                    return None
+                flat = np.frombuffer(v.as_buffer(of_type=kind), dtype=dtype)
+                if rows:
+                    widths = set(map(len, v))
+                    if len(widths) > 1:
+                        return None  # ragged: np.asarray would refuse it, with the careful reader's words
+                    flat = flat.reshape(len(v), widths.pop() if widths else 0)
+                    expected += len(v)
+                rec[key] = flat  # ids are range-checked where they are used
+                expected += 1
+            for k in keys:
+                if k not in spec and k != "file_name":
+                    expected += k.count("[") + _brackets(im[k])
+            out.append(rec)
+    except _SIMD_ERRORS:
+        return None
+    return out if raw.count(b"[") == expected else None
+
+
+def _brackets(value: Any) -> int:
+    """``[`` characters in a parsed value (arrays and strings), to account for unknown keys."""
+    if isinstance(value, (_SIMD.Array, _SIMD.Object)):
+        return int(value.mini.count(b"["))
+    return value.count("[") if isinstance(value, str) else 0
+
+
+def _join(buffers: list[Any], dtype: type) -> np.ndarray:
+    """One writable array of pysimdjson ``as_buffer`` exports (one copy)."""
+    return np.frombuffer(bytearray().join(buffers), dtype=dtype)
+
+
+def _decode_simdjson(doc: Any, raw: bytes) -> tuple[str, str | None, _Columns] | None:
+    """The fast path on a pysimdjson document: every numeric list leaves as one flat buffer
+    (``as_buffer``), joined into one ``np.frombuffer`` per column; no Python number is built.
+
+    ``as_buffer`` flattens any nesting and refuses anything but numbers, so the shapes are proved
+    separately: every box row has 4 elements, and the file holds no ``[`` beyond the layout's
+    own arrays (plus those inside unknown keys' values and strings, counted), so no row nests.
+    Anything unexpected (duplicate keys, floats as ids, ids beyond 2**62, an escaped ``[``) gives
+    ``None``: the careful reader then accepts the file or names the record and field.
+    """
+    obj_t, arr_t = _SIMD.Object, _SIMD.Array
+    if not isinstance(doc, obj_t):
+        return None
+    top = list(doc.keys())
+    images, fmt, version = doc.get("images"), doc.get("format"), doc.get("version")
+    if len(set(top)) != len(top) or not isinstance(images, arr_t) or not isinstance(fmt, (str, type(None))):
+        return None
+    # any other top-level "format" value (e.g. "hoi-det-generic/v1") is a generic file: decided
+    # here, from the one parse, never by parsing the file again in the careful reader
+    name = "hoibench" if fmt == HOIBENCH_TAG else "generic"
+    label_space = doc.get("label_space") if name == "hoibench" else None
+    if name == "hoibench" and (version not in (None, *HOIBENCH_VERSIONS)
+                               or not isinstance(label_space, (str, type(None)))):
+        return None  # the careful reader names the unknown version or the bad label space
+    k_obj, k_verb, k_hoi, shift = _KEYS[name]
+    id_keys = (k_obj, k_verb, k_hoi)
+    known = {"file_name", "boxes_h", "boxes_o", "scores", *id_keys}
+    expected = 1 + sum(k.count("[") + _brackets(doc[k]) for k in top if k != "images")
+    names: list[str] = []
+    counts = np.zeros(len(images), dtype=np.int64)
+    floats: dict[str, list[Any]] = {"boxes_h": [], "boxes_o": [], "scores": []}
+    ints: dict[str, list[Any]] = {k: [] for k in id_keys}
+    present: dict[str, bool] = {}
+    for i, im in enumerate(images):
+        if not isinstance(im, obj_t):
+            return None
+        keys = list(im.keys())
+        fn, bh, bo, sc = (im.get(k) for k in ("file_name", "boxes_h", "boxes_o", "scores"))
+        if len(set(keys)) != len(keys) or not isinstance(fn, str) or not all(
+                isinstance(a, arr_t) for a in (bh, bo, sc)):
+            return None
+        n = len(sc)
+        if len(bh) != n or len(bo) != n or (n and (set(map(len, bh)) != {4} or set(map(len, bo)) != {4})):
+            return None
+        names.append(fn)
+        counts[i] = n
+        expected += 3 + 2 * n + fn.count("[")
+        for key, a in (("boxes_h", bh), ("boxes_o", bo), ("scores", sc)):
+            floats[key].append(a.as_buffer(of_type="d"))
+        for key in id_keys:
+            v = im.get(key)
+            if present.setdefault(key, v is not None) != (v is not None):
+                return None  # given for some images only: the careful reader names the first lacking
+            if v is not None:
+                if not isinstance(v, arr_t) or len(v) != n:
+                    return None
+                ints[key].append(v.as_buffer(of_type="i"))
+                expected += 1
+        for k in keys:
+            if k not in known:
+                expected += k.count("[") + _brackets(im[k])
+    if raw.count(b"[") != expected:
+        return None  # a nested row, or a "[" this count cannot place: the careful reader decides
+    cols: dict[str, np.ndarray | None] = {}
+    for key in id_keys:
+        cols[key] = _join(ints[key], np.int64) if present.get(key) else None
+        ids = cols[key]
+        if ids is not None and ids.size and (ids.max() >= _ID_LIMIT or ids.min() <= -_ID_LIMIT):
+            return None
+    if cols[k_hoi] is None and (cols[k_obj] is None or cols[k_verb] is None):
+        return None
+    flat = {k: _join(v, np.float64) for k, v in floats.items()}
+    return name, label_space, _Columns(names, counts, flat["boxes_h"].reshape(-1, 4) + shift,
+                                       flat["boxes_o"].reshape(-1, 4) + shift, cols[k_obj], cols[k_verb],
+                                       cols[k_hoi], flat["scores"])
+
+
+def _decode_msgspec(raw: bytes) -> tuple[str, str | None, _Columns] | None:
+    """The fast path without pysimdjson: msgspec's typed decoder, flattened with ``np.fromiter``."""
     dec = _fast_decoder()
     if dec is None:
         return None
@@ -335,6 +520,9 @@ def _decode_fast(raw: bytes) -> tuple[str, str | None, _Columns] | None:
             cols[key] = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
         except OverflowError:  # an id beyond 64 bits: the careful reader names it
             return None
+        ids = cols[key]
+        if ids is not None and ids.size and (ids.max() >= _ID_LIMIT or ids.min() <= -_ID_LIMIT):
+            return None
     if cols[k_hoi] is None and (cols[k_obj] is None or cols[k_verb] is None):
         return None
     boxes = []
@@ -346,7 +534,8 @@ def _decode_fast(raw: bytes) -> tuple[str, str | None, _Columns] | None:
         boxes.append(np.fromiter(flat, dtype=np.float64, count=4 * int(counts.sum())).reshape(-1, 4) + shift)
     scores = np.fromiter(chain.from_iterable(im.scores for im in ims), dtype=np.float64,
                          count=int(counts.sum()))
-    return name, f.label_space, _Columns([im.file_name for im in ims], counts, boxes[0], boxes[1],
+    label_space = f.label_space if name == "hoibench" else None  # as the careful reader: generic has none
+    return name, label_space, _Columns([im.file_name for im in ims], counts, boxes[0], boxes[1],
                                          cols[k_obj], cols[k_verb], cols[k_hoi], scores)
 
 
@@ -465,11 +654,31 @@ def _locate(counts: np.ndarray, k: int) -> tuple[int, int]:
     return i, k - start
 
 
+def _plain_numbers(items: list[Any]) -> bool:
+    """Whether nested lists hold only ints and floats (``np.asarray`` would turn ``True`` into 1)."""
+    stack = [items]
+    while stack:
+        for v in stack.pop():
+            if type(v) is list:
+                stack.append(v)
+            elif type(v) not in (int, float):
+                return False
+    return True
+
+
 def _array(value: Any, dtype: type) -> np.ndarray:
-    """A numpy copy of a list, array or (CPU or GPU) torch tensor."""
+    """A numpy copy of a list, array or (CPU or GPU) torch tensor of numbers (integers for
+    ``np.int64``, below 2**62); strings and booleans are refused, not converted."""
     if hasattr(value, "detach"):
         value = value.detach().cpu().numpy()
-    return np.asarray(value, dtype=dtype)
+    if isinstance(value, list) and not _plain_numbers(value):
+        raise TypeError("expected numbers, got a string, boolean or null")
+    arr = np.asarray(value)
+    if arr.size and arr.dtype.kind not in ("iu" if dtype is np.int64 else "iuf"):
+        raise TypeError(f"expected {'integers' if dtype is np.int64 else 'numbers'}, got {arr.dtype} values")
+    if dtype is np.int64 and arr.size and (arr.max() >= _ID_LIMIT or arr.min() <= -_ID_LIMIT):
+        raise ValueError(f"an integer beyond 2**62: {arr.max() if arr.max() >= _ID_LIMIT else arr.min()}")
+    return arr.astype(dtype)
 
 
 def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image: int | None,
@@ -484,6 +693,9 @@ def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image:
         raise ConfigError(f"{len(data)} outputs but {len(file_names)} file names")
     inv80 = np.full(80, -1, dtype=np.int64)
     inv80[vocab.coco80] = np.arange(vocab.n_objects)
+    fast = _qpic_vectorised(data, vocab, inv80, max_per_image, file_names)
+    if fast is not None:
+        return fast
     parts: list[tuple[np.ndarray, ...]] = []
     names: list[str] = []
     counts = np.zeros(len(data), dtype=np.int64)
@@ -504,6 +716,54 @@ def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image:
     return _Columns(names, counts, cat[0] if parts else empty4, cat[1] if parts else empty4,
                     cat[2] if parts else np.zeros(0, np.int64), cat[3] if parts else np.zeros(0, np.int64),
                     None, cat[4] if parts else np.zeros(0))
+
+
+def _qpic_vectorised(data: Any, vocab: LabelSpace, inv80: np.ndarray, max_per_image: int | None,
+                     file_names: list[str] | None) -> _Columns | None:
+    """:func:`_qpic_image`'s ``verb_scores`` selection on numpy outputs (what :func:`_qpic_arrays`
+    gives) with the per-(pair, verb) work as a few array operations per image: a lookup table of
+    valid (object, verb) cells gives each image's candidates, one stable sort of those picks the
+    top ``max_per_image``; checks and gathers run once over all images. ``None`` unless every
+    image is well-formed (the per-image reader then runs and names the first problem), so both
+    give identical columns."""
+    nv = vocab.n_verbs
+    keys = ("verb_scores", "boxes", "labels", "sub_ids", "obj_ids")
+    if not data or not all(isinstance(im, dict) and all(isinstance(im.get(k), np.ndarray) for k in keys)
+                           for im in data):
+        return None
+    names = [im.get("file_name") for im in data] if file_names is None else list(file_names)
+    if not all(isinstance(fn, str) for fn in names):
+        return None
+    valid = np.zeros((vocab.n_objects + 1, nv), dtype=bool)  # row -1: a label outside the label space
+    valid[vocab.hoi_verb_object[:, 1], vocab.hoi_verb_object[:, 0]] = True
+    counts = np.zeros(len(data), dtype=np.int64)
+    sel: list[tuple[np.ndarray, ...]] = []  # per image: (pair, verb, score) of the kept, its arrays
+    checked: list[tuple[np.ndarray, ...]] = []  # (sub, obj, labels, number of boxes), checked at once
+    for i, im in enumerate(data):
+        vs, boxes, labels, sub, obj = (im[k] for k in keys)
+        if vs.size == 0:  # no detections: the image's other arrays are not looked at
+            continue
+        if (vs.ndim != 2 or vs.shape[1] != nv or sub.ndim != 1 or obj.shape != sub.shape or len(sub) != len(vs)
+                or boxes.ndim != 2 or boxes.shape[1] != 4 or labels.shape != (len(boxes),)):
+            return None
+        checked.append((sub, obj, labels, np.full(len(sub), len(boxes))))
+        objects = inv80.take(labels.take(obj, mode="clip"), mode="clip")  # out-of-range ids: refused below
+        cand = np.flatnonzero(valid[objects])  # pair * n_verbs + verb
+        scores = vs.reshape(-1)[cand]
+        order = np.argsort(-scores, kind="stable")[:max_per_image]
+        pair, verb = np.divmod(cand[order], nv)
+        sel.append((boxes.take(sub[pair], axis=0, mode="clip"), boxes.take(obj[pair], axis=0, mode="clip"),
+                    objects[pair], verb, scores[order]))  # clipped box ids: refused below
+        counts[i] = len(order)
+    if not sel:
+        return None
+    sub, obj, labels, n_boxes = (np.concatenate([c[k] for c in checked]) for k in range(4))
+    if (min(sub.min(), obj.min()) < 0 or (np.maximum(sub, obj) >= n_boxes).any()
+            or (labels.size and (labels.min() < 0 or labels.max() >= 80))):
+        return None
+    cols = [np.concatenate([p[k] for p in sel]) for k in range(5)]
+    return _Columns(names, counts, cols[0].astype(np.float64), cols[1].astype(np.float64), cols[2], cols[3],
+                    None, cols[4].astype(np.float64))
 
 
 def _qpic_image(im: dict[str, Any], path: Path | str, i: int, vocab: LabelSpace, inv80: np.ndarray,
@@ -553,6 +813,9 @@ def _qpic_image(im: dict[str, Any], path: Path | str, i: int, vocab: LabelSpace,
         verbs, objects = vocab.hoi_verb_object[hois[order], 0], vocab.hoi_verb_object[hois[order], 1]
     else:
         assert labels is not None
+        if len(labels) != len(boxes):
+            raise FormatError(f"expected one label per box ({len(boxes)}), got {len(labels)}", file=path,
+                              record=i, field="labels")
         if labels.size and (labels.min() < 0 or labels.max() >= 80):
             raise FormatError("label outside COCO-80 indices 0..79", file=path, record=i, field="labels")
         verbs_all = np.tile(np.arange(width), n_pairs)
