@@ -59,7 +59,7 @@ from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import atomic_write_json, read_bytes, read_json
 from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.formats._frame import box_frame_hint
-from hoibench.formats._literal import parse_numpy_repr
+from hoibench.formats._literal import key_codes, parse_numpy_repr, repr_as_json_lists
 from hoibench.formats.matlab_detections import (
     is_matlab_detections,
     read_matlab_detections,
@@ -204,6 +204,14 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
     if p.is_dir():
         raise FormatError("is a directory without detections_01.mat .. detections_80.mat (ho-rcnn layout)", file=p)
     raw = read_bytes(p)
+    if format in (None, *REPR_RESULTS) and raw[:64].lstrip()[:1] == b'"':  # a JSON string: a results.json?
+        images = _repr_images_fast(raw)
+        if images is not None:
+            vocab = vocab or hico_det()
+            cols, name, warnings = _repr_results_columns(None, p, vocab, format, ground_truth, images)
+            loaded = _assemble(cols, vocab, p, name, lenient)
+            loaded.warnings += warnings
+            return loaded
     doc = _simd_parse(raw)
     if format in (None, "hoibench", "generic"):
         fast = _decode_fast(raw, doc)
@@ -851,7 +859,8 @@ def predictions_from_qpic(outputs: list[dict[str, Any]], file_names: list[str], 
 
 
 def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | None,
-                          ground_truth: HOIDataset | None) -> tuple[_Columns, str, list[str]]:
+                          ground_truth: HOIDataset | None,
+                          images: _ReprImages | None = None) -> tuple[_Columns, str, list[str]]:
     """Columns of a ``json.dumps(str({'preds': [...], 'gts': [...]}))`` results file.
 
     ``preds`` holds per image ``{'filename', 'predictions': [{'bbox', 'category_id'}],
@@ -860,50 +869,21 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
     (as the ``qpic`` reader). The file is already cut to the evaluator's top 100 per image.
     Their heads compute in float32: boxes and scores are rounded to float32 (recovering exactly
     the values the model produced from their shortest repr) unless the text mentions float64.
+    ``images``: what :func:`_repr_images_fast` read, else ``text`` is read carefully.
     """
-    if not isinstance(text, str):
-        raise FormatError("expected a JSON string holding str({'preds': [...], 'gts': [...]})", file=path)
-    data = parse_numpy_repr(text, path)
-    if not isinstance(data, dict) or not isinstance(data.get("preds"), list):
-        raise FormatError("expected {'preds': [...], 'gts': [...]}", file=path, field="preds")
-    images = data["preds"]
-    names: list[str] = []
-    per_image = []
-    for i, im in enumerate(images):
-        if not isinstance(im, dict):
-            raise FormatError("expected a dict", file=path, record=i)
-        fn = im.get("filename")
-        if not isinstance(fn, str):
-            raise FormatError("missing" if fn is None else f"expected a string, got {fn!r}",
-                              file=path, record=i, field="filename")
-        names.append(fn)
-        boxes_l, hois_l = im.get("predictions"), im.get("hoi_prediction")
-        for key, v in (("predictions", boxes_l), ("hoi_prediction", hois_l)):
-            if not isinstance(v, list):
-                raise FormatError("missing" if v is None else "expected a list", file=path, record=i, field=key)
-        assert isinstance(boxes_l, list) and isinstance(hois_l, list)
-        boxes = _take(boxes_l, "bbox", np.float64, path, i, "predictions").reshape(-1, 4)
-        if len(boxes) != len(boxes_l):
-            raise FormatError("expected boxes of 4 numbers", file=path, record=i, field="predictions.bbox")
-        # GEN-VLKT / HOICLIP write boxes without labels ({'bbox': list(bbox)}): the HOI id names the object
-        labeled = any(isinstance(b, dict) and "category_id" in b for b in boxes_l)
-        labels = _take(boxes_l, "category_id", np.int64, path, i, "predictions") if labeled else None
-        sub, obj, cat = (_take(hois_l, k, np.int64, path, i, "hoi_prediction")
-                         for k in ("subject_id", "object_id", "category_id"))
-        scores = _take(hois_l, "score", np.float64, path, i, "hoi_prediction")
+    names, per_image, gts_names, f32 = images if images is not None else _repr_images_careful(text, path)
+    for i, (boxes, labels, sub, obj, _cat, _scores) in enumerate(per_image):
         if len(sub) and (min(sub.min(), obj.min()) < 0 or max(sub.max(), obj.max()) >= len(boxes)):
             raise FormatError("box index outside 'predictions'", file=path, record=i,
                               field="hoi_prediction.subject_id")
         if labels is not None and labels.size and (labels.min() < 0 or labels.max() >= 80):
             raise FormatError("label outside COCO-80 indices 0..79", file=path, record=i,
                               field="predictions.category_id")
-        per_image.append((boxes, labels, sub, obj, cat, scores))
     name = fmt or _repr_variant(per_image, vocab)
     inv80 = np.full(80, -1, dtype=np.int64)
     inv80[vocab.coco80] = np.arange(vocab.n_objects)
-    f32 = "float64" not in text
     parts = []
-    counts = np.zeros(len(images), dtype=np.int64)
+    counts = np.zeros(len(per_image), dtype=np.int64)
     for i, (boxes, labels, sub, obj, cat, scores) in enumerate(per_image):
         if f32:
             boxes, scores = boxes.astype(np.float32).astype(np.float64), scores.astype(np.float32).astype(np.float64)
@@ -930,9 +910,8 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
     cat_ = [np.concatenate([p[k] for p in parts]) if parts else np.zeros((0, 4) if k < 2 else 0)
             for k in range(5)]
     warnings = []
-    gts = data.get("gts")
-    if ground_truth is not None and isinstance(gts, list):
-        embedded = {g.get("filename") for g in gts if isinstance(g, dict)}
+    if ground_truth is not None and gts_names is not None:
+        embedded = set(gts_names)
         given = set(ground_truth.file_names)
         if embedded != given:
             warnings.append(f"{path.name}: its embedded ground truth ({len(embedded):,} images) differs from "
@@ -940,6 +919,168 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
                             "scoring against the one given")
     return (_Columns(names, counts, cat_[0], cat_[1], cat_[2].astype(np.int64), cat_[3].astype(np.int64),
                      None, cat_[4].astype(np.float64)), name, warnings)
+
+
+#: (file names, per image (boxes, labels or None, subject ids, object ids, category ids, scores),
+#: the embedded ground truth's file names or None, whether values are float32)
+_ReprImages = tuple[list[str], list[tuple[Any, ...]], "list[Any] | None", bool]
+
+
+def _repr_images_careful(text: Any, path: Path) -> _ReprImages:
+    """The images of a results file through :func:`parse_numpy_repr`, each problem named."""
+    if not isinstance(text, str):
+        raise FormatError("expected a JSON string holding str({'preds': [...], 'gts': [...]})", file=path)
+    data = parse_numpy_repr(text, path)
+    if not isinstance(data, dict) or not isinstance(data.get("preds"), list):
+        raise FormatError("expected {'preds': [...], 'gts': [...]}", file=path, field="preds")
+    names: list[str] = []
+    per_image = []
+    for i, im in enumerate(data["preds"]):
+        if not isinstance(im, dict):
+            raise FormatError("expected a dict", file=path, record=i)
+        fn = im.get("filename")
+        if not isinstance(fn, str):
+            raise FormatError("missing" if fn is None else f"expected a string, got {fn!r}",
+                              file=path, record=i, field="filename")
+        names.append(fn)
+        boxes_l, hois_l = im.get("predictions"), im.get("hoi_prediction")
+        for key, v in (("predictions", boxes_l), ("hoi_prediction", hois_l)):
+            if not isinstance(v, list):
+                raise FormatError("missing" if v is None else "expected a list", file=path, record=i, field=key)
+        assert isinstance(boxes_l, list) and isinstance(hois_l, list)
+        boxes = _take(boxes_l, "bbox", np.float64, path, i, "predictions").reshape(-1, 4)
+        if len(boxes) != len(boxes_l):
+            raise FormatError("expected boxes of 4 numbers", file=path, record=i, field="predictions.bbox")
+        # GEN-VLKT / HOICLIP write boxes without labels ({'bbox': list(bbox)}): the HOI id names the object
+        labeled = any(isinstance(b, dict) and "category_id" in b for b in boxes_l)
+        labels = _take(boxes_l, "category_id", np.int64, path, i, "predictions") if labeled else None
+        sub, obj, cat = (_take(hois_l, k, np.int64, path, i, "hoi_prediction")
+                         for k in ("subject_id", "object_id", "category_id"))
+        scores = _take(hois_l, "score", np.float64, path, i, "hoi_prediction")
+        per_image.append((boxes, labels, sub, obj, cat, scores))
+    gts = data.get("gts")
+    gts_names = [g.get("filename") for g in gts if isinstance(g, dict)] if isinstance(gts, list) else None
+    return names, per_image, gts_names, "float64" not in text
+
+
+_RESULTS_KEYS = ("preds", "gts", "filename", "predictions", "hoi_prediction", "bbox", "category_id",
+                 "subject_id", "object_id", "score", "annotations", "hoi_annotation")
+
+
+def _repr_images_fast(raw: bytes) -> _ReprImages | None:
+    """The images of a results file the way :func:`_repr_images_careful` reads them, from a
+    byte-level rewrite (:func:`~hoibench.formats._literal.repr_as_json_lists`) parsed by
+    pysimdjson: each image's box and HOI records leave as one flat buffer each, and every key
+    code is checked at its place (so a missing, extra or reordered key, a list where a number
+    belongs or a wrong box length is caught). ``None`` for anything else (nothing is executed
+    either way): the careful reader then reads the file or names the record and field."""
+    if _SIMD is None:
+        return None
+    for numpy1_floats in (False, True):
+        rewritten = repr_as_json_lists(raw, _RESULTS_KEYS, numpy1_floats=numpy1_floats)
+        if rewritten is None:
+            return None
+        js, start, stop = rewritten
+        try:
+            doc = _SIMD.Parser().parse(memoryview(js)[start:stop])
+        except _SIMD_ERRORS:
+            continue  # numpy 1 prints 2. for 2.0: once more with that rewritten, else the careful way
+        try:
+            return _repr_lists_images(doc, js, raw)
+        except _SIMD_ERRORS:
+            return None
+    return None
+
+
+_RESULTS_CODES = key_codes(_RESULTS_KEYS)
+_CODE_KEYS = {c: k for k, c in _RESULTS_CODES.items()}
+#: record widths (codes included) -> (column, key) of each code: CDN's boxes {'bbox', 'category_id'},
+#: GEN-VLKT's {'bbox'}, both HOI records {'subject_id', 'object_id', 'category_id', 'score'}
+_BOX_LAYOUTS = {7: ((0, "bbox"), (5, "category_id")), 5: ((0, "bbox"),)}
+_HOI_LAYOUT = ((0, "subject_id"), (2, "object_id"), (4, "category_id"), (6, "score"))
+
+
+def _fields(v: Any) -> dict[str, Any] | None:
+    """A rewritten dict ``[code, value, ...]`` as a dict; ``None`` if it is not one."""
+    if not isinstance(v, _SIMD.Array) or len(v) % 2:
+        return None
+    items = list(v)
+    keys = [_CODE_KEYS.get(c) if type(c) is int else None for c in items[0::2]]
+    if None in keys or len(set(keys)) != len(keys):
+        return None
+    return dict(zip(keys, items[1::2]))
+
+
+def _records(v: Any, layout: tuple[tuple[int, str], ...], width: int) -> np.ndarray | None:
+    """A list of rewritten records as a (records, width) array with every key code checked in
+    its column; ``None`` if any record differs (a key missing, added, reordered, a list value)."""
+    flat = np.frombuffer(v.as_buffer(of_type="d"), dtype=np.float64)
+    if flat.size != len(v) * width:
+        return None
+    rows = flat.reshape(len(v), width)
+    if any(not (rows[:, col] == _RESULTS_CODES[key]).all() for col, key in layout):
+        return None
+    return rows
+
+
+def _ints(x: np.ndarray) -> np.ndarray | None:
+    """Integral doubles (ids) as int64; ``None`` for fractions or beyond 2**53."""
+    if x.size and (not (np.abs(x) < 2.0**53).all() or (x != np.floor(x)).any()):
+        return None
+    return x.astype(np.int64)
+
+
+def _repr_lists_images(doc: Any, js: bytes, raw: bytes) -> _ReprImages | None:
+    top = _fields(doc)
+    if top is None or not isinstance(top.get("preds"), _SIMD.Array) or set(top) - {"preds", "gts"}:
+        return None
+    names: list[str] = []
+    per_image: list[tuple[Any, ...]] = []
+    brackets = 2  # the top dict, the preds list
+    for im in top["preds"]:
+        f = _fields(im)
+        if f is None or set(f) != {"filename", "predictions", "hoi_prediction"}:
+            return None
+        fn, boxes_l, hois_l = f["filename"], f["predictions"], f["hoi_prediction"]
+        if not isinstance(fn, str) or not isinstance(boxes_l, _SIMD.Array) or not isinstance(hois_l, _SIMD.Array):
+            return None
+        nb, nh = len(boxes_l), len(hois_l)
+        width = {4: 7, 2: 5}.get(len(boxes_l[0])) if nb and isinstance(boxes_l[0], _SIMD.Array) else 5
+        b = _records(boxes_l, _BOX_LAYOUTS[width], width) if width else None
+        h = _records(hois_l, _HOI_LAYOUT, 8)
+        if b is None or h is None:
+            return None
+        labels = _ints(b[:, 6]) if width == 7 else None
+        sub, obj, cat = _ints(h[:, 1]), _ints(h[:, 3]), _ints(h[:, 5])
+        if sub is None or obj is None or cat is None or (width == 7 and labels is None):
+            return None
+        names.append(fn)
+        per_image.append((b[:, 1:5], labels, sub, obj, cat, h[:, 7]))
+        brackets += 3 + 2 * nb + nh  # the image, its two lists, box records with their bbox, HOI records
+    gts, gts_names = top.get("gts"), None
+    if gts is not None:
+        if not isinstance(gts, _SIMD.Array):
+            return None
+        gts_names = []
+        brackets += 1
+        for g in gts:
+            f = _fields(g)
+            if f is None or not isinstance(f.get("filename"), str) or set(f) - {"filename", "annotations",
+                                                                                 "hoi_annotation"}:
+                return None
+            gts_names.append(f["filename"])
+            brackets += 1 + sum(1 + len(f[k]) * (2 if k == "annotations" else 1)
+                                for k in ("annotations", "hoi_annotation") if isinstance(f.get(k), _SIMD.Array))
+    if js.count(b"[") != brackets:
+        return None  # a list where a number belongs, a "[" in a name: the careful reader decides
+    pos = 0
+    for fn in names + (gts_names or []):  # the rewrite does not spare strings: each name must be in raw
+        needle = b"'filename': '" + fn.encode() + b"'"
+        pos = raw.find(needle, pos)
+        if pos < 0:
+            return None
+        pos += len(needle)
+    return names, per_image, gts_names, b"float64" not in raw
 
 
 def _repr_variant(per_image: list[tuple[Any, ...]], vocab: LabelSpace) -> str:
@@ -962,20 +1103,23 @@ def _repr_variant(per_image: list[tuple[Any, ...]], vocab: LabelSpace) -> str:
 
 
 def _take(items: list[Any], key: str, dtype: type, path: Path, record: int, where: str) -> np.ndarray:
-    """``items[*][key]`` as one array; a missing or malformed value is named by record and field."""
-    try:
-        return np.asarray([it[key] for it in items], dtype=dtype)
-    except (KeyError, TypeError, ValueError, IndexError):
-        for j, it in enumerate(items):
-            v = it.get(key) if isinstance(it, dict) else None
-            try:
-                np.asarray(v, dtype=dtype)
-                if v is None or isinstance(v, (str, bool, dict)):
-                    raise ValueError
-            except (TypeError, ValueError):
-                raise FormatError("missing" if v is None else f"expected {'numbers' if key == 'bbox' else 'a number'}, got {v!r}",
-                                  file=path, record=record, field=f"{where}[{j}].{key}") from None
-        raise FormatError(f"malformed '{key}' values", file=path, record=record, field=where) from None
+    """``items[*][key]`` as one array; a missing or malformed value is named by record and field.
+    Only numbers are read (strings and booleans are refused, not converted), ids only as integers
+    within 64 bits."""
+    def ok(v: Any) -> bool:
+        if dtype is np.int64:
+            return type(v) is int and -(2**63) <= v < 2**63
+        return type(v) in (int, float) or (key == "bbox" and type(v) is list and _plain_numbers(v))
+
+    values = [it.get(key) if isinstance(it, dict) else None for it in items]
+    if all(map(ok, values)):
+        try:
+            return np.asarray(values, dtype=dtype)
+        except ValueError:  # boxes of different lengths
+            raise FormatError(f"malformed '{key}' values", file=path, record=record, field=where) from None
+    j, v = next((j, v) for j, v in enumerate(values) if not ok(v))
+    raise FormatError("missing" if v is None else f"expected {'numbers' if key == 'bbox' else 'a number'}, got {v!r}",
+                      file=path, record=record, field=f"{where}[{j}].{key}")
 
 
 def _assemble(c: _Columns, vocab: LabelSpace, path: Path, fmt: str, lenient: bool) -> LoadedPredictions:
