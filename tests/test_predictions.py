@@ -359,3 +359,17 @@ def test_generic_file_with_any_format_value_is_parsed_once(tmp_path, monkeypatch
     assert loaded.format == "generic"
     np.testing.assert_allclose(loaded.predictions.boxes_h, p.boxes_h)
     np.testing.assert_array_equal(loaded.predictions.verbs, p.verbs)
+
+
+def test_frame_hint_top_detections_equal_a_stable_sort():
+    from hoibench.formats._frame import _top_per_image
+
+    rng = np.random.default_rng(3)
+    counts = rng.integers(0, 12, 200)
+    offsets = np.r_[0, np.cumsum(counts)]
+    image = np.repeat(np.arange(len(counts)), counts)
+    for scores in (rng.random(int(counts.sum())), rng.integers(0, 3, int(counts.sum())) / 2):  # distinct; tied
+        order = np.lexsort((-scores, image))
+        first = offsets[:-1][image[order]]
+        np.testing.assert_array_equal(_top_per_image(scores, offsets, image, 5),
+                                      order[(np.arange(len(order)) - first) < 5])

@@ -752,7 +752,9 @@ def _qpic_vectorised(data: Any, vocab: LabelSpace, inv80: np.ndarray, max_per_im
         if vs.size == 0:  # no detections: the image's other arrays are not looked at
             continue
         if (vs.ndim != 2 or vs.shape[1] != nv or sub.ndim != 1 or obj.shape != sub.shape or len(sub) != len(vs)
-                or boxes.ndim != 2 or boxes.shape[1] != 4 or labels.shape != (len(boxes),)):
+                or boxes.ndim != 2 or boxes.shape[1] != 4 or labels.shape != (len(boxes),)
+                or any(a.dtype != np.int64 for a in (labels, sub, obj))
+                or any(a.dtype != np.float64 for a in (vs, boxes))):
             return None
         checked.append((sub, obj, labels, np.full(len(sub), len(boxes))))
         objects = inv80.take(labels.take(obj, mode="clip"), mode="clip")  # out-of-range ids: refused below
