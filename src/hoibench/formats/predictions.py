@@ -215,7 +215,7 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
         raise FormatError("is a directory without detections_01.mat .. detections_80.mat (ho-rcnn layout)", file=p)
     raw = read_bytes(p)
     if format in (None, *REPR_RESULTS) and raw[:64].lstrip()[:1] == b'"':  # a JSON string: a results.json?
-        images = _repr_images_fast(raw)
+        images = _repr_images_fast(raw, p)
         if images is not None:
             vocab = vocab or hico_det()
             cols, name, warnings = _repr_results_columns(None, p, vocab, format, ground_truth, images)
@@ -971,25 +971,44 @@ def _repr_images_careful(text: Any, path: Path) -> _ReprImages:
         scores = _take(hois_l, "score", np.float64, path, i, "hoi_prediction")
         per_image.append((boxes, labels, sub, obj, cat, scores))
     gts = data.get("gts")
-    gts_names = [g.get("filename") for g in gts if isinstance(g, dict)] if isinstance(gts, list) else None
-    return names, per_image, gts_names, "float64" not in text
+    return names, per_image, _gts_names(gts), "float64" not in text
 
 
-_RESULTS_KEYS = ("preds", "gts", "filename", "predictions", "hoi_prediction", "bbox", "category_id",
-                 "subject_id", "object_id", "score", "annotations", "hoi_annotation")
+def _gts_names(gts: Any) -> list[Any] | None:
+    """The file names of an embedded ``gts`` list (only used to warn when it differs)."""
+    return [g.get("filename") for g in gts if isinstance(g, dict)] if isinstance(gts, list) else None
 
 
-def _repr_images_fast(raw: bytes) -> _ReprImages | None:
+_PREDS_KEYS = ("filename", "predictions", "hoi_prediction", "bbox", "category_id", "subject_id", "object_id",
+               "score")
+
+
+def _repr_images_fast(raw: bytes, path: Path) -> _ReprImages | None:
     """The images of a results file the way :func:`_repr_images_careful` reads them, from a
-    byte-level rewrite (:func:`~hoibench.formats._literal.repr_as_json_lists`) parsed by
-    pysimdjson: each image's box and HOI records leave as one flat buffer each, and every key
-    code is checked at its place (so a missing, extra or reordered key, a list where a number
-    belongs or a wrong box length is caught). ``None`` for anything else (nothing is executed
-    either way): the careful reader then reads the file or names the record and field."""
+    byte-level rewrite (:func:`~hoibench.formats._literal.repr_as_json_lists`) of the ``preds``
+    text parsed by pysimdjson: each image's box and HOI records leave as one flat buffer each,
+    and every key code is checked at its place (so a missing, extra or reordered key, a list where
+    a number belongs or a wrong box length is caught). The embedded ``gts`` (only its file names
+    are used, a few MB) is cut off first and read by the careful parser. ``None`` for anything else
+    (nothing is executed either way): the careful reader then reads the file or names the record
+    and field."""
     if _SIMD is None:
         return None
+    head = b"{'preds': "
+    at, end = raw.find(head, 0, 64), raw.rfind(b"}", max(0, len(raw) - 64))
+    if at < 0 or end < 0 or raw[:at].strip() != b'"' or raw[end + 1:].strip() != b'"':
+        return None
+    gts_at = raw.rfind(b", 'gts': ", at)
+    gts_names = None
+    if gts_at > 0:
+        try:
+            gts = parse_numpy_repr(raw[gts_at + len(b", 'gts': "):end].decode(), path)
+        except (FormatError, UnicodeDecodeError):
+            return None  # the careful reader, on the whole text, names the problem
+        gts_names = _gts_names(gts)
+    preds = b'"' + raw[at + len(head):gts_at if gts_at > 0 else end] + b'"'
     for numpy1_floats in (False, True):
-        rewritten = repr_as_json_lists(raw, _RESULTS_KEYS, numpy1_floats=numpy1_floats)
+        rewritten = repr_as_json_lists(preds, _PREDS_KEYS, numpy1_floats=numpy1_floats)
         if rewritten is None:
             return None
         js, start, stop = rewritten
@@ -998,13 +1017,14 @@ def _repr_images_fast(raw: bytes) -> _ReprImages | None:
         except _SIMD_ERRORS:
             continue  # numpy 1 prints 2. for 2.0: once more with that rewritten, else the careful way
         try:
-            return _repr_lists_images(doc, js, raw)
+            images = _repr_lists_images(doc, js, raw)
         except _SIMD_ERRORS:
             return None
+        return None if images is None else (*images, gts_names, b"float64" not in raw)
     return None
 
 
-_RESULTS_CODES = key_codes(_RESULTS_KEYS)
+_RESULTS_CODES = key_codes(_PREDS_KEYS)
 _CODE_KEYS = {c: k for k, c in _RESULTS_CODES.items()}
 #: record widths (codes included) -> (column, key) of each code: CDN's boxes {'bbox', 'category_id'},
 #: GEN-VLKT's {'bbox'}, both HOI records {'subject_id', 'object_id', 'category_id', 'score'}
@@ -1042,14 +1062,14 @@ def _ints(x: np.ndarray) -> np.ndarray | None:
     return x.astype(np.int64)
 
 
-def _repr_lists_images(doc: Any, js: bytes, raw: bytes) -> _ReprImages | None:
-    top = _fields(doc)
-    if top is None or not isinstance(top.get("preds"), _SIMD.Array) or set(top) - {"preds", "gts"}:
+def _repr_lists_images(doc: Any, js: bytes, raw: bytes) -> tuple[list[str], list[tuple[Any, ...]]] | None:
+    """File names and per-image arrays of the rewritten ``preds`` list; ``None`` unless proved."""
+    if not isinstance(doc, _SIMD.Array):
         return None
     names: list[str] = []
     per_image: list[tuple[Any, ...]] = []
-    brackets = 2  # the top dict, the preds list
-    for im in top["preds"]:
+    brackets = 1  # the preds list
+    for im in doc:
         f = _fields(im)
         if f is None or set(f) != {"filename", "predictions", "hoi_prediction"}:
             return None
@@ -1069,30 +1089,16 @@ def _repr_lists_images(doc: Any, js: bytes, raw: bytes) -> _ReprImages | None:
         names.append(fn)
         per_image.append((b[:, 1:5], labels, sub, obj, cat, h[:, 7]))
         brackets += 3 + 2 * nb + nh  # the image, its two lists, box records with their bbox, HOI records
-    gts, gts_names = top.get("gts"), None
-    if gts is not None:
-        if not isinstance(gts, _SIMD.Array):
-            return None
-        gts_names = []
-        brackets += 1
-        for g in gts:
-            f = _fields(g)
-            if f is None or not isinstance(f.get("filename"), str) or set(f) - {"filename", "annotations",
-                                                                                 "hoi_annotation"}:
-                return None
-            gts_names.append(f["filename"])
-            brackets += 1 + sum(1 + len(f[k]) * (2 if k == "annotations" else 1)
-                                for k in ("annotations", "hoi_annotation") if isinstance(f.get(k), _SIMD.Array))
     if js.count(b"[") != brackets:
         return None  # a list where a number belongs, a "[" in a name: the careful reader decides
     pos = 0
-    for fn in names + (gts_names or []):  # the rewrite does not spare strings: each name must be in raw
+    for fn in names:  # the rewrite does not spare strings: each name must be in the raw text, in order
         needle = b"'filename': '" + fn.encode() + b"'"
         pos = raw.find(needle, pos)
         if pos < 0:
             return None
         pos += len(needle)
-    return names, per_image, gts_names, b"float64" not in raw
+    return names, per_image
 
 
 def _repr_variant(per_image: list[tuple[Any, ...]], vocab: LabelSpace) -> str:
