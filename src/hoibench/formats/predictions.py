@@ -48,8 +48,8 @@ as ids, an escaped ``[``, a reordered key, a wrapper inside a file name) sends t
 careful reader, which gives identical arrays or names the record and field of the first
 problem. Without pysimdjson, msgspec's typed decoder reads the columnar formats.
 Measured (``perf/bench_eval_formats.py``, 965,018 detections, 2 shared cores, CPU seconds):
-hoibench 1.7 s, generic 1.8-1.9 s (``json.load`` of the same files: 8 s), QPIC 11 s (54 s),
-CDN 15.7 s and GEN-VLKT 11 s; see ``docs/evaluation.md``, "Parsing".
+hoibench 1.7-2.2 s, generic 1.8-2.2 s (``json.load`` of the same files: 8 s), QPIC 10-11 s
+(50-54 s), CDN 16 s and GEN-VLKT 11-12 s; see ``docs/evaluation.md``, "Parsing".
 """
 
 from __future__ import annotations
