@@ -8,7 +8,9 @@ format, in the Default and Known-Object settings.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 
 import numpy as np
 import pytest
@@ -519,3 +521,96 @@ def test_a_file_one_pixel_off_gets_a_warning_naming_box_shift(case, tmp_path):
     fixed = evaluate(d / "gt.json", tmp_path / "off.json", "--box-shift", "-1")
     assert_same_aps(fixed, evaluate(d / "gt.json", _own(p, tmp_path)))
     assert load_predictions(tmp_path / "off.json", ground_truth=gt, box_shift=-1.0).warnings == []
+
+
+# ----------------------------------------------------------------------------- the byte-level fast path
+def _read_both_ways(path, monkeypatch, **kw):
+    """(fast, careful): what load_predictions makes of ``path`` with the byte-level rewrite and
+    pysimdjson, and with the careful literal parser alone; each the loaded file or the error line."""
+    import hoibench.formats.predictions as mod
+
+    out = []
+    for simd in (mod._SIMD, None):
+        with monkeypatch.context() as m:
+            m.setattr(mod, "_SIMD", simd)
+            m.setattr(mod, "_FAST", None)
+            try:
+                out.append(load_predictions(path, **kw))
+            except FormatError as exc:
+                out.append(str(exc))
+    return out
+
+
+def _same_loaded(a, b) -> None:
+    if isinstance(b, str):
+        assert a == b
+        return
+    assert not isinstance(a, str), a
+    assert a.format == b.format and a.warnings == b.warnings
+    pa, pb = a.predictions, b.predictions
+    assert list(pa.file_names) == list(pb.file_names)
+    for k in ("offsets", "boxes_h", "boxes_o", "objects", "verbs", "scores"):
+        np.testing.assert_array_equal(getattr(pa, k), getattr(pb, k))
+
+
+REPR_VARIANTS = {  # name -> (edit of the CDN text built from the test set, the fast path must read it)
+    "cdn numpy 2": (lambda t: t, True),
+    "numpy 1 arrays and 2.": (lambda t: NUMPY1_REPR, True),
+    "keys reordered in one record": (lambda t: t.replace("{'subject_id': np.int64(0), 'object_id': np.int64(",
+                                                         "{'object_id': np.int64(0), 'subject_id': np.int64(", 1), False),
+    "an extra key": (lambda t: t.replace("'score': ", "'extra': 1, 'score': ", 1), False),
+    "a list where a number belongs": (lambda t: re.sub(r"'score': (np\.float32\([^)]*\))", r"'score': [\1]", t,
+                                                       count=1), False),
+    "a wrapper in a file name": (lambda t: t.replace("'filename': 'HICO_", "'filename': 'np.int64(1)HICO_", 1), False),
+    "a parenthesis in a file name": (lambda t: t.replace("'filename': 'HICO_", "'filename': 'a)HICO_", 1), False),
+    "an unknown call": (lambda t: t.replace("np.float32(", "np.float16(", 1), False),
+    "a float id": (lambda t: t.replace("'subject_id': np.int64(0)", "'subject_id': 0.5", 1), False),
+    "nan score": (lambda t: re.sub(r"'score': np\.float32\([^)]*\)", "'score': np.float32(nan)", t, count=1), False),
+    "a quote in a file name": (lambda t: t.replace("'filename': 'HICO_", "\"filename\": \"it's", 1)
+                               .replace(".jpg', 'predictions'", ".jpg\", 'predictions'", 1), False),
+    "bbox of 3 numbers": (lambda t: re.sub(r"'bbox': array\(\[\s*[^,]+,", "'bbox': array([", t, count=1), False),
+    "box index out of range": (lambda t: t.replace("'object_id': np.int64(", "'object_id': np.int64(9", 1), True),
+}
+
+
+@pytest.mark.parametrize("variant", list(REPR_VARIANTS))
+def test_repr_fast_path_and_careful_parser_agree(case, tmp_path, monkeypatch, variant):
+    import hoibench.formats.predictions as mod
+
+    gt, p, _ = case
+    edit, fast_reads_it = REPR_VARIANTS[variant]
+    text = edit(json.loads(cdn_results_json(head(p, 3), _embedded_gts(gt.subset(np.arange(2))))))
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(text))
+    fast, careful = _read_both_ways(path, monkeypatch, ground_truth=gt)
+    _same_loaded(fast, careful)
+    calls = []
+    careful_reader = mod._repr_images_careful
+    monkeypatch.setattr(mod, "_repr_images_careful", lambda *a: calls.append(1) or careful_reader(*a))
+    with contextlib.suppress(FormatError):
+        load_predictions(path, ground_truth=gt)
+    assert (not calls) == fast_reads_it, "read by the byte-level path" if not fast_reads_it else "fell through"
+    want = REPR_ERRORS.get(variant)
+    if want is None:
+        assert not isinstance(careful, str), careful
+    else:
+        assert isinstance(careful, str) and f"results.json: {want}" in careful, careful
+
+
+REPR_ERRORS = {  # variants that are refused -> the start of the one error line (record and field)
+    "a list where a number belongs": "record 0: hoi_prediction[0].score: expected a number, got [",
+    "a float id": "record 0: hoi_prediction[5].subject_id: expected a number, got 0.5",
+    "nan score": "record 0: scores[0]: score is not a finite number",
+    "bbox of 3 numbers": "record 0: predictions: malformed 'bbox' values",
+    "box index out of range": "record 0: hoi_prediction.subject_id: box index outside",
+}
+
+
+def test_repr_fast_path_reads_gen_vlkt_and_its_embedded_ground_truth(case, tmp_path, monkeypatch):
+    gt, p, _ = case
+    q = only_valid(head(p, 4))
+    path = tmp_path / "results.json"
+    path.write_text(gen_vlkt_results_json(q, _embedded_gts(gt.subset(np.arange(3)))))
+    fast, careful = _read_both_ways(path, monkeypatch, ground_truth=gt)
+    _same_loaded(fast, careful)
+    assert fast.format == "gen-vlkt" and len(fast.warnings) == 1 and "3 images" in fast.warnings[0]

@@ -63,8 +63,177 @@ def test_careful_reader_agrees_with_fast_reader(tmp_path, monkeypatch):
     p = sample()
     write_predictions(p, tmp_path / "g.json", format="generic")
     fast = read_predictions(tmp_path / "g.json")
-    monkeypatch.setattr(mod, "_FAST", None)  # as without msgspec
+    monkeypatch.setattr(mod, "_SIMD", None)  # as without pysimdjson
+    monkeypatch.setattr(mod, "_FAST", None)  # and msgspec
     same(read_predictions(tmp_path / "g.json"), fast)
+
+
+def _by_every_reader(path, monkeypatch, **kw) -> dict[str, object]:
+    """What pysimdjson's fast path, msgspec's (without pysimdjson) and the careful reader make of
+    ``path``: the predictions, or the error line."""
+    import hoibench.formats.predictions as mod
+
+    out: dict[str, object] = {}
+    for label, simd, fast in (("simdjson", mod._SIMD, mod._FAST), ("msgspec", None, mod._FAST), ("careful", None, None)):
+        with monkeypatch.context() as m:
+            m.setattr(mod, "_SIMD", simd)
+            m.setattr(mod, "_FAST", fast)
+            try:
+                out[label] = load_predictions(path, **kw)
+            except FormatError as exc:
+                out[label] = str(exc)
+    assert mod._SIMD is not None, "pysimdjson is a core dependency"
+    return out
+
+
+def _assert_agree(results: dict[str, object]) -> object:
+    ref = results["careful"]
+    for label, got in results.items():
+        if isinstance(ref, str):
+            assert got == ref, label
+        else:
+            assert not isinstance(got, str), (label, got)
+            assert got.format == ref.format, label
+            same(got.predictions, ref.predictions)
+            assert got.predictions.vocab.name == ref.predictions.vocab.name
+    return ref
+
+
+def _variants() -> dict[str, tuple[dict, ...]]:
+    """Well-formed and malformed files: (document, top-level extras)."""
+    box = [[0, 0, 10.5, 20], [1, 2, 3, 4.25]]
+    im = {"file_name": "a.jpg", "boxes_h": box, "boxes_o": box[::-1], "object": [HORSE, HORSE],
+          "verb": [RIDE, RIDE], "scores": [0.5, 1]}
+    hoi = int(V.hoi_index(RIDE, HORSE))
+    other = {**im, "file_name": "b [1].jpg", "scores": [0.25, 0.125]}
+    empty = {**im, "file_name": "c.jpg", "boxes_h": [], "boxes_o": [], "object": [], "verb": [], "scores": []}
+    return {
+        "generic": ({"images": [im, other, empty]},),
+        "hoi only": ({"images": [{k: v for k, v in im.items() if k not in ("object", "verb")} | {"hoi": [hoi, hoi]}]},),
+        "all three, agreeing": ({"images": [{**im, "hoi": [hoi, hoi]}]},),
+        "null ids": ({"images": [{**im, "hoi": None}]},),
+        "unknown keys with brackets": ({"format": "hoi-det-generic/v1", "producer": {"args": [[1], "[x"]},
+                                        "k[": [], "images": [{**im, "extra": [[1, 2], {"a": "]["}]}, other]},),
+        "hoibench": ({"format": "hoibench-predictions", "version": 1, "label_space": "hico-det",
+                      "images": [{"file_name": "a.jpg", "boxes_h": box, "boxes_o": box, "objects": [HORSE, 1],
+                                  "verbs": [RIDE, 0], "scores": [0.5, 0.25]}]},),
+        "generic with a label_space key": ({"label_space": "v-coco", "images": [im]},),
+        "integral float id": ({"images": [{**im, "verb": [float(RIDE), RIDE]}]},),
+        "nested row": ({"images": [{**im, "boxes_h": [[[0], 0, 10, 20], [1, 2, 3, 4]]}]},),
+        "ragged rows": ({"images": [{**im, "boxes_h": [[0, 0, 10], [20, 1, 2, 3, 4]]}]},),
+        "string score": ({"images": [{**im, "scores": ["0.5", 1]}]},),
+        "boolean id": ({"images": [{**im, "verb": [True, RIDE]}]},),
+        "id beyond 2**62": ({"images": [{**im, "verb": [2**62, RIDE]}]},),
+        "hoi contradicting": ({"images": [{**im, "hoi": [hoi, hoi + 1]}]},),
+        "ids for some images only": ({"images": [im, {k: v for k, v in other.items() if k != "verb"}]},),
+        "unknown version": ({"format": "hoibench-predictions", "version": 9, "images": []},),
+        "bad label_space": ({"format": "hoibench-predictions", "label_space": 3, "images": []},),
+        "boxes not a list": ({"images": [{**im, "boxes_o": 5}]},),
+    }
+
+
+@pytest.mark.parametrize("variant", list(_variants()))
+def test_fast_paths_and_careful_reader_agree(tmp_path, monkeypatch, variant):
+    (doc,) = _variants()[variant]
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    ref = _assert_agree(_by_every_reader(path, monkeypatch))
+    want = _ERRORS.get(variant)
+    if want is None:
+        assert not isinstance(ref, str), ref
+        if variant != "integral float id":  # floats as ids: the careful reader's to accept
+            import hoibench.formats.predictions as mod
+
+            monkeypatch.setattr(mod, "_parse_json", lambda raw, path: pytest.fail("not read by the fast path"))
+            same(load_predictions(path).predictions, ref.predictions)
+    else:
+        assert isinstance(ref, str) and f"p.json: {want}" in ref, ref
+
+
+_ERRORS = {  # variant -> where the one error line must point
+    "nested row": "record 0: boxes_h[0]: expected a number, got [0]", "ragged rows": "record 0: boxes_h[0]: expected a box",
+    "string score": "record 0: scores[0]: expected a number", "boolean id": "record 0: verb[0]: expected a number",
+    "id beyond 2**62": "record 0: verb[0]: expected an integer id", "hoi contradicting": "record 0: hoi[1]: disagrees",
+    "ids for some images only": "record 1: verb: missing while", "unknown version": "version: version 9",
+    "bad label_space": "label_space: expected a label space name", "boxes not a list": "record 0: boxes_o: expected a list",
+}
+
+
+def test_duplicate_keys_and_escapes_read_as_the_careful_reader_reads_them(tmp_path, monkeypatch):
+    path = tmp_path / "p.json"
+    boxes = '"boxes_h": [[0, 0, 1, 1]], "boxes_o": [[0, 0, 1, 1]]'
+    # JSON keeps the last of duplicate keys (pysimdjson's lookup would find the first); an escaped "["
+    path.write_text('{"images": [{"file_name": "a.jpg", "file_name": "b\\u005b.jpg", ' + boxes
+                    + ', "hoi": [0], "hoi": [1], "scores": [0.5]}]}')
+    ref = _assert_agree(_by_every_reader(path, monkeypatch))
+    assert list(ref.predictions.file_names) == ["b[.jpg"] and ref.predictions.hois.tolist() == [1]
+    path.write_text('{"images": [{"file_name": "a.jpg", ' + boxes + ', "hoi": [0], "scores": [NaN]}]}')
+    assert "scores[0]: score is not a finite number" in _assert_agree(_by_every_reader(path, monkeypatch))
+
+
+def _qpic_doc(seed: int = 0, n_images: int = 3, triplet: bool = False) -> list[dict]:
+    """QPIC post-processor outputs with dense, tied scores (and an image without queries)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n_images):
+        n = 0 if i == 1 else int(rng.integers(3, 12))
+        boxes = np.concatenate([rng.uniform(0, 100, (2 * n, 2)), rng.uniform(100, 200, (2 * n, 2))], 1)
+        rec = {"file_name": f"img{i}.jpg", "boxes": boxes.tolist(), "sub_ids": list(range(n)),
+               "obj_ids": list(range(n, 2 * n)), "image_id": [i]}
+        if triplet:
+            rec["hoi_scores"] = rng.choice([0.0, 0.25, 0.5, 0.75], (n, V.n_hois)).tolist()
+            rec["obj_scores"] = rng.choice([0.0, 0.5], (n, 81)).tolist()
+        else:
+            rec["labels"] = [0] * n + rng.integers(0, 80, n).tolist()
+            rec["verb_scores"] = rng.choice([0.0, 0.125, 0.5, 0.9], (n, V.n_verbs)).tolist()
+        out.append(rec)
+    return out
+
+
+@pytest.mark.parametrize("variant", ["qpic", "triplet", "max 7", "ragged verb_scores", "string label",
+                                     "boolean label", "nested labels", "short labels", "sub_id out of range",
+                                     "label 80", "flat boxes", "huge obj_id"])
+def test_qpic_fast_path_and_careful_reader_agree(tmp_path, monkeypatch, variant):
+    doc = _qpic_doc(triplet=variant == "triplet")
+    kw = {"max_per_image": 7} if variant == "max 7" else {}
+    im = doc[2]
+    if variant == "ragged verb_scores":
+        im["verb_scores"][1] = im["verb_scores"][1][:-1]
+    elif variant == "string label":
+        im["labels"][3] = "3"
+    elif variant == "boolean label":
+        im["labels"][3] = True
+    elif variant == "nested labels":
+        im["labels"] = [[x] for x in im["labels"]]
+    elif variant == "short labels":
+        im["labels"] = im["labels"][:-1]
+    elif variant == "sub_id out of range":
+        im["sub_ids"][0] = len(im["boxes"])
+    elif variant == "label 80":
+        im["labels"][-1] = 80
+    elif variant == "flat boxes":
+        im["boxes"] = [x for b in im["boxes"] for x in b]
+    elif variant == "huge obj_id":
+        im["obj_ids"][0] = 2**63 - 1
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps(doc))
+    ref = _assert_agree(_by_every_reader(path, monkeypatch, **kw))
+    if variant in ("qpic", "triplet", "max 7", "nested labels", "flat boxes"):
+        assert not isinstance(ref, str), ref
+        assert ref.format == "qpic" and len(ref.predictions) > 0
+    else:
+        assert isinstance(ref, str) and "q.json: record 2" in ref, ref
+
+
+def test_qpic_file_is_parsed_once(tmp_path, monkeypatch):
+    import hoibench.formats.predictions as mod
+
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps(_qpic_doc()))
+    want = load_predictions(path)
+    monkeypatch.setattr(mod, "_parse_json", lambda raw, path: pytest.fail("parsed a second time"))
+    monkeypatch.setattr(mod, "_qpic_image", lambda *a: pytest.fail("the per-image selection ran"))
+    same(load_predictions(path).predictions, want.predictions)
 
 
 def test_generic_layout_is_in_the_hicodet_frame(tmp_path):
@@ -195,24 +364,6 @@ def test_generic_file_with_any_format_value_is_parsed_once(tmp_path, monkeypatch
     np.testing.assert_array_equal(loaded.predictions.verbs, p.verbs)
 
 
-def test_top_detections_per_image_grouped_or_not() -> None:
-    """The frame check's per-image top-k (per-image sorts for a grouped file, two global stable
-    sorts otherwise) equals lexsort by (image, -score), ties in file order."""
-    rng = np.random.default_rng(3)
-
-    def expected(neg: np.ndarray, image: np.ndarray) -> np.ndarray:
-        order = np.lexsort((neg, image))
-        first = np.r_[0, np.cumsum(np.bincount(image, minlength=45))][image[order]]
-        return order[(np.arange(len(order)) - first) < 5]
-
-    image = np.sort(rng.integers(0, 40, 2000))
-    neg = -np.round(rng.random(2000), 2)  # many ties
-    np.testing.assert_array_equal(_top_per_image(neg, image, 45, 5), expected(neg, image))
-    shuffled = rng.permutation(2000)
-    np.testing.assert_array_equal(_top_per_image(neg[shuffled], image[shuffled], 45, 5),
-                                  expected(neg[shuffled], image[shuffled]))
-
-
 @pytest.mark.parametrize("compress", [False, True])
 def test_mat_cells_read_back_and_scipy_empty_cells(tmp_path, compress: bool) -> None:
     """hoibench's zero-length empty cells (compressed or not) and scipy's 0 x 0 ones read the same."""
@@ -235,3 +386,16 @@ def test_mat_cells_read_back_and_scipy_empty_cells(tmp_path, compress: bool) -> 
     assert theirs is not None
     np.testing.assert_array_equal(theirs.cell, cell)
     np.testing.assert_array_equal(theirs.rows, rows)
+
+
+def test_frame_hint_top_detections_equal_a_stable_sort():
+
+    rng = np.random.default_rng(3)
+    counts = rng.integers(0, 12, 200)
+    offsets = np.r_[0, np.cumsum(counts)]
+    image = np.repeat(np.arange(len(counts)), counts)
+    for scores in (rng.random(int(counts.sum())), rng.integers(0, 3, int(counts.sum())) / 2):  # distinct; tied
+        order = np.lexsort((-scores, image))
+        first = offsets[:-1][image[order]]
+        np.testing.assert_array_equal(_top_per_image(scores, offsets, image, 5),
+                                      order[(np.arange(len(order)) - first) < 5])

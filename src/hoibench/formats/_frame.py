@@ -42,7 +42,7 @@ def box_frame_hint(preds: HOIPredictions, gt: HOIDataset, *, top: int = 5, min_i
     row = {f: k for k, f in enumerate(gt.file_names)}
     pred_row = np.array([row.get(f, -1) for f in preds.file_names], dtype=np.int64)
     image = preds.image_index
-    best = _top_per_image(-preds.scores, image, preds.n_images, top)
+    best = _top_per_image(preds.scores, preds.offsets, image, top)
     best = best[pred_row[image[best]] >= 0]
     det_boxes, gt_boxes, owner = [], [], []
     n = 0
@@ -81,16 +81,19 @@ def box_frame_hint(preds: HOIPredictions, gt: HOIDataset, *, top: int = 5, min_i
     return FrameHint(float(SHIFTS[k]), float(means[_ZERO]), float(means[k]), len(gain))
 
 
-def _top_per_image(neg_score: np.ndarray, image: np.ndarray, n_images: int, top: int) -> np.ndarray:
-    """Each image's ``top`` best detections, best first (ties: file order), images in order."""
-    offsets = np.r_[0, np.cumsum(np.bincount(image, minlength=n_images))]
-    if np.all(image[1:] >= image[:-1]):  # grouped by image (as read): sort ~100 scores per image
-        parts = [lo + np.argsort(neg_score[lo:hi], kind="stable")[:top]
-                 for lo, hi in zip(offsets[:-1].tolist(), offsets[1:].tolist()) if hi > lo]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-    by_score = np.argsort(neg_score, kind="stable")
-    order = by_score[np.argsort(image[by_score], kind="stable")]
-    return order[(np.arange(len(order)) - offsets[image[order]]) < top]
+def _top_per_image(scores: np.ndarray, offsets: np.ndarray, image: np.ndarray, top: int) -> np.ndarray:
+    """Each image's ``top`` best detections, best first, ties in file order: what a stable sort
+    by (image, -score) keeps, with only the candidates (at least each image's ``top``-th best
+    score, found by partitioning) sorted."""
+    counts = np.diff(offsets)
+    threshold = np.full(len(counts), -np.inf)
+    for i in np.flatnonzero(counts > top).tolist():
+        seg = scores[offsets[i]:offsets[i + 1]]
+        threshold[i] = np.partition(seg, len(seg) - top)[len(seg) - top]
+    cand = np.flatnonzero(scores >= threshold[image])
+    order = cand[np.lexsort((-scores[cand], image[cand]))]
+    first = np.r_[0, np.cumsum(np.bincount(image[order], minlength=len(counts)))][image[order]]
+    return order[(np.arange(len(order)) - first) < top]
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -36,10 +36,20 @@ Formats
     indices, read unchanged; columns are the ground truth's images. See
     :mod:`hoibench.formats.matlab_detections`.
 
-Reading ~1M detections (a ~180 MB file) takes about a second: a typed msgspec decoder parses the
-columnar formats (orjson's untyped parse alone takes 2-3 s), and the per-image lists are
-flattened with ``itertools.chain`` into single ``np.fromiter`` conversions. Malformed files fall
-back to a careful reader that names the record and field of the first problem.
+Reading: one parse, no Python object per number. pysimdjson parses the file (``_simd_parse``)
+and every numeric list leaves as one flat buffer (``as_buffer``), joined into one array per
+column; the shapes that flattening hides are proved separately (every box row has 4 elements,
+the file holds no ``[`` beyond the layout's own arrays). QPIC files go the same way, then each
+image's valid (verb, object) candidates come from a lookup table and one stable sort picks its
+top ``max_per_image``. CDN/GEN-VLKT ``results.json`` is rewritten at the byte level into JSON
+lists with a number code per key (:func:`~hoibench.formats._literal.repr_as_json_lists`) and
+parsed the same way, each code checked in its place. Anything unexpected (duplicate keys, floats
+as ids, an escaped ``[``, a reordered key, a wrapper inside a file name) sends the file to the
+careful reader, which gives identical arrays or names the record and field of the first
+problem. Without pysimdjson, msgspec's typed decoder reads the columnar formats.
+Measured (``perf/bench_eval_formats.py``, 965,018 detections, 2 shared cores, CPU seconds):
+hoibench 1.7-2.2 s, generic 1.8-2.2 s (``json.load`` of the same files: 8 s), QPIC 10-11 s
+(50-54 s), CDN 16 s and GEN-VLKT 11-12 s; see ``docs/evaluation.md``, "Parsing".
 """
 
 from __future__ import annotations
@@ -59,7 +69,7 @@ from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import atomic_write_json, read_bytes, read_json
 from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.formats._frame import box_frame_hint
-from hoibench.formats._literal import parse_numpy_repr
+from hoibench.formats._literal import key_codes, parse_numpy_repr, repr_as_json_lists
 from hoibench.formats.matlab_detections import (
     is_matlab_detections,
     read_matlab_detections,
@@ -204,12 +214,29 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
     if p.is_dir():
         raise FormatError("is a directory without detections_01.mat .. detections_80.mat (ho-rcnn layout)", file=p)
     raw = read_bytes(p)
+    if format in (None, *REPR_RESULTS) and raw[:64].lstrip()[:1] == b'"':  # a JSON string: a results.json?
+        images = _repr_images_fast(raw, p)
+        if images is not None:
+            vocab = vocab or hico_det()
+            cols, name, warnings = _repr_results_columns(None, p, vocab, format, ground_truth, images)
+            loaded = _assemble(cols, vocab, p, name, lenient)
+            loaded.warnings += warnings
+            return loaded
+    doc = _simd_parse(raw)
     if format in (None, "hoibench", "generic"):
-        fast = _decode_fast(raw)
+        fast = _decode_fast(raw, doc)
         if fast is not None and (format is None or format == fast[0]):
             name, label_space, cols = fast
             return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
-    data = _parse_json(raw, p)
+    if format in (None, "qpic") and doc is not None:
+        images = _qpic_arrays(doc, raw)
+        if images is not None:
+            vocab = vocab or hico_det()
+            return _assemble(_qpic_columns(images, p, vocab, max_per_image), vocab, p, "qpic", lenient)
+    # the careful reader (and the repr results files, a JSON string) work on Python objects
+    text = doc if isinstance(doc, str) else None
+    del doc  # its parser holds the whole parsed file
+    data = text if text is not None else _parse_json(raw, p)
     name = _sniff(data) if format is None else format
     if name == _REPR or name in REPR_RESULTS:
         vocab = vocab or hico_det()
@@ -272,6 +299,13 @@ def _parse_json(raw: bytes, path: Path) -> Any:
             raise FormatError(f"not valid JSON ({exc})", file=path) from None
 
 
+try:  # parses without building Python objects; numeric arrays are exported as flat buffers
+    import simdjson
+
+    _SIMD: Any = simdjson
+except ImportError:  # pragma: no cover - a core dependency; msgspec's typed decoder is the fallback
+    _SIMD = None
+
 try:  # a typed decoder parses the columnar formats ~3x faster than untyped JSON parsing
     import msgspec
 
@@ -300,13 +334,182 @@ try:  # a typed decoder parses the columnar formats ~3x faster than untyped JSON
 except ImportError:  # pragma: no cover - msgspec is a core dependency; orjson still works
     _FAST = None
 
+#: what pysimdjson raises on malformed JSON, a wrong element type or a number it cannot hold
+_SIMD_ERRORS = (ValueError, TypeError, RuntimeError, KeyError, IndexError)
+_ID_LIMIT = 2**62  # ids at or beyond it are refused (by the careful reader, which names them)
+
 
 def _fast_decoder() -> Any:
     return _FAST
 
 
-def _decode_fast(raw: bytes) -> tuple[str, str | None, _Columns] | None:
-    """Columns of a well-formed hoibench/generic file; ``None`` sends it to the careful reader."""
+def _simd_parse(raw: bytes) -> Any:
+    """The pysimdjson document of ``raw`` (a fresh parser: a document keeps its parser busy), or
+    ``None`` without pysimdjson or for invalid JSON (the careful reader then names the problem)."""
+    if _SIMD is None:
+        return None
+    try:
+        return _SIMD.Parser().parse(raw)
+    except _SIMD_ERRORS:
+        return None
+
+
+def _decode_fast(raw: bytes, doc: Any = None) -> tuple[str, str | None, _Columns] | None:
+    """Columns of a well-formed hoibench/generic file; ``None`` sends it to the careful reader.
+    ``doc``: ``raw`` already parsed by :func:`_simd_parse`."""
+    if _SIMD is None:
+        return _decode_msgspec(raw)
+    if doc is None:
+        return None
+    try:
+        return _decode_simdjson(doc, raw)
+    except _SIMD_ERRORS:
+        return None
+
+
+#: QPIC-file keys -> (pysimdjson buffer type, numpy dtype, a list of rows?)
+_QPIC_KEYS = {"boxes": ("d", np.float64, True), "labels": ("i", np.int64, False),
+              "verb_scores": ("d", np.float64, True), "sub_ids": ("i", np.int64, False),
+              "obj_ids": ("i", np.int64, False)}
+_QPIC_TRIPLET_KEYS = {"boxes": ("d", np.float64, True), "hoi_scores": ("d", np.float64, True),
+                      "obj_scores": ("d", np.float64, True), "sub_ids": ("i", np.int64, False),
+                      "obj_ids": ("i", np.int64, False)}
+
+
+def _qpic_arrays(doc: Any, raw: bytes) -> list[dict[str, Any]] | None:
+    """Per-image numpy arrays of a QPIC file, straight from the pysimdjson document, shaped as
+    ``np.asarray`` of the lists would be; ``None`` (the careful reader decides) for anything but
+    lists of numbers and of equal-length rows of numbers, proved as in :func:`_decode_simdjson`."""
+    obj_t, arr_t = _SIMD.Object, _SIMD.Array
+    if not isinstance(doc, arr_t) or not len(doc) or not isinstance(doc[0], obj_t) or not (
+            "verb_scores" in doc[0] or "hoi_scores" in doc[0]):
+        return None
+    expected = 1
+    out: list[dict[str, Any]] = []
+    try:
+        for im in doc:
+            if not isinstance(im, obj_t):
+                return None
+            keys = list(im.keys())
+            fn = im.get("file_name")
+            if len(set(keys)) != len(keys) or not isinstance(fn, str):
+                return None
+            spec = _QPIC_TRIPLET_KEYS if "verb_scores" not in keys and "hoi_scores" in keys else _QPIC_KEYS
+            rec: dict[str, Any] = {"file_name": fn}
+            expected += fn.count("[")
+            for key, (kind, dtype, rows) in spec.items():
+                v = im.get(key)
+                if not isinstance(v, arr_t):
+                    return None
+                flat = np.frombuffer(v.as_buffer(of_type=kind), dtype=dtype)
+                if rows:
+                    widths = set(map(len, v))
+                    if len(widths) > 1:
+                        return None  # ragged: np.asarray would refuse it, with the careful reader's words
+                    flat = flat.reshape(len(v), widths.pop() if widths else 0)
+                    expected += len(v)
+                rec[key] = flat  # ids are range-checked where they are used
+                expected += 1
+            for k in keys:
+                if k not in spec and k != "file_name":
+                    expected += k.count("[") + _brackets(im[k])
+            out.append(rec)
+    except _SIMD_ERRORS:
+        return None
+    return out if raw.count(b"[") == expected else None
+
+
+def _brackets(value: Any) -> int:
+    """``[`` characters in a parsed value (arrays and strings), to account for unknown keys."""
+    if isinstance(value, (_SIMD.Array, _SIMD.Object)):
+        return int(value.mini.count(b"["))
+    return value.count("[") if isinstance(value, str) else 0
+
+
+def _join(buffers: list[Any], dtype: type) -> np.ndarray:
+    """One writable array of pysimdjson ``as_buffer`` exports (one copy)."""
+    return np.frombuffer(bytearray().join(buffers), dtype=dtype)
+
+
+def _decode_simdjson(doc: Any, raw: bytes) -> tuple[str, str | None, _Columns] | None:
+    """The fast path on a pysimdjson document: every numeric list leaves as one flat buffer
+    (``as_buffer``), joined into one ``np.frombuffer`` per column; no Python number is built.
+
+    ``as_buffer`` flattens any nesting and refuses anything but numbers, so the shapes are proved
+    separately: every box row has 4 elements, and the file holds no ``[`` beyond the layout's
+    own arrays (plus those inside unknown keys' values and strings, counted), so no row nests.
+    Anything unexpected (duplicate keys, floats as ids, ids beyond 2**62, an escaped ``[``) gives
+    ``None``: the careful reader then accepts the file or names the record and field.
+    """
+    obj_t, arr_t = _SIMD.Object, _SIMD.Array
+    if not isinstance(doc, obj_t):
+        return None
+    top = list(doc.keys())
+    images, fmt, version = doc.get("images"), doc.get("format"), doc.get("version")
+    if len(set(top)) != len(top) or not isinstance(images, arr_t) or not isinstance(fmt, (str, type(None))):
+        return None
+    # any other top-level "format" value (e.g. "hoi-det-generic/v1") is a generic file: decided
+    # here, from the one parse, never by parsing the file again in the careful reader
+    name = "hoibench" if fmt == HOIBENCH_TAG else "generic"
+    label_space = doc.get("label_space") if name == "hoibench" else None
+    if name == "hoibench" and (version not in (None, *HOIBENCH_VERSIONS)
+                               or not isinstance(label_space, (str, type(None)))):
+        return None  # the careful reader names the unknown version or the bad label space
+    k_obj, k_verb, k_hoi, shift = _KEYS[name]
+    id_keys = (k_obj, k_verb, k_hoi)
+    known = {"file_name", "boxes_h", "boxes_o", "scores", *id_keys}
+    expected = 1 + sum(k.count("[") + _brackets(doc[k]) for k in top if k != "images")
+    names: list[str] = []
+    counts = np.zeros(len(images), dtype=np.int64)
+    floats: dict[str, list[Any]] = {"boxes_h": [], "boxes_o": [], "scores": []}
+    ints: dict[str, list[Any]] = {k: [] for k in id_keys}
+    present: dict[str, bool] = {}
+    for i, im in enumerate(images):
+        if not isinstance(im, obj_t):
+            return None
+        keys = list(im.keys())
+        fn, bh, bo, sc = (im.get(k) for k in ("file_name", "boxes_h", "boxes_o", "scores"))
+        if len(set(keys)) != len(keys) or not isinstance(fn, str) or not all(
+                isinstance(a, arr_t) for a in (bh, bo, sc)):
+            return None
+        n = len(sc)
+        if len(bh) != n or len(bo) != n or (n and (set(map(len, bh)) != {4} or set(map(len, bo)) != {4})):
+            return None
+        names.append(fn)
+        counts[i] = n
+        expected += 3 + 2 * n + fn.count("[")
+        for key, a in (("boxes_h", bh), ("boxes_o", bo), ("scores", sc)):
+            floats[key].append(a.as_buffer(of_type="d"))
+        for key in id_keys:
+            v = im.get(key)
+            if present.setdefault(key, v is not None) != (v is not None):
+                return None  # given for some images only: the careful reader names the first lacking
+            if v is not None:
+                if not isinstance(v, arr_t) or len(v) != n:
+                    return None
+                ints[key].append(v.as_buffer(of_type="i"))
+                expected += 1
+        for k in keys:
+            if k not in known:
+                expected += k.count("[") + _brackets(im[k])
+    if raw.count(b"[") != expected:
+        return None  # a nested row, or a "[" this count cannot place: the careful reader decides
+    cols: dict[str, np.ndarray | None] = {}
+    for key in id_keys:
+        cols[key] = _join(ints[key], np.int64) if present.get(key) else None
+        ids = cols[key]
+        if ids is not None and ids.size and (ids.max() >= _ID_LIMIT or ids.min() <= -_ID_LIMIT):
+            return None
+    if cols[k_hoi] is None and (cols[k_obj] is None or cols[k_verb] is None):
+        return None
+    flat = {k: _join(v, np.float64) for k, v in floats.items()}
+    return name, label_space, _Columns(names, counts, flat["boxes_h"].reshape(-1, 4) + shift,
+                                       flat["boxes_o"].reshape(-1, 4) + shift, cols[k_obj], cols[k_verb],
+                                       cols[k_hoi], flat["scores"])
+
+
+def _decode_msgspec(raw: bytes) -> tuple[str, str | None, _Columns] | None:
+    """The fast path without pysimdjson: msgspec's typed decoder, flattened with ``np.fromiter``."""
     dec = _fast_decoder()
     if dec is None:
         return None
@@ -335,6 +538,9 @@ def _decode_fast(raw: bytes) -> tuple[str, str | None, _Columns] | None:
             cols[key] = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
         except OverflowError:  # an id beyond 64 bits: the careful reader names it
             return None
+        ids = cols[key]
+        if ids is not None and ids.size and (ids.max() >= _ID_LIMIT or ids.min() <= -_ID_LIMIT):
+            return None
     if cols[k_hoi] is None and (cols[k_obj] is None or cols[k_verb] is None):
         return None
     boxes = []
@@ -346,7 +552,8 @@ def _decode_fast(raw: bytes) -> tuple[str, str | None, _Columns] | None:
         boxes.append(np.fromiter(flat, dtype=np.float64, count=4 * int(counts.sum())).reshape(-1, 4) + shift)
     scores = np.fromiter(chain.from_iterable(im.scores for im in ims), dtype=np.float64,
                          count=int(counts.sum()))
-    return name, f.label_space, _Columns([im.file_name for im in ims], counts, boxes[0], boxes[1],
+    label_space = f.label_space if name == "hoibench" else None  # as the careful reader: generic has none
+    return name, label_space, _Columns([im.file_name for im in ims], counts, boxes[0], boxes[1],
                                          cols[k_obj], cols[k_verb], cols[k_hoi], scores)
 
 
@@ -465,11 +672,31 @@ def _locate(counts: np.ndarray, k: int) -> tuple[int, int]:
     return i, k - start
 
 
+def _plain_numbers(items: list[Any]) -> bool:
+    """Whether nested lists hold only ints and floats (``np.asarray`` would turn ``True`` into 1)."""
+    stack = [items]
+    while stack:
+        for v in stack.pop():
+            if type(v) is list:
+                stack.append(v)
+            elif type(v) not in (int, float):
+                return False
+    return True
+
+
 def _array(value: Any, dtype: type) -> np.ndarray:
-    """A numpy copy of a list, array or (CPU or GPU) torch tensor."""
+    """A numpy copy of a list, array or (CPU or GPU) torch tensor of numbers (integers for
+    ``np.int64``, below 2**62); strings and booleans are refused, not converted."""
     if hasattr(value, "detach"):
         value = value.detach().cpu().numpy()
-    return np.asarray(value, dtype=dtype)
+    if isinstance(value, list) and not _plain_numbers(value):
+        raise TypeError("expected numbers, got a string, boolean or null")
+    arr = np.asarray(value)
+    if arr.size and arr.dtype.kind not in ("iu" if dtype is np.int64 else "iuf"):
+        raise TypeError(f"expected {'integers' if dtype is np.int64 else 'numbers'}, got {arr.dtype} values")
+    if dtype is np.int64 and arr.size and (arr.max() >= _ID_LIMIT or arr.min() <= -_ID_LIMIT):
+        raise ValueError(f"an integer beyond 2**62: {arr.max() if arr.max() >= _ID_LIMIT else arr.min()}")
+    return arr.astype(dtype)
 
 
 def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image: int | None,
@@ -484,6 +711,9 @@ def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image:
         raise ConfigError(f"{len(data)} outputs but {len(file_names)} file names")
     inv80 = np.full(80, -1, dtype=np.int64)
     inv80[vocab.coco80] = np.arange(vocab.n_objects)
+    fast = _qpic_vectorised(data, vocab, inv80, max_per_image, file_names)
+    if fast is not None:
+        return fast
     parts: list[tuple[np.ndarray, ...]] = []
     names: list[str] = []
     counts = np.zeros(len(data), dtype=np.int64)
@@ -504,6 +734,56 @@ def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image:
     return _Columns(names, counts, cat[0] if parts else empty4, cat[1] if parts else empty4,
                     cat[2] if parts else np.zeros(0, np.int64), cat[3] if parts else np.zeros(0, np.int64),
                     None, cat[4] if parts else np.zeros(0))
+
+
+def _qpic_vectorised(data: Any, vocab: LabelSpace, inv80: np.ndarray, max_per_image: int | None,
+                     file_names: list[str] | None) -> _Columns | None:
+    """:func:`_qpic_image`'s ``verb_scores`` selection on numpy outputs (what :func:`_qpic_arrays`
+    gives) with the per-(pair, verb) work as a few array operations per image: a lookup table of
+    valid (object, verb) cells gives each image's candidates, one stable sort of those picks the
+    top ``max_per_image``; checks and gathers run once over all images. ``None`` unless every
+    image is well-formed (the per-image reader then runs and names the first problem), so both
+    give identical columns."""
+    nv = vocab.n_verbs
+    keys = ("verb_scores", "boxes", "labels", "sub_ids", "obj_ids")
+    if not data or not all(isinstance(im, dict) and all(isinstance(im.get(k), np.ndarray) for k in keys)
+                           for im in data):
+        return None
+    names = [im.get("file_name") for im in data] if file_names is None else list(file_names)
+    if not all(isinstance(fn, str) for fn in names):
+        return None
+    valid = np.zeros((vocab.n_objects + 1, nv), dtype=bool)  # row -1: a label outside the label space
+    valid[vocab.hoi_verb_object[:, 1], vocab.hoi_verb_object[:, 0]] = True
+    counts = np.zeros(len(data), dtype=np.int64)
+    sel: list[tuple[np.ndarray, ...]] = []  # per image: (pair, verb, score) of the kept, its arrays
+    checked: list[tuple[np.ndarray, ...]] = []  # (sub, obj, labels, number of boxes), checked at once
+    for i, im in enumerate(data):
+        vs, boxes, labels, sub, obj = (im[k] for k in keys)
+        if vs.size == 0:  # no detections: the image's other arrays are not looked at
+            continue
+        if (vs.ndim != 2 or vs.shape[1] != nv or sub.ndim != 1 or obj.shape != sub.shape or len(sub) != len(vs)
+                or boxes.ndim != 2 or boxes.shape[1] != 4 or labels.shape != (len(boxes),)
+                or any(a.dtype != np.int64 for a in (labels, sub, obj))
+                or any(a.dtype != np.float64 for a in (vs, boxes))):
+            return None
+        checked.append((sub, obj, labels, np.full(len(sub), len(boxes))))
+        objects = inv80.take(labels.take(obj, mode="clip"), mode="clip")  # out-of-range ids: refused below
+        cand = np.flatnonzero(valid[objects])  # pair * n_verbs + verb
+        scores = vs.reshape(-1)[cand]
+        order = np.argsort(-scores, kind="stable")[:max_per_image]
+        pair, verb = np.divmod(cand[order], nv)
+        sel.append((boxes.take(sub[pair], axis=0, mode="clip"), boxes.take(obj[pair], axis=0, mode="clip"),
+                    objects[pair], verb, scores[order]))  # clipped box ids: refused below
+        counts[i] = len(order)
+    if not sel:
+        return None
+    sub, obj, labels, n_boxes = (np.concatenate([c[k] for c in checked]) for k in range(4))
+    if (min(sub.min(), obj.min()) < 0 or (np.maximum(sub, obj) >= n_boxes).any()
+            or (labels.size and (labels.min() < 0 or labels.max() >= 80))):
+        return None
+    cols = [np.concatenate([p[k] for p in sel]) for k in range(5)]
+    return _Columns(names, counts, cols[0].astype(np.float64), cols[1].astype(np.float64), cols[2], cols[3],
+                    None, cols[4].astype(np.float64))
 
 
 def _qpic_image(im: dict[str, Any], path: Path | str, i: int, vocab: LabelSpace, inv80: np.ndarray,
@@ -553,6 +833,9 @@ def _qpic_image(im: dict[str, Any], path: Path | str, i: int, vocab: LabelSpace,
         verbs, objects = vocab.hoi_verb_object[hois[order], 0], vocab.hoi_verb_object[hois[order], 1]
     else:
         assert labels is not None
+        if len(labels) != len(boxes):
+            raise FormatError(f"expected one label per box ({len(boxes)}), got {len(labels)}", file=path,
+                              record=i, field="labels")
         if labels.size and (labels.min() < 0 or labels.max() >= 80):
             raise FormatError("label outside COCO-80 indices 0..79", file=path, record=i, field="labels")
         verbs_all = np.tile(np.arange(width), n_pairs)
@@ -588,7 +871,8 @@ def predictions_from_qpic(outputs: list[dict[str, Any]], file_names: list[str], 
 
 
 def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | None,
-                          ground_truth: HOIDataset | None) -> tuple[_Columns, str, list[str]]:
+                          ground_truth: HOIDataset | None,
+                          images: _ReprImages | None = None) -> tuple[_Columns, str, list[str]]:
     """Columns of a ``json.dumps(str({'preds': [...], 'gts': [...]}))`` results file.
 
     ``preds`` holds per image ``{'filename', 'predictions': [{'bbox', 'category_id'}],
@@ -597,50 +881,21 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
     (as the ``qpic`` reader). The file is already cut to the evaluator's top 100 per image.
     Their heads compute in float32: boxes and scores are rounded to float32 (recovering exactly
     the values the model produced from their shortest repr) unless the text mentions float64.
+    ``images``: what :func:`_repr_images_fast` read, else ``text`` is read carefully.
     """
-    if not isinstance(text, str):
-        raise FormatError("expected a JSON string holding str({'preds': [...], 'gts': [...]})", file=path)
-    data = parse_numpy_repr(text, path)
-    if not isinstance(data, dict) or not isinstance(data.get("preds"), list):
-        raise FormatError("expected {'preds': [...], 'gts': [...]}", file=path, field="preds")
-    images = data["preds"]
-    names: list[str] = []
-    per_image = []
-    for i, im in enumerate(images):
-        if not isinstance(im, dict):
-            raise FormatError("expected a dict", file=path, record=i)
-        fn = im.get("filename")
-        if not isinstance(fn, str):
-            raise FormatError("missing" if fn is None else f"expected a string, got {fn!r}",
-                              file=path, record=i, field="filename")
-        names.append(fn)
-        boxes_l, hois_l = im.get("predictions"), im.get("hoi_prediction")
-        for key, v in (("predictions", boxes_l), ("hoi_prediction", hois_l)):
-            if not isinstance(v, list):
-                raise FormatError("missing" if v is None else "expected a list", file=path, record=i, field=key)
-        assert isinstance(boxes_l, list) and isinstance(hois_l, list)
-        boxes = _take(boxes_l, "bbox", np.float64, path, i, "predictions").reshape(-1, 4)
-        if len(boxes) != len(boxes_l):
-            raise FormatError("expected boxes of 4 numbers", file=path, record=i, field="predictions.bbox")
-        # GEN-VLKT / HOICLIP write boxes without labels ({'bbox': list(bbox)}): the HOI id names the object
-        labeled = any(isinstance(b, dict) and "category_id" in b for b in boxes_l)
-        labels = _take(boxes_l, "category_id", np.int64, path, i, "predictions") if labeled else None
-        sub, obj, cat = (_take(hois_l, k, np.int64, path, i, "hoi_prediction")
-                         for k in ("subject_id", "object_id", "category_id"))
-        scores = _take(hois_l, "score", np.float64, path, i, "hoi_prediction")
+    names, per_image, gts_names, f32 = images if images is not None else _repr_images_careful(text, path)
+    for i, (boxes, labels, sub, obj, _cat, _scores) in enumerate(per_image):
         if len(sub) and (min(sub.min(), obj.min()) < 0 or max(sub.max(), obj.max()) >= len(boxes)):
             raise FormatError("box index outside 'predictions'", file=path, record=i,
                               field="hoi_prediction.subject_id")
         if labels is not None and labels.size and (labels.min() < 0 or labels.max() >= 80):
             raise FormatError("label outside COCO-80 indices 0..79", file=path, record=i,
                               field="predictions.category_id")
-        per_image.append((boxes, labels, sub, obj, cat, scores))
     name = fmt or _repr_variant(per_image, vocab)
     inv80 = np.full(80, -1, dtype=np.int64)
     inv80[vocab.coco80] = np.arange(vocab.n_objects)
-    f32 = "float64" not in text
     parts = []
-    counts = np.zeros(len(images), dtype=np.int64)
+    counts = np.zeros(len(per_image), dtype=np.int64)
     for i, (boxes, labels, sub, obj, cat, scores) in enumerate(per_image):
         if f32:
             boxes, scores = boxes.astype(np.float32).astype(np.float64), scores.astype(np.float32).astype(np.float64)
@@ -667,9 +922,8 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
     cat_ = [np.concatenate([p[k] for p in parts]) if parts else np.zeros((0, 4) if k < 2 else 0)
             for k in range(5)]
     warnings = []
-    gts = data.get("gts")
-    if ground_truth is not None and isinstance(gts, list):
-        embedded = {g.get("filename") for g in gts if isinstance(g, dict)}
+    if ground_truth is not None and gts_names is not None:
+        embedded = set(gts_names)
         given = set(ground_truth.file_names)
         if embedded != given:
             warnings.append(f"{path.name}: its embedded ground truth ({len(embedded):,} images) differs from "
@@ -677,6 +931,174 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
                             "scoring against the one given")
     return (_Columns(names, counts, cat_[0], cat_[1], cat_[2].astype(np.int64), cat_[3].astype(np.int64),
                      None, cat_[4].astype(np.float64)), name, warnings)
+
+
+#: (file names, per image (boxes, labels or None, subject ids, object ids, category ids, scores),
+#: the embedded ground truth's file names or None, whether values are float32)
+_ReprImages = tuple[list[str], list[tuple[Any, ...]], "list[Any] | None", bool]
+
+
+def _repr_images_careful(text: Any, path: Path) -> _ReprImages:
+    """The images of a results file through :func:`parse_numpy_repr`, each problem named."""
+    if not isinstance(text, str):
+        raise FormatError("expected a JSON string holding str({'preds': [...], 'gts': [...]})", file=path)
+    data = parse_numpy_repr(text, path)
+    if not isinstance(data, dict) or not isinstance(data.get("preds"), list):
+        raise FormatError("expected {'preds': [...], 'gts': [...]}", file=path, field="preds")
+    names: list[str] = []
+    per_image = []
+    for i, im in enumerate(data["preds"]):
+        if not isinstance(im, dict):
+            raise FormatError("expected a dict", file=path, record=i)
+        fn = im.get("filename")
+        if not isinstance(fn, str):
+            raise FormatError("missing" if fn is None else f"expected a string, got {fn!r}",
+                              file=path, record=i, field="filename")
+        names.append(fn)
+        boxes_l, hois_l = im.get("predictions"), im.get("hoi_prediction")
+        for key, v in (("predictions", boxes_l), ("hoi_prediction", hois_l)):
+            if not isinstance(v, list):
+                raise FormatError("missing" if v is None else "expected a list", file=path, record=i, field=key)
+        assert isinstance(boxes_l, list) and isinstance(hois_l, list)
+        boxes = _take(boxes_l, "bbox", np.float64, path, i, "predictions").reshape(-1, 4)
+        if len(boxes) != len(boxes_l):
+            raise FormatError("expected boxes of 4 numbers", file=path, record=i, field="predictions.bbox")
+        # GEN-VLKT / HOICLIP write boxes without labels ({'bbox': list(bbox)}): the HOI id names the object
+        labeled = any(isinstance(b, dict) and "category_id" in b for b in boxes_l)
+        labels = _take(boxes_l, "category_id", np.int64, path, i, "predictions") if labeled else None
+        sub, obj, cat = (_take(hois_l, k, np.int64, path, i, "hoi_prediction")
+                         for k in ("subject_id", "object_id", "category_id"))
+        scores = _take(hois_l, "score", np.float64, path, i, "hoi_prediction")
+        per_image.append((boxes, labels, sub, obj, cat, scores))
+    gts = data.get("gts")
+    return names, per_image, _gts_names(gts), "float64" not in text
+
+
+def _gts_names(gts: Any) -> list[Any] | None:
+    """The file names of an embedded ``gts`` list (only used to warn when it differs)."""
+    return [g.get("filename") for g in gts if isinstance(g, dict)] if isinstance(gts, list) else None
+
+
+_PREDS_KEYS = ("filename", "predictions", "hoi_prediction", "bbox", "category_id", "subject_id", "object_id",
+               "score")
+
+
+def _repr_images_fast(raw: bytes, path: Path) -> _ReprImages | None:
+    """The images of a results file the way :func:`_repr_images_careful` reads them, from a
+    byte-level rewrite (:func:`~hoibench.formats._literal.repr_as_json_lists`) of the ``preds``
+    text parsed by pysimdjson: each image's box and HOI records leave as one flat buffer each,
+    and every key code is checked at its place (so a missing, extra or reordered key, a list where
+    a number belongs or a wrong box length is caught). The embedded ``gts`` (only its file names
+    are used, a few MB) is cut off first and read by the careful parser. ``None`` for anything else
+    (nothing is executed either way): the careful reader then reads the file or names the record
+    and field."""
+    if _SIMD is None:
+        return None
+    head = b"{'preds': "
+    at, end = raw.find(head, 0, 64), raw.rfind(b"}", max(0, len(raw) - 64))
+    if at < 0 or end < 0 or raw[:at].strip() != b'"' or raw[end + 1:].strip() != b'"':
+        return None
+    gts_at = raw.rfind(b", 'gts': ", at)
+    gts_names = None
+    if gts_at > 0:
+        try:
+            gts = parse_numpy_repr(raw[gts_at + len(b", 'gts': "):end].decode(), path)
+        except (FormatError, UnicodeDecodeError):
+            return None  # the careful reader, on the whole text, names the problem
+        gts_names = _gts_names(gts)
+    preds = b'"' + raw[at + len(head):gts_at if gts_at > 0 else end] + b'"'
+    for numpy1_floats in (False, True):
+        rewritten = repr_as_json_lists(preds, _PREDS_KEYS, numpy1_floats=numpy1_floats)
+        if rewritten is None:
+            return None
+        js, start, stop = rewritten
+        try:
+            doc = _SIMD.Parser().parse(memoryview(js)[start:stop])
+        except _SIMD_ERRORS:
+            continue  # numpy 1 prints 2. for 2.0: once more with that rewritten, else the careful way
+        try:
+            images = _repr_lists_images(doc, js, raw)
+        except _SIMD_ERRORS:
+            return None
+        return None if images is None else (*images, gts_names, b"float64" not in raw)
+    return None
+
+
+_RESULTS_CODES = key_codes(_PREDS_KEYS)
+_CODE_KEYS = {c: k for k, c in _RESULTS_CODES.items()}
+#: record widths (codes included) -> (column, key) of each code: CDN's boxes {'bbox', 'category_id'},
+#: GEN-VLKT's {'bbox'}, both HOI records {'subject_id', 'object_id', 'category_id', 'score'}
+_BOX_LAYOUTS = {7: ((0, "bbox"), (5, "category_id")), 5: ((0, "bbox"),)}
+_HOI_LAYOUT = ((0, "subject_id"), (2, "object_id"), (4, "category_id"), (6, "score"))
+
+
+def _fields(v: Any) -> dict[str, Any] | None:
+    """A rewritten dict ``[code, value, ...]`` as a dict; ``None`` if it is not one."""
+    if not isinstance(v, _SIMD.Array) or len(v) % 2:
+        return None
+    items = list(v)
+    keys = [_CODE_KEYS.get(c) if type(c) is int else None for c in items[0::2]]
+    if None in keys or len(set(keys)) != len(keys):
+        return None
+    return dict(zip(keys, items[1::2]))
+
+
+def _records(v: Any, layout: tuple[tuple[int, str], ...], width: int) -> np.ndarray | None:
+    """A list of rewritten records as a (records, width) array with every key code checked in
+    its column; ``None`` if any record differs (a key missing, added, reordered, a list value)."""
+    flat = np.frombuffer(v.as_buffer(of_type="d"), dtype=np.float64)
+    if flat.size != len(v) * width:
+        return None
+    rows = flat.reshape(len(v), width)
+    if any(not (rows[:, col] == _RESULTS_CODES[key]).all() for col, key in layout):
+        return None
+    return rows
+
+
+def _ints(x: np.ndarray) -> np.ndarray | None:
+    """Integral doubles (ids) as int64; ``None`` for fractions or beyond 2**53."""
+    if x.size and (not (np.abs(x) < 2.0**53).all() or (x != np.floor(x)).any()):
+        return None
+    return x.astype(np.int64)
+
+
+def _repr_lists_images(doc: Any, js: bytes, raw: bytes) -> tuple[list[str], list[tuple[Any, ...]]] | None:
+    """File names and per-image arrays of the rewritten ``preds`` list; ``None`` unless proved."""
+    if not isinstance(doc, _SIMD.Array):
+        return None
+    names: list[str] = []
+    per_image: list[tuple[Any, ...]] = []
+    brackets = 1  # the preds list
+    for im in doc:
+        f = _fields(im)
+        if f is None or set(f) != {"filename", "predictions", "hoi_prediction"}:
+            return None
+        fn, boxes_l, hois_l = f["filename"], f["predictions"], f["hoi_prediction"]
+        if not isinstance(fn, str) or not isinstance(boxes_l, _SIMD.Array) or not isinstance(hois_l, _SIMD.Array):
+            return None
+        nb, nh = len(boxes_l), len(hois_l)
+        width = {4: 7, 2: 5}.get(len(boxes_l[0])) if nb and isinstance(boxes_l[0], _SIMD.Array) else 5
+        b = _records(boxes_l, _BOX_LAYOUTS[width], width) if width else None
+        h = _records(hois_l, _HOI_LAYOUT, 8)
+        if b is None or h is None:
+            return None
+        labels = _ints(b[:, 6]) if width == 7 else None
+        sub, obj, cat = _ints(h[:, 1]), _ints(h[:, 3]), _ints(h[:, 5])
+        if sub is None or obj is None or cat is None or (width == 7 and labels is None):
+            return None
+        names.append(fn)
+        per_image.append((b[:, 1:5], labels, sub, obj, cat, h[:, 7]))
+        brackets += 3 + 2 * nb + nh  # the image, its two lists, box records with their bbox, HOI records
+    if js.count(b"[") != brackets:
+        return None  # a list where a number belongs, a "[" in a name: the careful reader decides
+    pos = 0
+    for fn in names:  # the rewrite does not spare strings: each name must be in the raw text, in order
+        needle = b"'filename': '" + fn.encode() + b"'"
+        pos = raw.find(needle, pos)
+        if pos < 0:
+            return None
+        pos += len(needle)
+    return names, per_image
 
 
 def _repr_variant(per_image: list[tuple[Any, ...]], vocab: LabelSpace) -> str:
@@ -699,20 +1121,23 @@ def _repr_variant(per_image: list[tuple[Any, ...]], vocab: LabelSpace) -> str:
 
 
 def _take(items: list[Any], key: str, dtype: type, path: Path, record: int, where: str) -> np.ndarray:
-    """``items[*][key]`` as one array; a missing or malformed value is named by record and field."""
-    try:
-        return np.asarray([it[key] for it in items], dtype=dtype)
-    except (KeyError, TypeError, ValueError, IndexError):
-        for j, it in enumerate(items):
-            v = it.get(key) if isinstance(it, dict) else None
-            try:
-                np.asarray(v, dtype=dtype)
-                if v is None or isinstance(v, (str, bool, dict)):
-                    raise ValueError
-            except (TypeError, ValueError):
-                raise FormatError("missing" if v is None else f"expected {'numbers' if key == 'bbox' else 'a number'}, got {v!r}",
-                                  file=path, record=record, field=f"{where}[{j}].{key}") from None
-        raise FormatError(f"malformed '{key}' values", file=path, record=record, field=where) from None
+    """``items[*][key]`` as one array; a missing or malformed value is named by record and field.
+    Only numbers are read (strings and booleans are refused, not converted), ids only as integers
+    within 64 bits."""
+    def ok(v: Any) -> bool:
+        if dtype is np.int64:
+            return type(v) is int and -(2**63) <= v < 2**63
+        return type(v) in (int, float) or (key == "bbox" and type(v) is list and _plain_numbers(v))
+
+    values = [it.get(key) if isinstance(it, dict) else None for it in items]
+    if all(map(ok, values)):
+        try:
+            return np.asarray(values, dtype=dtype)
+        except ValueError:  # boxes of different lengths
+            raise FormatError(f"malformed '{key}' values", file=path, record=record, field=where) from None
+    j, v = next((j, v) for j, v in enumerate(values) if not ok(v))
+    raise FormatError("missing" if v is None else f"expected {'numbers' if key == 'bbox' else 'a number'}, got {v!r}",
+                      file=path, record=record, field=f"{where}[{j}].{key}")
 
 
 def _assemble(c: _Columns, vocab: LabelSpace, path: Path, fmt: str, lenient: bool) -> LoadedPredictions:
