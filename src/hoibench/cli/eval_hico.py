@@ -174,7 +174,8 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, box_shift: float
         if outside:
             console.print(f"note: the mAP lies outside its {ci_method} interval for {', '.join(outside)}: "
                           "mAP is biased upward under image resampling (bias row); see docs/evaluation.md, "
-                          "'Confidence intervals'" + ("" if ci_method == "basic" else ", or --ci-method basic"))
+                          "'Confidence intervals' and 'Which interval' (no interval method covered the "
+                          "unlimited-test-set mAP in the coverage simulation)")
     n_det = len(loaded.predictions)
     console.print(f"{n_det:,} detections on {loaded.predictions.n_images:,} images "
                   f"({loaded.format} format); {gt.n_images:,} ground-truth images, "

@@ -723,7 +723,7 @@ def mcq_compare(
     images = [q.file_name for q in qs]
     unit, n_units, statistic = _resampling(images, bootstrap_unit, both)
     boot = bootstrap_ci(statistic, n_units, n_resamples=n_bootstrap, confidence=confidence,
-                        random_state=random_state)
+                        random_state=random_state, method=MCQ_CI_METHOD)
     k = len(MCQ_METRIC_NAMES)
     est, d = boot.estimate, boot.samples[:, 2 * k:]
     with warnings.catch_warnings():
