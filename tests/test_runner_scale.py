@@ -461,3 +461,28 @@ def test_worker_processes_prepare_the_same_bytes_as_threads(tmp_path, images, mo
     processes = sent("processes")
     assert threads == processes and len(set(threads)) == 8
     assert (tmp_path / "threads.jsonl").read_bytes() == (tmp_path / "processes.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("workers", ["threads", "processes"])
+def test_cli_image_workers_send_the_same_images(tmp_path, images, capsys, workers):
+    """`mcq run --image-workers` picks where resized images are prepared, never what is sent: the
+    requests (image data URLs included) and the answers file equal the default run's."""
+    from hoibench.runners.mcq import _run
+
+    qpath = tmp_path / "q.jsonl"
+    write_questions(qpath, _questions(8, n_images=8), header={"seed": 0})
+    bodies = {}
+    for tag in ("auto", workers):
+        with FakeChatServer(lambda b: "A") as server:
+            out = tmp_path / f"{tag}.jsonl"
+            old = _run._POOL_MIN_IMAGES
+            _run._POOL_MIN_IMAGES = 0  # 8 images are enough to start the worker processes
+            try:
+                main(_cli_args(qpath, images, server.url, out, "--image-workers", tag,
+                               "--cache", str(tmp_path / f"{tag}.sqlite")))
+            finally:
+                _run._POOL_MIN_IMAGES = old
+            assert json.loads(capsys.readouterr().out)["ok"] == 8
+            bodies[tag] = sorted(json.dumps(b["messages"], sort_keys=True) for b in server.bodies)
+    assert len(bodies[workers]) == 8 and bodies[workers] == bodies["auto"]
+    assert (tmp_path / "auto.jsonl").read_bytes() == (tmp_path / f"{workers}.jsonl").read_bytes()

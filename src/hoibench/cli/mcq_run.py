@@ -11,6 +11,7 @@ import click
 
 from hoibench.cli._common import console, emit_json, err_console, json_option
 from hoibench.models._openai import ROUTINGS
+from hoibench.runners.mcq._run import IMAGE_WORKERS
 
 __all__ = ["analyze", "run"]
 
@@ -42,6 +43,9 @@ def _file_id(path: str) -> str:
                    "or image-affinity: every request with the same image to the same server (its prefix "
                    "cache serves the K orders of --permutations), the next healthy one when it fails.")
 @click.option("--batch-size", type=int, default=32, show_default=True, help="Batch size (vllm, transformers).")
+@click.option("--image-workers", type=click.Choice(IMAGE_WORKERS), default="auto", show_default=True,
+              help="Where resized images are prepared: threads (auto on up to 4 CPUs: less CPU per image) "
+                   "or worker processes (auto above). The bytes sent are the same either way.")
 @click.option("--engine-kwargs", default=None, metavar="JSON",
               help="Offline engine options: vllm.LLM keywords for --backend vllm (e.g. "
                    "'{\"tensor_parallel_size\": 2, \"max_model_len\": 8192, \"limit_mm_per_prompt\": "
@@ -95,7 +99,7 @@ def _file_id(path: str) -> str:
 @click.option("--no-progress", is_flag=True)
 @json_option("Summary")
 def run(questions_path: str, images: str, follow_symlinks: bool, model: str, backend: str, base_urls: tuple[str, ...],
-        concurrency: int, routing: str, batch_size: int, engine_kwargs: str | None, min_pixels: int | None,
+        concurrency: int, routing: str, batch_size: int, image_workers: str, engine_kwargs: str | None, min_pixels: int | None,
         max_pixels: int | None, shard: str | None, extra_body: str | None, setting: str | None, box_convention: str,
         detections: str | None, limit: int | None, out: str, cache: str | None, template: str,
         answer_format: str, seed: int, permutation: int, n_orders: int, max_tokens: int,
@@ -182,6 +186,7 @@ def run(questions_path: str, images: str, follow_symlinks: bool, model: str, bac
                 iou_threshold=iou_threshold, strict_iou=strict_iou,
                 strict_detection_parser=strict_detection_parser, box_shift=box_shift,
                 min_pixels=px_min, max_pixels=px_max, progress=not no_progress, frames=frames,
+                image_workers=image_workers,
                 extra_header={"questions": _file_id(questions_path), **shard_header})
             summaries.append(runner.run(qlist, order_out, overwrite=overwrite, questions_file=questions_path))
     finally:
