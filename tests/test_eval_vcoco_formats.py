@@ -322,3 +322,30 @@ def test_typed_reader_errors_name_record_and_field(tmp_path, synthetic, change, 
     (tmp_path / "d.json").write_text(json.dumps(doc))
     with pytest.raises(FormatError, match=message):
         read_vcoco_detections(tmp_path / "d.json")
+
+
+def test_typed_reader_refuses_a_number_nested_in_a_row(tmp_path, synthetic, monkeypatch) -> None:
+    """pysimdjson flattens ``[x, [y], w, h]`` to four numbers: the typed path must count the
+    image's ``[`` and hand such an image to the careful reader, which refuses it."""
+    pytest.importorskip("simdjson")
+    import hoibench.formats.vcoco_predictions as mod
+
+    _, _, det = synthetic
+    write_vcoco_detections(det.subset(np.argsort(det.image_ids, kind="stable")), tmp_path / "d.json",
+                           share_role_boxes=True)
+    doc = json.loads((tmp_path / "d.json").read_text())
+    im = doc["images"][0]
+    for key in ("agent_scores", "role_scores"):  # plain numbers: the typed path takes this image
+        im[key] = [[0.0 if v is None else v for v in row] for row in im[key]]
+    careful: list[int] = []
+    image_rows = mod._image_rows
+    monkeypatch.setattr(mod, "_image_rows", lambda entry, path, k, *a: careful.append(k) or image_rows(entry, path, k, *a))
+    (tmp_path / "plain.json").write_text(json.dumps(doc))
+    read_vcoco_detections(tmp_path / "plain.json")
+    assert 0 not in careful
+    for key, row in (("person_boxes", 0), ("agent_scores", 1)):
+        bad = json.loads(json.dumps(doc))
+        bad["images"][0][key][row][1] = [bad["images"][0][key][row][1]]
+        (tmp_path / "nested.json").write_text(json.dumps(bad))
+        with pytest.raises(FormatError, match=rf"record 0: {key}: expected numbers"):
+            read_vcoco_detections(tmp_path / "nested.json")

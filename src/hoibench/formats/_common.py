@@ -8,7 +8,7 @@ from typing import Any
 from hoibench._exceptions import FormatError
 from hoibench.data import HOIDataset, validate_dataset
 
-__all__ = ["RecordReader", "check_dataset", "plain_number"]
+__all__ = ["RecordReader", "check_dataset", "json_brackets", "plain_number"]
 
 
 class RecordReader:
@@ -62,3 +62,14 @@ def check_dataset(ds: HOIDataset, file: object) -> HOIDataset:
 def plain_number(v: float) -> int | float:
     """Write integral coordinates as integers (as the released files do)."""
     return int(v) if math.isfinite(v) and float(v).is_integer() else float(v)
+
+
+def json_brackets(value: Any) -> int:
+    """``[`` characters in a value parsed by pysimdjson (an array or object: its minified text; a
+    string: itself). pysimdjson's ``as_buffer`` flattens any nesting, so the readers that export
+    numeric rows with it prove that no row nests by counting the file's ``[`` against those of
+    its layout; values outside the layout (unknown keys, names) are counted with this."""
+    if isinstance(value, str):
+        return value.count("[")
+    mini = getattr(value, "mini", None)
+    return int(mini.count(b"[")) if mini is not None else 0

@@ -68,6 +68,7 @@ import orjson
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import atomic_write_json, read_bytes, read_json
 from hoibench.data import HOIDataset, HOIPredictions
+from hoibench.formats._common import json_brackets
 from hoibench.formats._frame import box_frame_hint
 from hoibench.formats._literal import key_codes, parse_numpy_repr, repr_as_json_lists
 from hoibench.formats.matlab_detections import (
@@ -412,18 +413,11 @@ def _qpic_arrays(doc: Any, raw: bytes) -> list[dict[str, Any]] | None:
                 expected += 1
             for k in keys:
                 if k not in spec and k != "file_name":
-                    expected += k.count("[") + _brackets(im[k])
+                    expected += k.count("[") + json_brackets(im[k])
             out.append(rec)
     except _SIMD_ERRORS:
         return None
     return out if raw.count(b"[") == expected else None
-
-
-def _brackets(value: Any) -> int:
-    """``[`` characters in a parsed value (arrays and strings), to account for unknown keys."""
-    if isinstance(value, (_SIMD.Array, _SIMD.Object)):
-        return int(value.mini.count(b"["))
-    return value.count("[") if isinstance(value, str) else 0
 
 
 def _join(buffers: list[Any], dtype: type) -> np.ndarray:
@@ -458,7 +452,7 @@ def _decode_simdjson(doc: Any, raw: bytes) -> tuple[str, str | None, _Columns] |
     k_obj, k_verb, k_hoi, shift = _KEYS[name]
     id_keys = (k_obj, k_verb, k_hoi)
     known = {"file_name", "boxes_h", "boxes_o", "scores", *id_keys}
-    expected = 1 + sum(k.count("[") + _brackets(doc[k]) for k in top if k != "images")
+    expected = 1 + sum(k.count("[") + json_brackets(doc[k]) for k in top if k != "images")
     names: list[str] = []
     counts = np.zeros(len(images), dtype=np.int64)
     floats: dict[str, list[Any]] = {"boxes_h": [], "boxes_o": [], "scores": []}
@@ -491,7 +485,7 @@ def _decode_simdjson(doc: Any, raw: bytes) -> tuple[str, str | None, _Columns] |
                 expected += 1
         for k in keys:
             if k not in known:
-                expected += k.count("[") + _brackets(im[k])
+                expected += k.count("[") + json_brackets(im[k])
     if raw.count(b"[") != expected:
         return None  # a nested row, or a "[" this count cannot place: the careful reader decides
     cols: dict[str, np.ndarray | None] = {}

@@ -76,6 +76,7 @@ from hoibench.data._vcoco import (
     vcoco_role_table,
     vcoco_schema,
 )
+from hoibench.formats._common import json_brackets
 
 __all__ = [
     "VCOCODetectionsFile",
@@ -382,12 +383,15 @@ def _loads(text: bytes, path: object) -> Any:
 
 _TYPED_FIELDS = (("person_boxes", False), ("agent_scores", False), ("object_boxes", False),
                  ("role_objects", True), ("role_scores", False))
+_TYPED_KEYS = frozenset(key for key, _ in _TYPED_FIELDS)
 
 
 def _image_typed(parser: Any, object_type: type, text: msgspec.Raw, path: object, record: int, n_agent: int,
                  n_role: int) -> _ImageRows | None:
     """One image with shared role boxes as arrays, or None for anything but plain numbers in the
-    documented shapes (the careful reader then takes the image and names what is wrong)."""
+    documented shapes (the careful reader then takes the image and names what is wrong).
+    ``as_buffer`` flattens nesting (``[x, [y], w, h]`` would pass as a box), so the image's ``[``
+    are counted against its layout's: one per field and per row, plus those of the other keys."""
     widths = (4, n_agent, 4, n_role, n_role)
     try:  # msgspec has validated the text; simdjson may still refuse what it cannot hold (huge numbers)
         doc = parser.parse(text)
@@ -400,6 +404,7 @@ def _image_typed(parser: Any, object_type: type, text: msgspec.Raw, path: object
         if not all(isinstance(v, (int, float, str)) for v in ident.values()):
             return None
         arrays = []
+        expected = sum(k.count("[") + json_brackets(doc[k]) for k in doc if k not in _TYPED_KEYS)
         for (key, integer), width in zip(_TYPED_FIELDS, widths):
             el = doc[key]
             flat = np.frombuffer(el.as_buffer(of_type="i" if integer else "d"), np.int64 if integer else np.float64)
@@ -407,7 +412,10 @@ def _image_typed(parser: Any, object_type: type, text: msgspec.Raw, path: object
             if flat.size != n * width or (n and set(map(len, el)) != {width}):
                 return None
             arrays.append(flat.reshape(n, width) if integer else flat.reshape(n, width).astype(np.float32))
+            expected += 1 + n
         del el
+        if bytes(text).count(b"[") != expected:
+            return None  # a nested row, or a "[" this count cannot place: the careful reader decides
     except (TypeError, ValueError, KeyError, AttributeError):
         return None
     finally:
