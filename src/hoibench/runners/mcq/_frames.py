@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ValidationError
-from hoibench.runners.mcq._boxes import model_frame
+from hoibench.runners.mcq._boxes import ModelFrame, model_frame
 
 __all__ = ["PNG_ENCODER", "PreparedFile", "encode_png", "frame_file", "frame_png", "frame_pool", "resize_rgb"]
 
@@ -89,11 +89,11 @@ def frame_png(source: str | Path | bytes, width: int, height: int, *, sha256: st
 
 @dataclass(frozen=True)
 class PreparedFile:
-    """What :func:`frame_file` returns: the original size, and when the frame resizes, the PNG
-    sent, its sha256 and its base64 text (``None`` each when the file is sent as it is)."""
+    """What :func:`frame_file` returns: the image's frame (its original size included), and when
+    the frame resizes, the PNG sent, its sha256 and its base64 text (``None`` each when the file
+    is sent as it is)."""
 
-    width: int
-    height: int
+    frame: ModelFrame
     png: bytes | None = None
     sha256: str | None = None
     b64: str | None = None
@@ -109,10 +109,9 @@ def frame_file(source: str | Path | bytes, convention: str, *, sha256: str | Non
     with Image.open(io.BytesIO(_read(source, sha256))) as im:
         frame = model_frame(convention, im.width, im.height, min_pixels=min_pixels, max_pixels=max_pixels)
         if not frame.resized:
-            return PreparedFile(im.width, im.height)
+            return PreparedFile(frame)
         data = encode_png(resize_rgb(im, frame.sent_width, frame.sent_height))
-    return PreparedFile(frame.width, frame.height, data, hashlib.sha256(data).hexdigest(),
-                        base64.b64encode(data).decode("ascii"))
+    return PreparedFile(frame, data, hashlib.sha256(data).hexdigest(), base64.b64encode(data).decode("ascii"))
 
 
 def frame_pool() -> ProcessPoolExecutor:

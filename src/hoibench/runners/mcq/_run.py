@@ -313,9 +313,8 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
             # everything but the hash in one worker call: size, frame, resize, PNG and its sha256;
             # the server sees a size it will not change again
             prep = self._prepare(path, raw, digest)
-            width, height = prep.width, prep.height
-            frame = model_frame(self.box_convention, width, height,
-                                min_pixels=self.min_pixels, max_pixels=self.max_pixels)
+            frame = prep.frame
+            width, height = frame.width, frame.height
             if prep.png is not None:
                 part = ImagePart(path=str(path), data=prep.png, mime="image/png", digest=prep.sha256, b64=prep.b64)
                 return frame, part, width, height
