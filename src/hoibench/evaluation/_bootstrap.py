@@ -59,12 +59,19 @@ MAP_CI_METHOD = "basic"
 JACKKNIFE_GROUPS = 20
 
 
-def interval_excludes_estimate(estimate: float, low: float, high: float) -> bool:
+def interval_excludes_estimate(estimate: float | None, low: float | None, high: float | None, *,
+                               rtol: float = 0.0) -> bool:
     """True when a bootstrap interval does not contain its own point estimate (a sign that the
     statistic is strongly biased under resampling: such an interval must be flagged, not printed
-    as an answer)."""
+    as an answer). A missing or NaN value is no interval: no flag. ``rtol``: a relative margin for
+    values that went through a unit conversion (the reports' percent)."""
+    if estimate is None or low is None or high is None:
+        return False
     vals = (float(estimate), float(low), float(high))
-    return all(v == v for v in vals) and not (vals[1] <= vals[0] <= vals[2])
+    if not all(v == v for v in vals):
+        return False
+    tol = rtol * max(1.0, abs(vals[0]))
+    return vals[0] < vals[1] - tol or vals[0] > vals[2] + tol
 
 
 def _jackknife_values(statistic: Callable[[np.ndarray], np.ndarray], weights: np.ndarray,

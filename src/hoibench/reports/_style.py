@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 
+from hoibench.evaluation import interval_excludes_estimate
+
 # Colour-blind-safe palette (Okabe-Ito, then Tol's muted set) for names hoibench defines itself.
 _KNOWN_BENCHMARKS: dict[str, str] = {
     "hico-det": "#0072B2",
@@ -65,11 +67,7 @@ FIGURE_DPI = 200
 
 
 def interval_excludes(value: float | None, low: float | None, high: float | None) -> bool:
-    """Whether the interval ``[low, high]`` leaves out its own estimate ``value`` (a skewed
-    bootstrap distribution does this; such an interval must be flagged, not printed plainly)."""
-    if value is None or low is None or high is None:
-        return False
-    if value != value or low != low or high != high:  # NaN
-        return False
-    tol = 1e-12 * max(1.0, abs(value))
-    return bool(value < low - tol or value > high + tol)
+    """Whether the interval ``[low, high]`` leaves out its own estimate ``value``
+    (:func:`~hoibench.evaluation.interval_excludes_estimate`, with a margin for the rounding of
+    values the reports convert)."""
+    return interval_excludes_estimate(value, low, high, rtol=1e-12)
