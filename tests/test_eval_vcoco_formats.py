@@ -35,13 +35,44 @@ def _same(a: VCOCODetections, b: VCOCODetections) -> None:
         np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
 
 
+@pytest.fixture(params=["read", "mapped"])
+def mapped(request, monkeypatch) -> bool:
+    """Each reader test twice: the file read into memory, and memory-mapped (``read_buffer``
+    maps files from 16 MB on; here every file is mapped)."""
+    import hoibench._io
+
+    if request.param == "mapped":
+        monkeypatch.setattr(hoibench._io, "_MAP_AT", 0)
+    return request.param == "mapped"
+
+
+def test_read_buffer_maps_large_plain_files_only(tmp_path, monkeypatch) -> None:
+    import gzip
+    import mmap
+
+    import hoibench._io
+    from hoibench._io import read_buffer
+
+    (tmp_path / "a.json").write_bytes(b'{"images": []}')
+    (tmp_path / "a.json.gz").write_bytes(gzip.compress(b'{"images": []}'))
+    (tmp_path / "empty.json").write_bytes(b"")
+    assert isinstance(read_buffer(tmp_path / "a.json"), bytes)  # small: read
+    monkeypatch.setattr(hoibench._io, "_MAP_AT", 0)
+    got = read_buffer(tmp_path / "a.json")
+    assert isinstance(got, mmap.mmap) and got[:] == b'{"images": []}'
+    assert read_buffer(tmp_path / "a.json.gz") == b'{"images": []}'  # gzip: decompressed bytes
+    assert read_buffer(tmp_path / "empty.json") == b""  # an empty file cannot be mapped
+    with pytest.raises(FormatError, match="missing.json"):
+        read_buffer(tmp_path / "missing.json")
+
+
 @pytest.fixture(scope="module")
 def synthetic() -> tuple[dict, list[dict], VCOCODetections]:
     return make_synthetic(11, n_images=12)
 
 
 @pytest.mark.parametrize("share", [True, False])
-def test_hoibench_json_round_trip(tmp_path, synthetic, share: bool) -> None:
+def test_hoibench_json_round_trip(tmp_path, synthetic, mapped, share: bool) -> None:
     _, _, det = synthetic
     det = det.subset(np.argsort(det.image_ids, kind="stable"))  # the writer groups by image
     write_vcoco_detections(det, tmp_path / "d.json", share_role_boxes=share)
@@ -65,7 +96,7 @@ def test_shared_role_boxes_bad_index(tmp_path) -> None:
     assert np.isnan(read_vcoco_detections(path).detections.role_boxes).all()
 
 
-def test_vsrl_pickle_and_json_round_trip(tmp_path, synthetic) -> None:
+def test_vsrl_pickle_and_json_round_trip(tmp_path, synthetic, mapped) -> None:
     _, _, det = synthetic
     write_vsrl_detections(det, tmp_path / "d.pkl")
     back = read_vcoco_detections(tmp_path / "d.pkl")
@@ -288,7 +319,7 @@ def _read_without_simdjson(path, monkeypatch) -> VCOCODetections:
         return read_vcoco_detections(path).detections
 
 
-def test_typed_reader_equals_the_whole_file_reader(tmp_path, synthetic, monkeypatch) -> None:
+def test_typed_reader_equals_the_whole_file_reader(tmp_path, synthetic, mapped, monkeypatch) -> None:
     """Images in plain numbers go through the typed path, the others (nulls, floats for indices,
     dense role boxes, a class subset) through the careful one; both give the same arrays."""
     pytest.importorskip("simdjson")
@@ -313,7 +344,7 @@ def test_typed_reader_equals_the_whole_file_reader(tmp_path, synthetic, monkeypa
     (lambda im: im["role_objects"][0].__setitem__(0, 2 ** 32), r"record 0: role_objects: expected indices"),
     (lambda im: im["role_objects"][0].__setitem__(0, 2 ** 70), r"record 0: role_objects: expected indices"),
 ])
-def test_typed_reader_errors_name_record_and_field(tmp_path, synthetic, change, message) -> None:
+def test_typed_reader_errors_name_record_and_field(tmp_path, synthetic, mapped, change, message) -> None:
     """Jagged rows with the right total, an index past int32 or past 64 bits: never read as numbers."""
     _, _, det = synthetic
     write_vcoco_detections(det.subset(np.argsort(det.image_ids, kind="stable")), tmp_path / "d.json")
@@ -324,7 +355,7 @@ def test_typed_reader_errors_name_record_and_field(tmp_path, synthetic, change, 
         read_vcoco_detections(tmp_path / "d.json")
 
 
-def test_typed_reader_refuses_a_number_nested_in_a_row(tmp_path, synthetic, monkeypatch) -> None:
+def test_typed_reader_refuses_a_number_nested_in_a_row(tmp_path, synthetic, mapped, monkeypatch) -> None:
     """pysimdjson flattens ``[x, [y], w, h]`` to four numbers: the typed path must count the
     image's ``[`` and hand such an image to the careful reader, which refuses it."""
     pytest.importorskip("simdjson")

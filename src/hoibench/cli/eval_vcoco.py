@@ -74,7 +74,9 @@ def vcoco(gt_spec: str, pred_path: str, coco_instances: str | None, save_gt: str
             write_vcoco_ground_truth(gt, save_gt)
         loaded = read_vcoco_detections(pred_path, lenient=lenient).restrict_to(gt, lenient=lenient)
     t1 = time.perf_counter()
-    res = vcoco_role_ap(loaded.detections, gt, iou_threshold=iou_threshold, scenarios=scenarios)
+    # the reader has checked every row and restrict_to every image id: the metric need not repeat it
+    res = vcoco_role_ap(loaded.detections, gt, iou_threshold=iou_threshold, scenarios=scenarios,
+                        validate_args=False)
     t2 = time.perf_counter()
     if not gt.complete:
         err_console.print("[yellow]warning:[/] this ground truth comes from pair annotations and is incomplete "

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import io
 import json
+import mmap
 import os
 import pickle
 import re
@@ -67,7 +68,7 @@ import numpy as np
 import orjson
 
 from hoibench._exceptions import FormatError, ValidationError
-from hoibench._io import atomic_write_bytes, atomic_write_json, read_bytes, read_json
+from hoibench._io import atomic_write_bytes, atomic_write_json, read_buffer, read_json
 from hoibench.data import HOIDataset, VCOCODetections, VCOCOGroundTruth
 from hoibench.data._vcoco import (
     DETECTION_PROBLEMS,
@@ -128,15 +129,17 @@ def read_vcoco_detections(path: str | os.PathLike[str], *, lenient: bool = False
     :class:`FormatError` naming file, record and field; with ``lenient=True`` they are dropped and
     counted in ``dropped``.
     """
-    raw = read_bytes(path)
-    if raw[:1] == b"\x80":
-        data = _safe_unpickle(raw, path)
-        return _from_vsrl(data, path, lenient, "vsrl pickle")
-    if raw.lstrip()[:1] == b"{":
-        typed = _typed_images(raw, path)
+    buf = read_buffer(path)  # the typed path only scans the text: no private copy of a large file
+    head = bytes(buf[:64])
+    if head[:1] == b"\x80":
+        return _from_vsrl(_safe_unpickle(bytes(buf), path), path, lenient, "vsrl pickle")
+    if head.lstrip()[:1] == b"{":
+        typed = _typed_images(buf, path)
         if typed is not None:
-            del raw  # the images are arrays now: free the text before stacking them
+            del buf  # the images are arrays now: free the text before stacking them
             return _assemble(*typed, path, lenient)
+    raw = buf if isinstance(buf, bytes) else bytes(buf)
+    del buf
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -295,46 +298,50 @@ def _image_rows(entry: Any, path: object, k: int, a_cols: np.ndarray, r_cols: np
 
 def _assemble(rows: list[_ImageRows], a_cols: np.ndarray, r_cols: np.ndarray, path: object,
               lenient: bool) -> VCOCODetectionsFile:
-    """Stack the images into full-width float32 arrays (NaN = class not listed), filled in place."""
+    """Stack the images into full-width float32 arrays (NaN = class not listed): one
+    concatenation per field, and one gather for every image's role boxes (dense images take part
+    as their own boxes indexed row by row), so the cost does not grow with the number of images
+    as a per-image fill does."""
     acts, roles = vcoco_action_names(), vcoco_role_classes()
+    numbered = [(k, r) for k, r in enumerate(rows) if len(r.person_boxes)]
+    rows = [r for _, r in numbered]
     counts = np.array([len(r.person_boxes) for r in rows], dtype=np.int64)
     d = int(counts.sum())
     if not d:
         return _checked(VCOCODetections.empty(), np.zeros(0, dtype=np.int64), path, lenient, "hoibench json", {})
-    offsets = np.r_[0, np.cumsum(counts)].tolist()
-    every_agent = a_cols.size == len(acts) and bool((a_cols == np.arange(len(acts))).all())
-    every_role = r_cols.size == len(roles) and bool((r_cols == np.arange(len(roles))).all())
-
-    def alloc(shape: tuple[int, ...], filled: bool) -> np.ndarray:  # NaN only where columns stay unlisted
-        return np.empty(shape, dtype=np.float32) if filled else np.full(shape, np.nan, dtype=np.float32)
-
-    boxes = alloc((d, 4), True)
-    agent = alloc((d, len(acts)), every_agent)
-    rbox = alloc((d, len(roles), 4), every_role)
-    rsc = alloc((d, len(roles)), every_role)
-    nan_box = np.full((1, 4), np.nan)
-    for r, lo, hi in zip(rows, offsets[:-1], offsets[1:]):
-        if lo == hi:
-            continue
-        boxes[lo:hi] = r.person_boxes
-        agent[lo:hi] = r.agent_scores if every_agent else _widen(r.agent_scores, a_cols, len(acts))
-        rsc[lo:hi] = r.role_scores if every_role else _widen(r.role_scores, r_cols, len(roles))
+    boxes = np.concatenate([r.person_boxes for r in rows]).astype(np.float32, copy=False)
+    agent = _widen(np.concatenate([r.agent_scores for r in rows]), a_cols, len(acts))
+    rsc = _widen(np.concatenate([r.role_scores for r in rows]), r_cols, len(roles))
+    # every image as (objects, index): dense role boxes index themselves; -1 picks the NaN row at the end
+    objects, index, base = [], [], 0
+    for r in rows:
         if r.role_boxes is not None:
-            block = r.role_boxes
-        else:  # index -1 picks the appended NaN box: "no role object"
-            block = np.concatenate([r.objects, nan_box])[r.index]  # type: ignore[list-item,index]
-        if every_role:
-            rbox[lo:hi] = block
+            obj = np.asarray(r.role_boxes).reshape(-1, 4)
+            idx = np.arange(len(obj), dtype=np.int64).reshape(len(r.person_boxes), r_cols.size)
         else:
-            rbox[lo:hi, r_cols] = block
+            obj, idx = r.objects, r.index  # type: ignore[assignment]
+        objects.append(obj)
+        index.append(np.where(idx >= 0, idx + base, -1))
+        base += len(obj)
+    objects.append(np.full((1, 4), np.nan, dtype=np.float32))
+    pool = np.concatenate(objects).astype(np.float32, copy=False)
+    rbox_listed = pool[np.concatenate(index)]  # (d, listed roles, 4); -1 is the NaN row
+    if r_cols.size == len(roles) and bool((r_cols == np.arange(len(roles))).all()):
+        rbox = rbox_listed
+    else:
+        rbox = np.full((d, len(roles), 4), np.nan, dtype=np.float32)
+        rbox[:, r_cols] = rbox_listed
     ids = np.repeat(np.array([r.image_id for r in rows], dtype=np.int64), counts)
-    records = np.repeat(np.arange(len(rows), dtype=np.int64), counts)
+    records = np.repeat(np.array([k for k, _ in numbered], dtype=np.int64), counts)
     det = VCOCODetections(ids, boxes, agent, rbox, rsc)
     return _checked(det, records, path, lenient, "hoibench json", {})
 
 
 def _widen(block: np.ndarray, cols: np.ndarray, n_all: int) -> np.ndarray:
-    out = np.full((len(block), n_all), np.nan)
+    """float32 columns ``cols`` of ``n_all`` (NaN where a class is not listed)."""
+    if cols.size == n_all and bool((cols == np.arange(n_all)).all()):
+        return block.astype(np.float32, copy=False)
+    out = np.full((len(block), n_all), np.nan, dtype=np.float32)
     out[:, cols] = block
     return out
 
@@ -347,7 +354,7 @@ class _TopLevel(msgspec.Struct):
     role_classes: Any = None
 
 
-def _typed_images(raw: bytes, path: object) -> tuple[list[_ImageRows], np.ndarray, np.ndarray] | None:
+def _typed_images(raw: bytes | mmap.mmap, path: object) -> tuple[list[_ImageRows], np.ndarray, np.ndarray] | None:
     """The hoibench layout decoded one image at a time, numbers straight into arrays (simdjson),
     so that neither the time nor the memory of ~40M Python floats is spent; an image the typed
     path does not take as it is (nulls, other number types, odd shapes) goes through the careful
@@ -414,7 +421,7 @@ def _image_typed(parser: Any, object_type: type, text: msgspec.Raw, path: object
             arrays.append(flat.reshape(n, width) if integer else flat.reshape(n, width).astype(np.float32))
             expected += 1 + n
         del el
-        if bytes(text).count(b"[") != expected:
+        if int(np.count_nonzero(np.frombuffer(text, np.uint8) == 91)) != expected:  # 91: "[" (no copy)
             return None  # a nested row, or a "[" this count cannot place: the careful reader decides
     except (TypeError, ValueError, KeyError, AttributeError):
         return None
