@@ -62,7 +62,7 @@ def test_read_buffer_maps_large_plain_files_only(tmp_path, monkeypatch) -> None:
     assert isinstance(got, mmap.mmap) and got[:] == b'{"images": []}'
     assert read_buffer(tmp_path / "a.json.gz") == b'{"images": []}'  # gzip: decompressed bytes
     assert read_buffer(tmp_path / "empty.json") == b""  # an empty file cannot be mapped
-    with pytest.raises(FormatError, match="missing.json"):
+    with pytest.raises(FormatError, match=r"missing\.json"):
         read_buffer(tmp_path / "missing.json")
 
 
@@ -380,3 +380,52 @@ def test_typed_reader_refuses_a_number_nested_in_a_row(tmp_path, synthetic, mapp
         (tmp_path / "nested.json").write_text(json.dumps(bad))
         with pytest.raises(FormatError, match=rf"record 0: {key}: expected numbers"):
             read_vcoco_detections(tmp_path / "nested.json")
+
+
+def test_stack_grows_past_its_first_block_and_keeps_every_row() -> None:
+    """The typed reader's stacks: sized on the first image, grown in doubling blocks when later
+    images are larger, cast to the stack's dtype once; the result equals a plain concatenation."""
+    from hoibench.formats.vcoco_predictions import _Stack
+
+    rng = np.random.default_rng(0)
+    blocks = [rng.random((n, 3)) for n in (2, 1, 0, 1500, 7, 3000, 1)]
+    s = _Stack((3,), np.float32, images=len(blocks), max_rows=10_000)
+    for b in blocks:
+        s.append(b)
+    out = s.array()
+    assert len(s.blocks) > 1 and out.dtype == np.float32  # the first block (1024 rows) overflowed
+    np.testing.assert_array_equal(out, np.concatenate(blocks).astype(np.float32))
+    one = _Stack((3,), np.float32, images=4, max_rows=10_000)
+    for _ in range(4):
+        one.append(blocks[3])
+    assert len(one.blocks) == 1 and len(one.array()) == 6000  # uniform images: one block, no copy
+    assert _Stack((2,), np.int64, images=3, max_rows=5).array().shape == (0, 2)
+
+
+def test_typed_reader_with_uneven_images_equals_the_whole_file_reader(tmp_path, synthetic, mapped,
+                                                                         monkeypatch) -> None:
+    """A small first image then large ones: the stacks grow past the first image's estimate."""
+    pytest.importorskip("simdjson")
+    _, _, det = synthetic
+    det = det.subset(np.argsort(det.image_ids, kind="stable"))
+    write_vcoco_detections(det, tmp_path / "d.json")
+    doc = json.loads((tmp_path / "d.json").read_text())
+    big = dict(doc["images"][1])
+    for key in ("agent_scores", "role_scores"):  # plain numbers: the typed path takes these images
+        big[key] = [[0.0 if v is None else v for v in row] for row in big[key]]
+    for k in range(60):  # many more people on added images than on the first
+        im = {key: (val * 40 if isinstance(val, list) and key != "object_boxes" else val) for key, val in big.items()}
+        im["image_id"] = 10 ** 6 + k
+        doc["images"].append(im)
+    doc["images"][0] = {**doc["images"][0], **{key: doc["images"][0][key][:1] for key in
+                                                 ("person_boxes", "agent_scores", "role_objects", "role_scores")}}
+    assert sum(len(im["person_boxes"]) for im in doc["images"]) > 1024  # past the first block (1024 rows)
+    (tmp_path / "u.json").write_text(json.dumps(doc))
+    whole = _read_without_simdjson(tmp_path / "u.json", monkeypatch)
+    import hoibench.formats.vcoco_predictions as mod
+
+    careful: list[int] = []
+    image_rows = mod._image_rows
+    monkeypatch.setattr(mod, "_image_rows", lambda entry, path, k, *a: careful.append(k) or image_rows(entry, path, k, *a))
+    _same(whole, read_vcoco_detections(tmp_path / "u.json").detections)
+    assert not any(k >= len(doc["images"]) - 60 for k in careful)  # the added images went the typed way

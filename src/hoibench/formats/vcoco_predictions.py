@@ -60,6 +60,7 @@ import mmap
 import os
 import pickle
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
@@ -136,8 +137,9 @@ def read_vcoco_detections(path: str | os.PathLike[str], *, lenient: bool = False
     if head.lstrip()[:1] == b"{":
         typed = _typed_images(buf, path)
         if typed is not None:
-            del buf  # the images are arrays now: free the text before stacking them
-            return _assemble(*typed, path, lenient)
+            images, a_cols, r_cols, n_images = typed
+            # a row of any field is at least 9 bytes of text ("[0,0,0,0]" or more): a bound on the rows
+            return _assemble(images, a_cols, r_cols, path, lenient, n_images, len(buf) // 9 + 1)
     raw = buf if isinstance(buf, bytes) else bytes(buf)
     del buf
     try:
@@ -274,7 +276,7 @@ def _from_hoibench(data: dict[str, Any], path: object, lenient: bool) -> VCOCODe
     if not isinstance(images, list):
         raise FormatError("expected a list", file=path, field="images")
     rows = [_image_rows(entry, path, k, a_cols, r_cols) for k, entry in enumerate(images)]
-    return _assemble(rows, a_cols, r_cols, path, lenient)
+    return _assemble(rows, a_cols, r_cols, path, lenient, len(rows), sum(len(r.person_boxes) for r in rows))
 
 
 def _image_rows(entry: Any, path: object, k: int, a_cols: np.ndarray, r_cols: np.ndarray) -> _ImageRows:
@@ -296,45 +298,86 @@ def _image_rows(entry: Any, path: object, k: int, a_cols: np.ndarray, r_cols: np
     return _ImageRows(img, boxes, agent, rsc, None, None, rbox)
 
 
-def _assemble(rows: list[_ImageRows], a_cols: np.ndarray, r_cols: np.ndarray, path: object,
-              lenient: bool) -> VCOCODetectionsFile:
-    """Stack the images into full-width float32 arrays (NaN = class not listed): one
-    concatenation per field, and one gather for every image's role boxes (dense images take part
-    as their own boxes indexed row by row), so the cost does not grow with the number of images
-    as a per-image fill does."""
+class _Stack:
+    """Rows appended into large preallocated arrays instead of one small array per image and a
+    concatenation: numpy maps large arrays in huge pages, so the kernel faults them in 2 MB at a
+    time (a fresh 4 KB page costs ~10 us of system time on a virtual machine), and each value
+    is copied (and cast to ``dtype``) once. The first block is sized on the first image, as if
+    all ``images`` were like it (+25%, at most ``max_rows``); a run past it adds blocks of
+    doubling size, joined at the end."""
+
+    def __init__(self, tail: tuple[int, ...], dtype: type, images: int, max_rows: int) -> None:
+        self.tail, self.dtype, self.images, self.max_rows = tail, dtype, images, max_rows
+        self.blocks: list[np.ndarray] = []
+        self.used = 0  # rows used in the last block
+        self.rows = 0
+
+    def append(self, block: np.ndarray) -> None:
+        n, at = len(block), 0
+        while at < n:
+            if not self.blocks or self.used == len(self.blocks[-1]):
+                size = (min(self.max_rows, max(1024, (5 * n * self.images) // 4)) if not self.blocks
+                        else self.rows)
+                self.blocks.append(np.empty((max(size, n - at), *self.tail), dtype=self.dtype))
+                self.used = 0
+            last = self.blocks[-1]
+            k = min(n - at, len(last) - self.used)
+            last[self.used:self.used + k] = block[at:at + k]
+            self.used, at, self.rows = self.used + k, at + k, self.rows + k
+
+    def array(self) -> np.ndarray:
+        if not self.blocks:
+            return np.empty((0, *self.tail), dtype=self.dtype)
+        parts = [*self.blocks[:-1], self.blocks[-1][:self.used]]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _assemble(rows: Iterable[_ImageRows], a_cols: np.ndarray, r_cols: np.ndarray, path: object,
+              lenient: bool, n_images: int, max_rows: int) -> VCOCODetectionsFile:
+    """Stack the images into full-width float32 arrays (NaN = class not listed): each field is
+    appended to one :class:`_Stack`, and every image's role boxes become one gather from the
+    stacked object boxes (a dense image takes part as its own boxes indexed row by row).
+    ``rows`` may be a generator (each image's arrays are freed once stacked) of ``n_images``;
+    no field has more than ``max_rows`` rows."""
     acts, roles = vcoco_action_names(), vcoco_role_classes()
-    numbered = [(k, r) for k, r in enumerate(rows) if len(r.person_boxes)]
-    rows = [r for _, r in numbered]
-    counts = np.array([len(r.person_boxes) for r in rows], dtype=np.int64)
-    d = int(counts.sum())
-    if not d:
-        return _checked(VCOCODetections.empty(), np.zeros(0, dtype=np.int64), path, lenient, "hoibench json", {})
-    boxes = np.concatenate([r.person_boxes for r in rows]).astype(np.float32, copy=False)
-    agent = _widen(np.concatenate([r.agent_scores for r in rows]), a_cols, len(acts))
-    rsc = _widen(np.concatenate([r.role_scores for r in rows]), r_cols, len(roles))
-    # every image as (objects, index): dense role boxes index themselves; -1 picks the NaN row at the end
-    objects, index, base = [], [], 0
-    for r in rows:
+    n_a, n_r = a_cols.size, r_cols.size
+    boxes, agent = _Stack((4,), np.float32, n_images, max_rows), _Stack((n_a,), np.float32, n_images, max_rows)
+    rsc, index = _Stack((n_r,), np.float32, n_images, max_rows), _Stack((n_r,), np.int64, n_images, max_rows)
+    objects = _Stack((4,), np.float32, n_images, max_rows + 1)
+    ids: list[int] = []
+    records: list[int] = []
+    counts: list[int] = []
+    for k, r in enumerate(rows):
+        n = len(r.person_boxes)
+        if not n:
+            continue
+        ids.append(r.image_id)
+        records.append(k)
+        counts.append(n)
+        boxes.append(r.person_boxes)
+        agent.append(r.agent_scores)
+        rsc.append(r.role_scores)
+        base = objects.rows
         if r.role_boxes is not None:
             obj = np.asarray(r.role_boxes).reshape(-1, 4)
-            idx = np.arange(len(obj), dtype=np.int64).reshape(len(r.person_boxes), r_cols.size)
+            index.append(np.arange(base, base + len(obj), dtype=np.int64).reshape(n, n_r))
         else:
-            obj, idx = r.objects, r.index  # type: ignore[assignment]
+            obj = r.objects  # type: ignore[assignment]
+            index.append(np.where(r.index >= 0, r.index + base, -1))  # type: ignore[operator]
         objects.append(obj)
-        index.append(np.where(idx >= 0, idx + base, -1))
-        base += len(obj)
-    objects.append(np.full((1, 4), np.nan, dtype=np.float32))
-    pool = np.concatenate(objects).astype(np.float32, copy=False)
-    rbox_listed = pool[np.concatenate(index)]  # (d, listed roles, 4); -1 is the NaN row
-    if r_cols.size == len(roles) and bool((r_cols == np.arange(len(roles))).all()):
+    if not counts:
+        return _checked(VCOCODetections.empty(), np.zeros(0, dtype=np.int64), path, lenient, "hoibench json", {})
+    objects.append(np.full((1, 4), np.nan, dtype=np.float32))  # what index -1 picks: "no role object"
+    rbox_listed = objects.array()[index.array()]  # (detections, listed roles, 4)
+    d = len(rbox_listed)
+    if n_r == len(roles) and bool((r_cols == np.arange(len(roles))).all()):
         rbox = rbox_listed
     else:
         rbox = np.full((d, len(roles), 4), np.nan, dtype=np.float32)
         rbox[:, r_cols] = rbox_listed
-    ids = np.repeat(np.array([r.image_id for r in rows], dtype=np.int64), counts)
-    records = np.repeat(np.array([k for k, _ in numbered], dtype=np.int64), counts)
-    det = VCOCODetections(ids, boxes, agent, rbox, rsc)
-    return _checked(det, records, path, lenient, "hoibench json", {})
+    det = VCOCODetections(np.repeat(np.array(ids, dtype=np.int64), counts), boxes.array(),
+                          _widen(agent.array(), a_cols, len(acts)), rbox, _widen(rsc.array(), r_cols, len(roles)))
+    return _checked(det, np.repeat(np.array(records, dtype=np.int64), counts), path, lenient, "hoibench json", {})
 
 
 def _widen(block: np.ndarray, cols: np.ndarray, n_all: int) -> np.ndarray:
@@ -354,12 +397,14 @@ class _TopLevel(msgspec.Struct):
     role_classes: Any = None
 
 
-def _typed_images(raw: bytes | mmap.mmap, path: object) -> tuple[list[_ImageRows], np.ndarray, np.ndarray] | None:
+def _typed_images(raw: bytes | mmap.mmap, path: object
+                  ) -> tuple[Iterator[_ImageRows], np.ndarray, np.ndarray, int] | None:
     """The hoibench layout decoded one image at a time, numbers straight into arrays (simdjson),
     so that neither the time nor the memory of ~40M Python floats is spent; an image the typed
     path does not take as it is (nulls, other number types, odd shapes) goes through the careful
-    per-image reader, which names its problem. None when the file is not that layout (or
-    simdjson is missing): the caller then reads it whole."""
+    per-image reader, which names its problem. Gives the images lazily (to be stacked as they
+    come), the listed columns and the number of images. None when the file is not that layout (or simdjson is missing): the caller
+    then reads it whole."""
     try:
         import simdjson  # optional (pysimdjson): without it the file is read whole
     except ImportError:
@@ -370,11 +415,13 @@ def _typed_images(raw: bytes | mmap.mmap, path: object) -> tuple[list[_ImageRows
         return None
     a_cols, r_cols = _columns({"agent_classes": top.agent_classes, "role_classes": top.role_classes}, path)
     parser = simdjson.Parser()
-    rows = []
-    for k, blob in enumerate(top.images):
-        got = _image_typed(parser, simdjson.Object, blob, path, k, a_cols.size, r_cols.size)
-        rows.append(got if got is not None else _image_rows(_loads(bytes(blob), path), path, k, a_cols, r_cols))
-    return rows, a_cols, r_cols
+
+    def images() -> Iterator[_ImageRows]:
+        for k, blob in enumerate(top.images):
+            got = _image_typed(parser, simdjson.Object, blob, path, k, a_cols.size, r_cols.size)
+            yield got if got is not None else _image_rows(_loads(bytes(blob), path), path, k, a_cols, r_cols)
+
+    return images(), a_cols, r_cols, len(top.images)
 
 
 def _loads(text: bytes, path: object) -> Any:
@@ -418,7 +465,7 @@ def _image_typed(parser: Any, object_type: type, text: msgspec.Raw, path: object
             n = len(el)
             if flat.size != n * width or (n and set(map(len, el)) != {width}):
                 return None
-            arrays.append(flat.reshape(n, width) if integer else flat.reshape(n, width).astype(np.float32))
+            arrays.append(flat.reshape(n, width))  # cast to float32 once, when stacked
             expected += 1 + n
         del el
         if int(np.count_nonzero(np.frombuffer(text, np.uint8) == 91)) != expected:  # 91: "[" (no copy)
@@ -431,7 +478,7 @@ def _image_typed(parser: Any, object_type: type, text: msgspec.Raw, path: object
     n, m = len(pb), len(obj)
     if not (len(agent) == len(idx) == len(rsc) == n) or (idx.size and (idx.min() < -1 or idx.max() >= m)):
         return None
-    return _ImageRows(_image_id(ident, path, record), pb, agent, rsc, obj, idx.astype(np.int32), None)
+    return _ImageRows(_image_id(ident, path, record), pb, agent, rsc, obj, idx, None)
 
 
 def _shared_role_boxes(entry: dict[str, Any], n: int, n_cols: int, path: object, record: int) -> np.ndarray:
