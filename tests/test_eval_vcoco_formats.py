@@ -429,3 +429,34 @@ def test_typed_reader_with_uneven_images_equals_the_whole_file_reader(tmp_path, 
     monkeypatch.setattr(mod, "_image_rows", lambda entry, path, k, *a: careful.append(k) or image_rows(entry, path, k, *a))
     _same(whole, read_vcoco_detections(tmp_path / "u.json").detections)
     assert not any(k >= len(doc["images"]) - 60 for k in careful)  # the added images went the typed way
+
+
+def test_vsrl_pickle_is_streamed_and_loads_as_the_plain_list(tmp_path, synthetic) -> None:
+    """Past the writer's memo clears (every 1,000 records): the file loads with plain
+    ``pickle.load`` as vsrl_eval's list of dicts (numpy float32 values), every record exact, and
+    reads back to the same detections."""
+    from hoibench.data._vcoco import vcoco_schema
+
+    _, _, det = synthetic
+    reps = -(-2500 // len(det))
+    big = VCOCODetections.concat([det] * reps)
+    write_vsrl_detections(big, tmp_path / "d.pkl")
+    rows = pickle.loads((tmp_path / "d.pkl").read_bytes())
+    assert type(rows) is list and len(rows) == len(big) > 2000
+    names, roles = vcoco_schema()
+    for k in (0, 999, 1000, 1001, 2000, len(big) - 1):
+        r = rows[k]
+        assert r["image_id"] == int(big.image_ids[k])
+        np.testing.assert_array_equal(r["person_box"], big.person_boxes[k])
+        assert type(r[f"{names[3]}_agent"]) is np.float32
+        np.testing.assert_array_equal(np.array([r[f"{a}_agent"] for a in names], dtype=np.float32),
+                                      big.agent_scores[k].astype(np.float32))
+        j = 0
+        for a, rs in zip(names, roles):
+            for role in rs[1:]:
+                v = r[f"{a}_{role}"]
+                assert v.dtype == np.float32 and v.shape == (5,)
+                np.testing.assert_array_equal(v[:4], big.role_boxes[k, j].astype(np.float32))
+                np.testing.assert_array_equal(v[4], np.float32(big.role_scores[k, j]))
+                j += 1
+    _same(big, read_vcoco_detections(tmp_path / "d.pkl").detections)
