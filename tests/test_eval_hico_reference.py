@@ -89,3 +89,23 @@ def test_vectorised_equals_the_loop_oracle_on_real_data(test_set, protocol):
     # the protocols really differ on such data (else this test would prove little)
     assert not np.allclose(np.nan_to_num(fast), np.nan_to_num(hico_mean_ap(
         preds, gt, protocol="pocket" if protocol != "pocket" else "official").per_class_ap))
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("protocol", ["qpic", "official"])
+def test_tied_scores_rank_as_the_loop_oracle(test_set, protocol):
+    """Scores rounded to 1/20: most entries of a class tie. The vectorised ranking re-ranks only
+    the classes with ties (QPIC: numpy's unstable argsort over the appended list; official:
+    MATLAB's stable sort) and must still equal the loop oracle in every class."""
+    from hoibench.data import HOIPredictions
+
+    gt = test_set.subset(np.arange(0, test_set.n_images, 20))
+    p = noisy_predictions(gt, seed=5)
+    tied = HOIPredictions.from_arrays(p.vocab, p.file_names, np.diff(p.offsets), p.boxes_h, p.boxes_o,
+                                      p.objects, p.verbs, np.round(p.scores * 20) / 20)
+    assert len(np.unique(tied.scores)) <= 21
+    fast = hico_mean_ap(tied, gt, protocol=protocol).per_class_ap
+    slow = hico_average_precision_loop(tied, gt, protocol=protocol)
+    np.testing.assert_array_equal(np.isnan(fast), np.isnan(slow))
+    ok = ~np.isnan(slow)
+    np.testing.assert_allclose(fast[ok], slow[ok], rtol=0, atol=1e-12)

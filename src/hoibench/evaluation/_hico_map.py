@@ -446,21 +446,20 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
     gt_pair = np.where(tp, g_pairs[np.where(first >= 0, first, 0)], -1)
 
     # --- ranking for AP
-    if protocol.ranking == "stable":
-        a_order = np.argsort(hoi * n_all + srank)
-    else:
-        # QPIC appends per image (dataset order) in its stable score order, then ranks each
-        # class with np.argsort(-score) (numpy's default, unstable kind)
-        append = np.argsort(image * n_all + srank)
-        by_cls = append[np.argsort(hoi[append], kind="stable")]
-        bounds = np.searchsorted(hoi[by_cls], np.arange(n_cls + 1))
-        parts = []
-        for c in range(n_cls):
-            seg = by_cls[bounds[c]:bounds[c + 1]]
-            if len(seg):
-                parts.append(seg[np.argsort(-scores[seg])])
-        a_order = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    a_order = np.argsort(hoi * n_all + srank)  # by class, then by the stable score rank
     class_offsets = np.searchsorted(hoi[a_order], np.arange(n_cls + 1))
+    if protocol.ranking != "stable":
+        # QPIC appends per image (dataset order) in its stable score order, then ranks each
+        # class with np.argsort(-score) (numpy's default, unstable kind). A class without tied
+        # scores has one descending order, whichever the sort; only a class with ties is
+        # ranked again as QPIC does, so that tied entries land where its argsort puts them.
+        ranked_scores, ranked_hoi = scores[a_order], hoi[a_order]
+        tie = (ranked_scores[1:] == ranked_scores[:-1]) & (ranked_hoi[1:] == ranked_hoi[:-1])
+        for c in np.unique(ranked_hoi[1:][tie]).tolist():
+            lo, hi = class_offsets[c], class_offsets[c + 1]
+            members = a_order[lo:hi]
+            appended = members[np.argsort(image[members] * n_all + srank[members])]
+            a_order[lo:hi] = appended[np.argsort(-scores[appended])]
     return HICOMatches(protocol=protocol, class_offsets=class_offsets, scores=scores[a_order],
                        tp=tp[a_order], det_index=det_index[a_order], image_index=image[a_order],
                        gt_pair=gt_pair[a_order], n_gt=n_gt, n_dropped=dropped,
