@@ -40,3 +40,14 @@ def shared() -> type[_Shared]:
 class _Shared:
     root = SHARED_DATA
     file = staticmethod(shared_file)
+
+
+@pytest.fixture(params=["read", "mapped"])
+def file_access(request, monkeypatch) -> str:
+    """Run a reader test twice: the file read into memory, and memory-mapped (``read_buffer``
+    maps files from 16 MB on; under ``mapped`` every file is mapped)."""
+    import hoibench._io
+
+    if request.param == "mapped":
+        monkeypatch.setattr(hoibench._io, "_MAP_AT", 0)
+    return request.param

@@ -614,3 +614,8 @@ def test_repr_fast_path_reads_gen_vlkt_and_its_embedded_ground_truth(case, tmp_p
     fast, careful = _read_both_ways(path, monkeypatch, ground_truth=gt)
     _same_loaded(fast, careful)
     assert fast.format == "gen-vlkt" and len(fast.warnings) == 1 and "3 images" in fast.warnings[0]
+
+
+@pytest.fixture(autouse=True)
+def _every_access(file_access) -> None:
+    """Every test of this module with the file read and with it memory-mapped."""

@@ -399,3 +399,8 @@ def test_frame_hint_top_detections_equal_a_stable_sort():
         first = offsets[:-1][image[order]]
         np.testing.assert_array_equal(_top_per_image(scores, offsets, image, 5),
                                       order[(np.arange(len(order)) - first) < 5])
+
+
+@pytest.fixture(autouse=True)
+def _every_access(file_access) -> None:
+    """Every test of this module with the file read and with it memory-mapped."""

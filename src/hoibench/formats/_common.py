@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+import mmap
 from typing import Any
+
+import numpy as np
 
 from hoibench._exceptions import FormatError
 from hoibench.data import HOIDataset, validate_dataset
@@ -62,6 +65,14 @@ def check_dataset(ds: HOIDataset, file: object) -> HOIDataset:
 def plain_number(v: float) -> int | float:
     """Write integral coordinates as integers (as the released files do)."""
     return int(v) if math.isfinite(v) and float(v).is_integer() else float(v)
+
+
+def text_brackets(text: bytes | mmap.mmap) -> int:
+    """``[`` characters in a file's text, held as bytes or as a memory map (:func:`read_buffer
+    <hoibench._io.read_buffer>`; a map has no ``count``, and its ``in`` looks for one byte)."""
+    if isinstance(text, bytes):
+        return text.count(b"[")
+    return int(np.count_nonzero(np.frombuffer(text, dtype=np.uint8) == ord("[")))
 
 
 def json_brackets(value: Any) -> int:

@@ -55,6 +55,7 @@ hoibench 1.7-2.2 s, generic 1.8-2.2 s (``json.load`` of the same files: 8 s), QP
 from __future__ import annotations
 
 import json
+import mmap
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -66,9 +67,9 @@ import numpy as np
 import orjson
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import atomic_write_json, read_bytes, read_json
+from hoibench._io import atomic_write_json, read_buffer, read_json
 from hoibench.data import HOIDataset, HOIPredictions
-from hoibench.formats._common import json_brackets
+from hoibench.formats._common import json_brackets, text_brackets
 from hoibench.formats._frame import box_frame_hint
 from hoibench.formats._literal import key_codes, parse_numpy_repr, repr_as_json_lists
 from hoibench.formats.matlab_detections import (
@@ -214,8 +215,9 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
         return _load_matlab(p, vocab, ground_truth, lenient)
     if p.is_dir():
         raise FormatError("is a directory without detections_01.mat .. detections_80.mat (ho-rcnn layout)", file=p)
-    raw = read_bytes(p)
-    if format in (None, *REPR_RESULTS) and raw[:64].lstrip()[:1] == b'"':  # a JSON string: a results.json?
+    raw = read_buffer(p)  # a large file is mapped: parsed and scanned, never copied by us
+    if format in (None, *REPR_RESULTS) and bytes(raw[:64]).lstrip()[:1] == b'"':  # a JSON string: a results.json?
+        raw = raw if isinstance(raw, bytes) else bytes(raw)  # the repr reader searches it with bytes methods
         images = _repr_images_fast(raw, p)
         if images is not None:
             vocab = vocab or hico_det()
@@ -237,7 +239,7 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
     # the careful reader (and the repr results files, a JSON string) work on Python objects
     text = doc if isinstance(doc, str) else None
     del doc  # its parser holds the whole parsed file
-    data = text if text is not None else _parse_json(raw, p)
+    data = text if text is not None else _parse_json(raw if isinstance(raw, bytes) else bytes(raw), p)
     name = _sniff(data) if format is None else format
     if name == _REPR or name in REPR_RESULTS:
         vocab = vocab or hico_det()
@@ -344,7 +346,7 @@ def _fast_decoder() -> Any:
     return _FAST
 
 
-def _simd_parse(raw: bytes) -> Any:
+def _simd_parse(raw: bytes | mmap.mmap) -> Any:
     """The pysimdjson document of ``raw`` (a fresh parser: a document keeps its parser busy), or
     ``None`` without pysimdjson or for invalid JSON (the careful reader then names the problem)."""
     if _SIMD is None:
@@ -355,7 +357,7 @@ def _simd_parse(raw: bytes) -> Any:
         return None
 
 
-def _decode_fast(raw: bytes, doc: Any = None) -> tuple[str, str | None, _Columns] | None:
+def _decode_fast(raw: bytes | mmap.mmap, doc: Any = None) -> tuple[str, str | None, _Columns] | None:
     """Columns of a well-formed hoibench/generic file; ``None`` sends it to the careful reader.
     ``doc``: ``raw`` already parsed by :func:`_simd_parse`."""
     if _SIMD is None:
@@ -377,7 +379,7 @@ _QPIC_TRIPLET_KEYS = {"boxes": ("d", np.float64, True), "hoi_scores": ("d", np.f
                       "obj_ids": ("i", np.int64, False)}
 
 
-def _qpic_arrays(doc: Any, raw: bytes) -> list[dict[str, Any]] | None:
+def _qpic_arrays(doc: Any, raw: bytes | mmap.mmap) -> list[dict[str, Any]] | None:
     """Per-image numpy arrays of a QPIC file, straight from the pysimdjson document, shaped as
     ``np.asarray`` of the lists would be; ``None`` (the careful reader decides) for anything but
     lists of numbers and of equal-length rows of numbers, proved as in :func:`_decode_simdjson`."""
@@ -417,7 +419,7 @@ def _qpic_arrays(doc: Any, raw: bytes) -> list[dict[str, Any]] | None:
             out.append(rec)
     except _SIMD_ERRORS:
         return None
-    return out if raw.count(b"[") == expected else None
+    return out if text_brackets(raw) == expected else None
 
 
 def _join(buffers: list[Any], dtype: type) -> np.ndarray:
@@ -425,7 +427,7 @@ def _join(buffers: list[Any], dtype: type) -> np.ndarray:
     return np.frombuffer(bytearray().join(buffers), dtype=dtype)
 
 
-def _decode_simdjson(doc: Any, raw: bytes) -> tuple[str, str | None, _Columns] | None:
+def _decode_simdjson(doc: Any, raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] | None:
     """The fast path on a pysimdjson document: every numeric list leaves as one flat buffer
     (``as_buffer``), joined into one ``np.frombuffer`` per column; no Python number is built.
 
@@ -486,7 +488,7 @@ def _decode_simdjson(doc: Any, raw: bytes) -> tuple[str, str | None, _Columns] |
         for k in keys:
             if k not in known:
                 expected += k.count("[") + json_brackets(im[k])
-    if raw.count(b"[") != expected:
+    if text_brackets(raw) != expected:
         return None  # a nested row, or a "[" this count cannot place: the careful reader decides
     cols: dict[str, np.ndarray | None] = {}
     for key in id_keys:
@@ -502,7 +504,7 @@ def _decode_simdjson(doc: Any, raw: bytes) -> tuple[str, str | None, _Columns] |
                                        cols[k_hoi], flat["scores"])
 
 
-def _decode_msgspec(raw: bytes) -> tuple[str, str | None, _Columns] | None:
+def _decode_msgspec(raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] | None:
     """The fast path without pysimdjson: msgspec's typed decoder, flattened with ``np.fromiter``."""
     dec = _fast_decoder()
     if dec is None:
