@@ -423,8 +423,11 @@ def _qpic_arrays(doc: Any, raw: bytes | mmap.mmap) -> list[dict[str, Any]] | Non
 
 
 def _join(buffers: list[Any], dtype: type) -> np.ndarray:
-    """One writable array of pysimdjson ``as_buffer`` exports (one copy)."""
-    return np.frombuffer(bytearray().join(buffers), dtype=dtype)
+    """One writable array of pysimdjson ``as_buffer`` exports (one copy, into numpy's memory:
+    a large array is mapped in huge pages, where a ``bytearray`` costs a page fault per 4 KB)."""
+    if not buffers:
+        return np.zeros(0, dtype=dtype)
+    return np.concatenate([np.frombuffer(b, dtype=dtype) for b in buffers])
 
 
 def _decode_simdjson(doc: Any, raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] | None:
