@@ -638,8 +638,8 @@ def write_vsrl_detections(detections: VCOCODetections, path: str | os.PathLike[s
 
     The records are made one at a time while the list is pickled (the pickler takes a list's
     items from an iterator, and its memo is cleared between batches of records, which share
-    nothing), so memory holds one batch's Python objects, not ~10 KB per detection for all of
-    them (494,600 detections ran out of 23 GB). Protocol 3: its memo indices are explicit, so a
+    nothing), so memory holds one batch's Python objects, not all of them (1.85 GB at the peak
+    for 49,460 detections, ~17 GB for 494,600). Protocol 3: its memo indices are explicit, so a
     cleared memo starts over without the loader's memo going out of step (protocol 4 numbers
     entries implicitly)."""
     names, roles = vcoco_schema()
