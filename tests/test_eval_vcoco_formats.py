@@ -35,17 +35,6 @@ def _same(a: VCOCODetections, b: VCOCODetections) -> None:
         np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
 
 
-@pytest.fixture(params=["read", "mapped"])
-def mapped(request, monkeypatch) -> bool:
-    """Each reader test twice: the file read into memory, and memory-mapped (``read_buffer``
-    maps files from 16 MB on; here every file is mapped)."""
-    import hoibench._io
-
-    if request.param == "mapped":
-        monkeypatch.setattr(hoibench._io, "_MAP_AT", 0)
-    return request.param == "mapped"
-
-
 def test_read_buffer_maps_large_plain_files_only(tmp_path, monkeypatch) -> None:
     import gzip
     import mmap
@@ -72,7 +61,7 @@ def synthetic() -> tuple[dict, list[dict], VCOCODetections]:
 
 
 @pytest.mark.parametrize("share", [True, False])
-def test_hoibench_json_round_trip(tmp_path, synthetic, mapped, share: bool) -> None:
+def test_hoibench_json_round_trip(tmp_path, synthetic, file_access, share: bool) -> None:
     _, _, det = synthetic
     det = det.subset(np.argsort(det.image_ids, kind="stable"))  # the writer groups by image
     write_vcoco_detections(det, tmp_path / "d.json", share_role_boxes=share)
@@ -96,7 +85,7 @@ def test_shared_role_boxes_bad_index(tmp_path) -> None:
     assert np.isnan(read_vcoco_detections(path).detections.role_boxes).all()
 
 
-def test_vsrl_pickle_and_json_round_trip(tmp_path, synthetic, mapped) -> None:
+def test_vsrl_pickle_and_json_round_trip(tmp_path, synthetic, file_access) -> None:
     _, _, det = synthetic
     write_vsrl_detections(det, tmp_path / "d.pkl")
     back = read_vcoco_detections(tmp_path / "d.pkl")
@@ -313,13 +302,29 @@ def test_cli_bad_input_is_one_line(tmp_path, capsys) -> None:
     assert err[-1].startswith("error: ") and "record 0: image_id: image 123456789 is not in the ground truth" in err[-1]
 
 
+def _careful_records(monkeypatch) -> list[int]:
+    """The records the careful per-image reader takes from now on (the rest went the typed way)."""
+    import hoibench.formats.vcoco_predictions as mod
+
+    seen: list[int] = []
+    image_rows = mod._image_rows
+    monkeypatch.setattr(mod, "_image_rows", lambda entry, path, k, *a: seen.append(k) or image_rows(entry, path, k, *a))
+    return seen
+
+
+def _plain_scores(im: dict) -> None:
+    """Null scores as 0.0: plain numbers, which the typed path takes."""
+    for key in ("agent_scores", "role_scores"):
+        im[key] = [[0.0 if v is None else v for v in row] for row in im[key]]
+
+
 def _read_without_simdjson(path, monkeypatch) -> VCOCODetections:
     with monkeypatch.context() as m:
         m.setitem(sys.modules, "simdjson", None)  # import fails: the file is read whole
         return read_vcoco_detections(path).detections
 
 
-def test_typed_reader_equals_the_whole_file_reader(tmp_path, synthetic, mapped, monkeypatch) -> None:
+def test_typed_reader_equals_the_whole_file_reader(tmp_path, synthetic, file_access, monkeypatch) -> None:
     """Images in plain numbers go through the typed path, the others (nulls, floats for indices,
     dense role boxes, a class subset) through the careful one; both give the same arrays."""
     pytest.importorskip("simdjson")
@@ -344,7 +349,7 @@ def test_typed_reader_equals_the_whole_file_reader(tmp_path, synthetic, mapped, 
     (lambda im: im["role_objects"][0].__setitem__(0, 2 ** 32), r"record 0: role_objects: expected indices"),
     (lambda im: im["role_objects"][0].__setitem__(0, 2 ** 70), r"record 0: role_objects: expected indices"),
 ])
-def test_typed_reader_errors_name_record_and_field(tmp_path, synthetic, mapped, change, message) -> None:
+def test_typed_reader_errors_name_record_and_field(tmp_path, synthetic, file_access, change, message) -> None:
     """Jagged rows with the right total, an index past int32 or past 64 bits: never read as numbers."""
     _, _, det = synthetic
     write_vcoco_detections(det.subset(np.argsort(det.image_ids, kind="stable")), tmp_path / "d.json")
@@ -355,22 +360,16 @@ def test_typed_reader_errors_name_record_and_field(tmp_path, synthetic, mapped, 
         read_vcoco_detections(tmp_path / "d.json")
 
 
-def test_typed_reader_refuses_a_number_nested_in_a_row(tmp_path, synthetic, mapped, monkeypatch) -> None:
+def test_typed_reader_refuses_a_number_nested_in_a_row(tmp_path, synthetic, file_access, monkeypatch) -> None:
     """pysimdjson flattens ``[x, [y], w, h]`` to four numbers: the typed path must count the
     image's ``[`` and hand such an image to the careful reader, which refuses it."""
     pytest.importorskip("simdjson")
-    import hoibench.formats.vcoco_predictions as mod
-
     _, _, det = synthetic
     write_vcoco_detections(det.subset(np.argsort(det.image_ids, kind="stable")), tmp_path / "d.json",
                            share_role_boxes=True)
     doc = json.loads((tmp_path / "d.json").read_text())
-    im = doc["images"][0]
-    for key in ("agent_scores", "role_scores"):  # plain numbers: the typed path takes this image
-        im[key] = [[0.0 if v is None else v for v in row] for row in im[key]]
-    careful: list[int] = []
-    image_rows = mod._image_rows
-    monkeypatch.setattr(mod, "_image_rows", lambda entry, path, k, *a: careful.append(k) or image_rows(entry, path, k, *a))
+    _plain_scores(doc["images"][0])
+    careful = _careful_records(monkeypatch)
     (tmp_path / "plain.json").write_text(json.dumps(doc))
     read_vcoco_detections(tmp_path / "plain.json")
     assert 0 not in careful
@@ -402,7 +401,7 @@ def test_stack_grows_past_its_first_block_and_keeps_every_row() -> None:
     assert _Stack((2,), np.int64, images=3, max_rows=5).array().shape == (0, 2)
 
 
-def test_typed_reader_with_uneven_images_equals_the_whole_file_reader(tmp_path, synthetic, mapped,
+def test_typed_reader_with_uneven_images_equals_the_whole_file_reader(tmp_path, synthetic, file_access,
                                                                          monkeypatch) -> None:
     """A small first image then large ones: the stacks grow past the first image's estimate."""
     pytest.importorskip("simdjson")
@@ -411,8 +410,7 @@ def test_typed_reader_with_uneven_images_equals_the_whole_file_reader(tmp_path, 
     write_vcoco_detections(det, tmp_path / "d.json")
     doc = json.loads((tmp_path / "d.json").read_text())
     big = dict(doc["images"][1])
-    for key in ("agent_scores", "role_scores"):  # plain numbers: the typed path takes these images
-        big[key] = [[0.0 if v is None else v for v in row] for row in big[key]]
+    _plain_scores(big)
     for k in range(60):  # many more people on added images than on the first
         im = {key: (val * 40 if isinstance(val, list) and key != "object_boxes" else val) for key, val in big.items()}
         im["image_id"] = 10 ** 6 + k
@@ -422,11 +420,7 @@ def test_typed_reader_with_uneven_images_equals_the_whole_file_reader(tmp_path, 
     assert sum(len(im["person_boxes"]) for im in doc["images"]) > 1024  # past the first block (1024 rows)
     (tmp_path / "u.json").write_text(json.dumps(doc))
     whole = _read_without_simdjson(tmp_path / "u.json", monkeypatch)
-    import hoibench.formats.vcoco_predictions as mod
-
-    careful: list[int] = []
-    image_rows = mod._image_rows
-    monkeypatch.setattr(mod, "_image_rows", lambda entry, path, k, *a: careful.append(k) or image_rows(entry, path, k, *a))
+    careful = _careful_records(monkeypatch)
     _same(whole, read_vcoco_detections(tmp_path / "u.json").detections)
     assert not any(k >= len(doc["images"]) - 60 for k in careful)  # the added images went the typed way
 

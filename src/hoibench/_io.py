@@ -165,17 +165,16 @@ def read_buffer(path: PathLike) -> bytes | mmap.mmap:
     The map supports slicing and the buffer protocol (``bytes(...)`` of it is a copy)."""
     p = check_input_file(path)
     try:
-        size = p.stat().st_size
-        if size < _MAP_AT:
+        if p.stat().st_size < _MAP_AT:
             return read_bytes(p)
         with open(p, "rb") as fh:
-            if fh.read(2) == b"\x1f\x8b":
-                return read_bytes(p)
-            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError) as exc:
-        if isinstance(exc, OSError):
-            raise _unreadable(exc, p) from None
-        return read_bytes(p)  # a file that cannot be mapped (it shrank to empty meanwhile)
+            if fh.read(2) != b"\x1f\x8b":
+                return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except ValueError:  # emptied since the stat: nothing to map
+        pass
+    except OSError as exc:
+        raise _unreadable(exc, p) from None
+    return read_bytes(p)
 
 
 def file_sha256(path: PathLike) -> str:

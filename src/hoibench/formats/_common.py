@@ -67,9 +67,10 @@ def plain_number(v: float) -> int | float:
     return int(v) if math.isfinite(v) and float(v).is_integer() else float(v)
 
 
-def text_brackets(text: bytes | mmap.mmap) -> int:
-    """``[`` characters in a file's text, held as bytes or as a memory map (:func:`read_buffer
-    <hoibench._io.read_buffer>`; a map has no ``count``, and its ``in`` looks for one byte)."""
+def text_brackets(text: bytes | mmap.mmap | Any) -> int:
+    """``[`` characters in a text held as bytes or any other buffer: a memory map
+    (:func:`read_buffer <hoibench._io.read_buffer>`; a map has no ``count``, and its ``in`` looks
+    for one byte) or a ``msgspec.Raw`` slice, counted in place."""
     if isinstance(text, bytes):
         return text.count(b"[")
     return int(np.count_nonzero(np.frombuffer(text, dtype=np.uint8) == ord("[")))

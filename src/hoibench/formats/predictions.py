@@ -47,9 +47,10 @@ parsed the same way, each code checked in its place. Anything unexpected (duplic
 as ids, an escaped ``[``, a reordered key, a wrapper inside a file name) sends the file to the
 careful reader, which gives identical arrays or names the record and field of the first
 problem. Without pysimdjson, msgspec's typed decoder reads the columnar formats.
-Measured (``perf/bench_eval_formats.py``, 965,018 detections, 2 shared cores, CPU seconds):
-hoibench 1.7-2.2 s, generic 1.8-2.2 s (``json.load`` of the same files: 8 s), QPIC 10-11 s
-(50-54 s), CDN 16 s and GEN-VLKT 11-12 s; see ``docs/evaluation.md``, "Parsing".
+Measured (``perf/bench_eval_formats.py``, 965,018 detections, 2 shared cores, CPU seconds,
+the box-frame check included): hoibench 1.6 s, generic 1.6-1.8 s (``json.load`` of the same
+files: 7-8 s), QPIC 10.4 s (57 s), CDN 16 s and GEN-VLKT 12.7 s; see ``docs/evaluation.md``,
+"Parsing". A large file is memory-mapped (:func:`~hoibench._io.read_buffer`), not copied.
 """
 
 from __future__ import annotations
@@ -217,7 +218,7 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
         raise FormatError("is a directory without detections_01.mat .. detections_80.mat (ho-rcnn layout)", file=p)
     raw = read_buffer(p)  # a large file is mapped: parsed and scanned, never copied by us
     if format in (None, *REPR_RESULTS) and bytes(raw[:64]).lstrip()[:1] == b'"':  # a JSON string: a results.json?
-        raw = raw if isinstance(raw, bytes) else bytes(raw)  # the repr reader searches it with bytes methods
+        raw = bytes(raw)  # the repr reader searches it with bytes methods (bytes() of bytes: no copy)
         images = _repr_images_fast(raw, p)
         if images is not None:
             vocab = vocab or hico_det()
@@ -239,7 +240,7 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
     # the careful reader (and the repr results files, a JSON string) work on Python objects
     text = doc if isinstance(doc, str) else None
     del doc  # its parser holds the whole parsed file
-    data = text if text is not None else _parse_json(raw if isinstance(raw, bytes) else bytes(raw), p)
+    data = text if text is not None else _parse_json(bytes(raw), p)
     name = _sniff(data) if format is None else format
     if name == _REPR or name in REPR_RESULTS:
         vocab = vocab or hico_det()

@@ -78,7 +78,7 @@ from hoibench.data._vcoco import (
     vcoco_role_table,
     vcoco_schema,
 )
-from hoibench.formats._common import json_brackets
+from hoibench.formats._common import json_brackets, text_brackets
 
 __all__ = [
     "VCOCODetectionsFile",
@@ -140,7 +140,7 @@ def read_vcoco_detections(path: str | os.PathLike[str], *, lenient: bool = False
             images, a_cols, r_cols, n_images = typed
             # a row of any field is at least 9 bytes of text ("[0,0,0,0]" or more): a bound on the rows
             return _assemble(images, a_cols, r_cols, path, lenient, n_images, len(buf) // 9 + 1)
-    raw = buf if isinstance(buf, bytes) else bytes(buf)
+    raw = bytes(buf)  # a copy of a map only (bytes() of bytes is the same object)
     del buf
     try:
         data = orjson.loads(raw)
@@ -374,7 +374,7 @@ def _assemble(rows: Iterable[_ImageRows], a_cols: np.ndarray, r_cols: np.ndarray
     objects.append(np.full((1, 4), np.nan, dtype=np.float32))  # what index -1 picks: "no role object"
     rbox_listed = objects.array()[index.array()]  # (detections, listed roles, 4)
     d = len(rbox_listed)
-    if n_r == len(roles) and bool((r_cols == np.arange(len(roles))).all()):
+    if _every_column(r_cols, len(roles)):
         rbox = rbox_listed
     else:
         rbox = np.full((d, len(roles), 4), np.nan, dtype=np.float32)
@@ -384,9 +384,14 @@ def _assemble(rows: Iterable[_ImageRows], a_cols: np.ndarray, r_cols: np.ndarray
     return _checked(det, np.repeat(np.array(records, dtype=np.int64), counts), path, lenient, "hoibench json", {})
 
 
+def _every_column(cols: np.ndarray, n_all: int) -> bool:
+    """Whether ``cols`` lists all ``n_all`` classes in their order (nothing to widen)."""
+    return cols.size == n_all and bool((cols == np.arange(n_all)).all())
+
+
 def _widen(block: np.ndarray, cols: np.ndarray, n_all: int) -> np.ndarray:
     """float32 columns ``cols`` of ``n_all`` (NaN where a class is not listed)."""
-    if cols.size == n_all and bool((cols == np.arange(n_all)).all()):
+    if _every_column(cols, n_all):
         return block.astype(np.float32, copy=False)
     out = np.full((len(block), n_all), np.nan, dtype=np.float32)
     out[:, cols] = block
@@ -407,8 +412,8 @@ def _typed_images(raw: bytes | mmap.mmap, path: object
     so that neither the time nor the memory of ~40M Python floats is spent; an image the typed
     path does not take as it is (nulls, other number types, odd shapes) goes through the careful
     per-image reader, which names its problem. Gives the images lazily (to be stacked as they
-    come), the listed columns and the number of images. None when the file is not that layout (or simdjson is missing): the caller
-    then reads it whole."""
+    come), the listed columns and the number of images. None when the file is not that layout
+    (or simdjson is missing): the caller then reads it whole."""
     try:
         import simdjson  # optional (pysimdjson): without it the file is read whole
     except ImportError:
@@ -472,7 +477,7 @@ def _image_typed(parser: Any, object_type: type, text: msgspec.Raw, path: object
             arrays.append(flat.reshape(n, width))  # cast to float32 once, when stacked
             expected += 1 + n
         del el
-        if int(np.count_nonzero(np.frombuffer(text, np.uint8) == 91)) != expected:  # 91: "[" (no copy)
+        if text_brackets(text) != expected:
             return None  # a nested row, or a "[" this count cannot place: the careful reader decides
     except (TypeError, ValueError, KeyError, AttributeError):
         return None
