@@ -454,3 +454,41 @@ def test_vsrl_pickle_is_streamed_and_loads_as_the_plain_list(tmp_path, synthetic
                 np.testing.assert_array_equal(v[4], np.float32(big.role_scores[k, j]))
                 j += 1
     _same(big, read_vcoco_detections(tmp_path / "d.pkl").detections)
+
+
+@pytest.mark.parametrize("variant", ["plain", "braces in strings", "objects around images", "images twice"])
+def test_images_split_by_braces_equal_the_whole_file_reader(tmp_path, synthetic, file_access, monkeypatch,
+                                                            variant: str) -> None:
+    """The typed reader finds each image from the braces alone; a brace inside a string, other
+    objects at the top level or a repeated ``images`` key must not change what is read."""
+    pytest.importorskip("simdjson")
+    import hoibench.formats.vcoco_predictions as mod
+    from hoibench._io import read_buffer
+
+    _, _, det = synthetic
+    det = det.subset(np.argsort(det.image_ids, kind="stable"))
+    write_vcoco_detections(det, tmp_path / "d.json")
+    doc = json.loads((tmp_path / "d.json").read_text())
+    for im in doc["images"]:
+        _plain_scores(im)
+    text = json.dumps(doc)
+    if variant == "braces in strings":
+        doc["images"][0]["note"] = "},{"  # an image end and start for a brace count: a wrong split
+        text = json.dumps(doc, indent=2)
+    elif variant == "objects around images":
+        text = json.dumps({"meta": {"a": {"b": [1]}}, **doc, "after": {"c": [{}]}}, indent=1)
+    elif variant == "images twice":  # JSON readers keep the last value of a repeated key
+        text = text[:-1] + ', "images": ' + json.dumps(doc["images"][:2]) + "}"
+    (tmp_path / "v.json").write_text(text)
+    whole = _read_without_simdjson(tmp_path / "v.json", monkeypatch)
+    careful = _careful_records(monkeypatch)
+    _same(whole, read_vcoco_detections(tmp_path / "v.json").detections)
+    assert not careful  # every image went the typed way
+    spans = mod._image_spans(read_buffer(tmp_path / "v.json"))
+    if variant in ("plain", "objects around images"):
+        assert spans is not None and len(spans[1]) == len(doc["images"])
+        assert [json.loads(bytes(s)) for s in spans[1]] == doc["images"]
+    elif variant == "images twice":
+        assert spans is None  # two "images" keys: msgspec splits
+    else:  # misled: an image span is not JSON, and the reader split again with msgspec
+        assert spans is not None and not mod._is_json(__import__("simdjson").Parser(), spans[1][0])

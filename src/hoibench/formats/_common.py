@@ -71,9 +71,13 @@ def text_brackets(text: bytes | mmap.mmap | Any) -> int:
     """``[`` characters in a text held as bytes or any other buffer: a memory map
     (:func:`read_buffer <hoibench._io.read_buffer>`; a map has no ``count``, and its ``in`` looks
     for one byte) or a ``msgspec.Raw`` slice, counted in place."""
-    if isinstance(text, bytes):
-        return text.count(b"[")
-    return int(np.count_nonzero(np.frombuffer(text, dtype=np.uint8) == ord("[")))
+    view = np.frombuffer(text, dtype=np.uint8)
+    # in 4 MB slices: the comparison's temporary stays in cache instead of faulting in a
+    # file-sized array (0.05 s for 169 MB, against 0.34 s whole and 0.13 s for bytes.count)
+    return sum(int(np.count_nonzero(view[i:i + _SLICE] == ord("["))) for i in range(0, len(view), _SLICE))
+
+
+_SLICE = 1 << 22
 
 
 def json_brackets(value: Any) -> int:

@@ -35,14 +35,25 @@ class FrameHint:
 
 
 def box_frame_hint(preds: HOIPredictions, gt: HOIDataset, *, top: int = 5, min_iou: float = 0.5,
-                   min_boxes: int = 100) -> FrameHint | None:
+                   min_boxes: int = 100, max_images: int = 2000) -> FrameHint | None:
     """A :class:`FrameHint` when the top detections' boxes fit ``gt`` clearly better shifted by
     one pixel, else ``None`` (also when fewer than ``min_boxes`` of them overlap a ground-truth
-    box of their image by ``min_iou``)."""
+    box of their image by ``min_iou``). At most ``max_images`` images, evenly spread, are
+    looked at: 2,000 images give up to 20,000 boxes, far more than a one-pixel shift needs,
+    and keep the check at a few hundredths of a second on the full test set."""
     row = {f: k for k, f in enumerate(gt.file_names)}
     pred_row = np.array([row.get(f, -1) for f in preds.file_names], dtype=np.int64)
     image = preds.image_index
-    best = _top_per_image(preds.scores, preds.offsets, image, top)
+    counts = np.diff(preds.offsets)
+    if preds.n_images > max_images:  # an even spread of images, the same on every run
+        chosen = np.zeros(preds.n_images, dtype=bool)
+        chosen[np.linspace(0, preds.n_images - 1, max_images).astype(np.int64)] = True
+        counts = np.where(chosen, counts, 0)
+        det = np.flatnonzero(chosen[image])
+    else:
+        det = np.arange(len(image))
+    offsets = np.r_[0, np.cumsum(counts)]
+    best = det[_top_per_image(preds.scores[det], offsets, image[det], top)]
     best = best[pred_row[image[best]] >= 0]
     det_boxes, gt_boxes, owner = [], [], []
     n = 0
