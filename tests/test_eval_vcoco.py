@@ -8,6 +8,8 @@ and role boxes, classes without positives or detections, ties, batching and bad 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -207,6 +209,36 @@ def test_bad_detections_name_the_detection() -> None:
         vcoco_role_ap(dets_of({"box": [0, 0, float("nan"), 5]}), gt)
     with pytest.raises(ValidationError, match="partly NaN"):
         vcoco_role_ap(dets_of({"box": P0, "roles": {"hold_obj": ([0, 0, float("nan"), 1], 0.5)}}), gt)
+
+
+@pytest.mark.parametrize(("problem", "code"), [
+    (lambda d, i: d.person_boxes.__setitem__((i, 2), np.nan), 1),
+    (lambda d, i: d.person_boxes.__setitem__((i, 0), 1e4), 2),
+    (lambda d, i: d.role_scores.__setitem__((i, 3), np.inf), 3),
+    (lambda d, i: d.role_boxes.__setitem__((i, 4, 1), np.nan), 4),
+    (lambda d, i: d.role_boxes.__setitem__((i, 24, 0), 1e4), 5),
+])
+def test_row_checks_reach_every_slice(problem, code: int) -> None:
+    """The whole-array check runs 16,384 rows at a time: a problem in the last, partial slice
+    is found and named like one in the first."""
+    from hoibench.data._vcoco import DETECTION_PROBLEMS
+
+    n_act, n_role = len(vcoco_action_names()), len(vcoco_role_classes())
+    n = 40_000
+    rng = np.random.default_rng(code)
+    xy = rng.random((n, 2), dtype=np.float32) * 100
+    boxes = np.concatenate([xy, xy + 10], axis=1)
+    rbox = np.repeat(boxes[:, None], n_role, axis=1)
+    rbox[::3, 2] = np.nan  # roles without a box
+    det = VCOCODetections(np.arange(n) // 100, boxes, rng.random((n, n_act), dtype=np.float32), rbox,
+                          rng.random((n, n_role), dtype=np.float32))
+    assert not det.problems().any()
+    for i in (3, n - 7):
+        bad = det.subset(np.arange(n))
+        problem(bad, i)
+        assert np.flatnonzero(bad.problems()).tolist() == [i] and bad.problems()[i] == code
+        with pytest.raises(ValidationError, match=rf"detection {i} .*{re.escape(DETECTION_PROBLEMS[code])}"):
+            bad.check()
 
 
 def test_ground_truth_layout_errors_name_the_record() -> None:

@@ -72,6 +72,8 @@ def text_brackets(text: bytes | mmap.mmap | Any) -> int:
     (:func:`read_buffer <hoibench._io.read_buffer>`; a map has no ``count``, and its ``in`` looks
     for one byte) or a ``msgspec.Raw`` slice, counted in place."""
     view = np.frombuffer(text, dtype=np.uint8)
+    if len(view) <= _SLICE:
+        return int(np.count_nonzero(view == ord("[")))
     # in 4 MB slices: the comparison's temporary stays in cache instead of faulting in a
     # file-sized array (0.05 s for 169 MB, against 0.34 s whole and 0.13 s for bytes.count)
     return sum(int(np.count_nonzero(view[i:i + _SLICE] == ord("["))) for i in range(0, len(view), _SLICE))
