@@ -399,6 +399,36 @@ def test_stack_grows_past_its_first_block_and_keeps_every_row() -> None:
         one.append(blocks[3])
     assert len(one.blocks) == 1 and len(one.array()) == 6000  # uniform images: one block, no copy
     assert _Stack((2,), np.int64, images=3, max_rows=5).array().shape == (0, 2)
+    for images in (len(blocks), 5000):  # grown past its first block, and one block only
+        cols = _Stack((3,), np.float32, images=images, max_rows=10_000, by_column=True)
+        for b in blocks:
+            cols.append(b)
+        got = cols.array()
+        assert got.strides[0] == got.itemsize  # each column contiguous: the metric's class rows
+        np.testing.assert_array_equal(got, np.concatenate(blocks).astype(np.float32))
+        assert (len(cols.blocks) > 1) == (images == len(blocks))
+
+
+def test_column_stacked_scores_score_like_row_major_ones(tmp_path, synthetic) -> None:
+    """The typed reader stacks the scores class by class; the detections keep that layout (no
+    copy) and the metric's result is the same as on C-ordered copies of the same arrays."""
+    pytest.importorskip("simdjson")
+    from hoibench.data._vcoco import columns_contiguous
+
+    coco, vcoco, det = synthetic
+    write_vcoco_detections(det.subset(np.argsort(det.image_ids, kind="stable")), tmp_path / "d.json")
+    back = read_vcoco_detections(tmp_path / "d.json").detections
+    assert columns_contiguous(back.agent_scores) and columns_contiguous(back.role_scores)
+    assert not back.agent_scores.flags.c_contiguous
+    rows = VCOCODetections(back.image_ids, back.person_boxes, np.ascontiguousarray(back.agent_scores),
+                           back.role_boxes, np.ascontiguousarray(back.role_scores))
+    assert rows.agent_scores.flags.c_contiguous
+    g = vcoco_ground_truth_from_official(vcoco, coco)
+    a, b = vcoco_role_ap(back, g), vcoco_role_ap(rows, g)
+    assert np.isfinite(a.agent_ap).any()
+    np.testing.assert_array_equal(a.agent_ap, b.agent_ap)
+    for s in a.role_ap:
+        np.testing.assert_array_equal(a.role_ap[s], b.role_ap[s])
 
 
 def test_typed_reader_with_uneven_images_equals_the_whole_file_reader(tmp_path, synthetic, file_access,

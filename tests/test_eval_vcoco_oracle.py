@@ -18,6 +18,7 @@ import pytest
 
 from hoibench.data import VCOCODetections, vcoco_action_names, vcoco_role_classes
 from hoibench.evaluation import vcoco_role_ap
+from hoibench.evaluation._vcoco import _first_hits
 from hoibench.formats import vcoco_ground_truth_from_official
 from hoibench.vocab import vcoco_actions
 
@@ -288,6 +289,36 @@ def test_matches_oracle_on_synthetic_data(seed: int) -> None:
     assert np.isnan(gt.role_boxes[gt.person_actions[:, 0] == 1, 0]).any()
     assert not np.array_equal(res.role_ap[1], res.role_ap[2])
     assert 0.05 < res.agent_map < 0.95
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_matches_oracle_with_every_class_scored_on_every_detection(seed: int, monkeypatch) -> None:
+    """The dense case (no NaN score, no detection on an ignored person): each class takes every
+    detection, which the metric reads as views of the score columns instead of gathered copies;
+    same APs as the oracle, and the views are really taken."""
+    import hoibench.evaluation._vcoco as mod
+
+    coco, vcoco, det = make_synthetic(seed, n_images=25)
+    gt = vcoco_ground_truth_from_official(vcoco, coco)
+    person, _ = mod._match_persons(gt, gt.image_index(det.image_ids), det.person_boxes)
+    det = det.subset(np.flatnonzero((person < 0) | ~gt.ignored[np.maximum(person, 0)]))  # none on ignored people
+    n = len(det)
+    scores = []
+    for mat in (det.agent_scores, det.role_scores):  # every score distinct within its class
+        mat = np.where(np.isnan(mat), -1.0, mat)
+        scores.append(np.stack([(np.argsort(np.argsort(col, kind="stable"), kind="stable") + 1) / (n + 1)
+                                for col in mat.T], axis=1))
+    det = VCOCODetections(det.image_ids, det.person_boxes, scores[0], det.role_boxes, scores[1])
+    assert gt.ignored.any() and not np.isnan(det.agent_scores).any() and not np.isnan(det.role_scores).any()
+    taken = []
+    monkeypatch.setattr(mod, "_first_hits", lambda hit, group, score: taken.append(score.base is not None)
+                        or _first_hits(hit, group, score))
+    res = vcoco_role_ap(det, gt)
+    agent, role = oracle_vcoco(coco, vcoco, det)
+    np.testing.assert_array_equal(res.agent_ap, agent)
+    np.testing.assert_array_equal(res.role_ap[1], role[1])
+    np.testing.assert_array_equal(res.role_ap[2], role[2])
+    assert taken and all(taken)  # every class's scores were a view of the column
 
 
 def test_batched_updates_equal_one_call() -> None:

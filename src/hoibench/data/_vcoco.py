@@ -74,11 +74,20 @@ def vcoco_role_action() -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- data
-def _as_f32(x: Any, shape_tail: tuple[int, ...], what: str) -> np.ndarray:
+def _as_f32(x: Any, shape_tail: tuple[int, ...], what: str, *, by_column: bool = False) -> np.ndarray:
+    """``x`` as float32 of shape ``(n, *shape_tail)``, C-contiguous; with ``by_column``, an array
+    whose columns are each contiguous (a class-major stack) is also kept as it is."""
     a = np.asarray(x, dtype=np.float32)
     if a.ndim != 1 + len(shape_tail) or a.shape[1:] != shape_tail:
         raise ValidationError(f"{what} must have shape (n, {', '.join(map(str, shape_tail))}); got {a.shape}")
+    if by_column and columns_contiguous(a):
+        return a
     return np.ascontiguousarray(a)
+
+
+def columns_contiguous(a: np.ndarray) -> bool:
+    """Whether each column of the 2-D ``a`` is contiguous in memory (``a.T[k]`` is a plain slice)."""
+    return a.ndim == 2 and a.strides[0] == a.itemsize
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,6 +214,9 @@ class VCOCODetections:
         predicted role object box per role class; all zeros or all NaN = "no role object".
     role_scores : (D, 25) float
         score of each role class (usually agent score x object score); NaN = not predicted.
+
+    Arrays are float32 and C-contiguous, except that the two score arrays may be stored column
+    by column (each class's scores contiguous, as the typed reader stacks them for the metric).
     """
 
     image_ids: np.ndarray
@@ -217,9 +229,9 @@ class VCOCODetections:
         n_act, n_role = len(vcoco_action_names()), len(vcoco_role_classes())
         ids = np.asarray(self.image_ids, dtype=np.int64).reshape(-1)
         boxes = _as_f32(self.person_boxes, (4,), "person_boxes")
-        agent = _as_f32(self.agent_scores, (n_act,), "agent_scores")
+        agent = _as_f32(self.agent_scores, (n_act,), "agent_scores", by_column=True)
         rbox = _as_f32(self.role_boxes, (n_role, 4), "role_boxes")
-        rsc = _as_f32(self.role_scores, (n_role,), "role_scores")
+        rsc = _as_f32(self.role_scores, (n_role,), "role_scores", by_column=True)
         n = ids.size
         if not (boxes.shape[0] == agent.shape[0] == rbox.shape[0] == rsc.shape[0] == n):
             raise ValidationError("image_ids, person_boxes, agent_scores, role_boxes and role_scores differ in length")

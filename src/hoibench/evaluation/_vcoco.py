@@ -35,6 +35,7 @@ from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import VCOCODetections, VCOCOGroundTruth
 from hoibench.data._vcoco import (
     EXCLUDED_FROM_24,
+    columns_contiguous,
     concat_ranges,
     vcoco_action_names,
     vcoco_role_action,
@@ -223,6 +224,17 @@ def _match_persons(gt: VCOCOGroundTruth, det_image: np.ndarray,
     return best, ovmax
 
 
+#: every detection (``in_tie_order`` when a class takes them all, in order): indexing with it is a view
+_EVERY = slice(None)
+
+
+def _class_rows(scores: np.ndarray) -> np.ndarray:
+    """``scores`` (detections x classes) as one contiguous row per class: a view when the
+    columns are already contiguous (the typed reader stacks them so), else one transposing pass
+    instead of a strided one per class."""
+    return scores.T if columns_contiguous(scores) else np.ascontiguousarray(scores.T)
+
+
 def _first_hits(hit: np.ndarray, group: np.ndarray, score: np.ndarray) -> np.ndarray:
     """True where an entry is a hit and the best-ranked hit of its group (the reference's
     ``covered``): the highest score, the earliest entry (entries are in tie order) among equals."""
@@ -361,8 +373,13 @@ class VCOCORoleAP(Metric[VCOCOResult]):
         order = np.argsort(det_image, kind="stable")
         sorted_already = not np.any(order[1:] < order[:-1])
 
-        def in_tie_order(mask: np.ndarray) -> np.ndarray:
-            return np.flatnonzero(mask) if sorted_already else order[mask[order]]
+        def in_tie_order(mask: np.ndarray) -> np.ndarray | slice:
+            """The detections of ``mask`` in tie order; every detection, already in that order, as
+            ``slice(None)``: the common dense case (each class scored on every detection) then
+            takes views instead of gathering 51 copies of every column."""
+            if sorted_already:
+                return _EVERY if mask.all() else np.flatnonzero(mask)
+            return order[mask[order]]
 
         n_det = len(det)
         person, ovmax = _match_persons(gt, det_image, det.person_boxes)
@@ -379,7 +396,7 @@ class VCOCORoleAP(Metric[VCOCOResult]):
         # one entry per (class, detection) with a score, on a person not ignored; class by class
         # (class-major, detections in tie order), so no (detections x classes) temporaries
         agent_parts = []
-        by_class = np.ascontiguousarray(det.agent_scores.T)  # one pass instead of a strided one per class
+        by_class = _class_rows(det.agent_scores)
         for a in range(self._npos.size):
             d = in_tie_order(~np.isnan(by_class[a]) & live)
             score = by_class[a, d]
@@ -390,12 +407,13 @@ class VCOCORoleAP(Metric[VCOCOResult]):
         # role AP: only the person hits need the role-box test
         role_action = vcoco_role_action()
         role_parts = []
-        by_class = np.ascontiguousarray(det.role_scores.T)
+        by_class = _class_rows(det.role_scores)
         for c in range(self._n_role):
             d = in_tie_order(~np.isnan(by_class[c]) & live)
             score = by_class[c, d]
+            owner = safe_person[d]
             cand = np.flatnonzero(person_ok[d] & has_action[d, role_action[c]])
-            dc = d[cand]
+            dc = cand if d is _EVERY else d[cand]
             pred = det.role_boxes[dc, c]
             gt_role = gt.role_boxes[safe_person[dc], c]
             gt_empty = np.isnan(gt_role).all(axis=1)
@@ -405,9 +423,9 @@ class VCOCORoleAP(Metric[VCOCOResult]):
             pred_empty = (pred == 0).all(axis=1) | np.isnan(pred).all(axis=1)
             tps = []
             for s in self.scenarios:
-                hit = np.zeros(d.size, dtype=bool)
+                hit = np.zeros(score.size, dtype=bool)
                 hit[cand] = np.where(gt_empty, pred_empty if s == 1 else True, role_ok)
-                tps.append(_first_hits(hit, safe_person[d], score))
+                tps.append(_first_hits(hit, owner, score))
             role_parts.append((c, score, np.stack(tps)))
         self._role.append(_class_major(role_parts))
 

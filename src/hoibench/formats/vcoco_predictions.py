@@ -314,28 +314,42 @@ class _Stack:
     all ``images`` were like it (+25%, at most ``max_rows``); a run past it adds blocks of
     doubling size, joined at the end."""
 
-    def __init__(self, tail: tuple[int, ...], dtype: type, images: int, max_rows: int) -> None:
+    def __init__(self, tail: tuple[int, ...], dtype: type, images: int, max_rows: int, *,
+                 by_column: bool = False) -> None:
         self.tail, self.dtype, self.images, self.max_rows = tail, dtype, images, max_rows
-        self.blocks: list[np.ndarray] = []
+        # by_column (a 2-D stack): each block is stored column by column, so that the array is a
+        # (rows, columns) view whose columns are contiguous, what the metric reads class by class
+        self.by_column = by_column and len(tail) == 1
+        self.blocks: list[np.ndarray] = []  # (rows, *tail), or (columns, rows) by column
         self.used = 0  # rows used in the last block
         self.rows = 0
+
+    def _capacity(self, b: np.ndarray) -> int:
+        return b.shape[1] if self.by_column else len(b)
 
     def append(self, block: np.ndarray) -> None:
         n, at = len(block), 0
         while at < n:
-            if not self.blocks or self.used == len(self.blocks[-1]):
-                size = (min(self.max_rows, max(1024, (5 * n * self.images) // 4)) if not self.blocks
-                        else self.rows)
-                self.blocks.append(np.empty((max(size, n - at), *self.tail), dtype=self.dtype))
+            if not self.blocks or self.used == self._capacity(self.blocks[-1]):
+                size = max((min(self.max_rows, max(1024, (5 * n * self.images) // 4)) if not self.blocks
+                            else self.rows), n - at)
+                shape = (*self.tail, size) if self.by_column else (size, *self.tail)
+                self.blocks.append(np.empty(shape, dtype=self.dtype))
                 self.used = 0
             last = self.blocks[-1]
-            k = min(n - at, len(last) - self.used)
-            last[self.used:self.used + k] = block[at:at + k]
+            k = min(n - at, self._capacity(last) - self.used)
+            if self.by_column:
+                last[:, self.used:self.used + k] = block[at:at + k].T
+            else:
+                last[self.used:self.used + k] = block[at:at + k]
             self.used, at, self.rows = self.used + k, at + k, self.rows + k
 
     def array(self) -> np.ndarray:
         if not self.blocks:
             return np.empty((0, *self.tail), dtype=self.dtype)
+        if self.by_column:
+            parts = [*self.blocks[:-1], self.blocks[-1][:, :self.used]]
+            return (parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)).T
         parts = [*self.blocks[:-1], self.blocks[-1][:self.used]]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
@@ -349,8 +363,11 @@ def _assemble(rows: Iterable[_ImageRows], a_cols: np.ndarray, r_cols: np.ndarray
     no field has more than ``max_rows`` rows."""
     acts, roles = vcoco_action_names(), vcoco_role_classes()
     n_a, n_r = a_cols.size, r_cols.size
-    boxes, agent = _Stack((4,), np.float32, n_images, max_rows), _Stack((n_a,), np.float32, n_images, max_rows)
-    rsc, index = _Stack((n_r,), np.float32, n_images, max_rows), _Stack((n_r,), np.int64, n_images, max_rows)
+    # the scores column by column: the metric takes them class by class without a transposed copy
+    boxes = _Stack((4,), np.float32, n_images, max_rows)
+    agent = _Stack((n_a,), np.float32, n_images, max_rows, by_column=True)
+    rsc = _Stack((n_r,), np.float32, n_images, max_rows, by_column=True)
+    index = _Stack((n_r,), np.int64, n_images, max_rows)
     objects = _Stack((4,), np.float32, n_images, max_rows + 1)
     ids: list[int] = []
     records: list[int] = []
