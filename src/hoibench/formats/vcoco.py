@@ -10,13 +10,16 @@ onto the 29 PPDM/QPIC action-role verbs of :func:`hoibench.vocab.vcoco`.
 from __future__ import annotations
 
 import os
+from itertools import chain
 from typing import Any
+
+import numpy as np
 
 from hoibench._exceptions import FormatError
 from hoibench._io import read_json
 from hoibench.data import DatasetBuilder, HOIDataset
 from hoibench.formats._common import RecordReader, check_dataset
-from hoibench.vocab import COCO, normalize_name, vcoco
+from hoibench.vocab import COCO, LabelSpace, normalize_name, vcoco
 
 __all__ = ["looks_like_vcoco", "read_vcoco"]
 
@@ -47,9 +50,69 @@ def read_vcoco(path: str | os.PathLike[str], *, data: Any = None, validate: bool
     anns = r.get(data, "annotations", None, kind=list)
     if len(images) != len(anns):
         raise FormatError(f"images ({len(images)}) and annotations ({len(anns)}) differ in length", file=path)
+    try:
+        ds = _read_fast(anns, images, class_to_verb, obj_map, vocab, str(path))
+    except (KeyError, TypeError, ValueError, IndexError):
+        ds = None
+    if ds is None:  # malformed somewhere: the careful reader names the record and field
+        ds = _read_careful(anns, images, class_to_verb, obj_map, vocab, r, str(path))
+    return check_dataset(ds, path) if validate else ds
+
+
+def _numbers(values: list[Any]) -> bool:
+    """Whether every value is an int or a float (``bool`` is an int to numpy, not to the format)."""
+    return all(type(v) is float or type(v) is int for v in values)
+
+
+def _read_fast(anns: list[Any], images: list[Any], class_to_verb: list[int], obj_map: list[int],
+               vocab: LabelSpace, name: str) -> HOIDataset | None:
+    """Vectorised reading of a well-formed file (the bundled test set: 0.25 -> 0.05 s); ``None``
+    (or an exception) sends it to the careful reader, which finds and names the problem."""
+    counts = np.asarray([len(a["boxes_h"]) for a in anns], dtype=np.int64)
+    if not all(len(a["boxes_o"]) == c and len(a["actions"]) == c and len(a["objects"]) == c
+               and type(a["file_name"]) is str for a, c in zip(anns, counts.tolist())):
+        return None
+    total = int(counts.sum())
+    bh = list(chain.from_iterable(a["boxes_h"] for a in anns))
+    bo = list(chain.from_iterable(a["boxes_o"] for a in anns))
+    acts = list(chain.from_iterable(a["actions"] for a in anns))
+    objs = list(chain.from_iterable(a["objects"] for a in anns))
+    if not (all(type(b) is list and len(b) == 4 for b in chain(bh, bo))
+            and _numbers(list(chain.from_iterable(bh))) and _numbers(list(chain.from_iterable(bo)))
+            and _numbers(acts) and _numbers(objs) and _numbers(images)):
+        return None
+    a_ids, o_ids, img_ids = (np.asarray(v, dtype=np.float64) for v in (acts, objs, images))
+    if not all(np.array_equal(v, np.round(v)) for v in (a_ids, o_ids, img_ids)):
+        return None  # a fraction where an integer belongs
+    a_i, o_i = a_ids.astype(np.int64), o_ids.astype(np.int64)
+    objects = np.asarray(obj_map, dtype=np.int64)
+    if total and (a_i.min() < 0 or a_i.max() >= len(class_to_verb) or o_i.min() < 0 or o_i.max() >= len(objects)
+                  or (objects[o_i] < 0).any()):
+        return None
+    boxes = np.empty((2 * total, 4))
+    boxes[0::2] = np.asarray(bh, dtype=np.float64).reshape(total, 4)
+    boxes[1::2] = np.asarray(bo, dtype=np.float64).reshape(total, 4)
+    labels = np.empty(2 * total, dtype=np.int64)
+    labels[0::2] = vocab.person
+    labels[1::2] = objects[o_i]
+    n = len(anns)
+    pair_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=pair_offsets[1:])
+    return HOIDataset(
+        vocab=vocab, name=name, file_names=[a["file_name"] for a in anns],
+        widths=np.zeros(n, dtype=np.int64), heights=np.zeros(n, dtype=np.int64),
+        image_ids=img_ids.astype(np.int64), box_offsets=2 * pair_offsets, boxes=boxes, box_labels=labels,
+        pair_offsets=pair_offsets, pair_subject=np.arange(0, 2 * total, 2, dtype=np.int64),
+        pair_object=np.arange(1, 2 * total, 2, dtype=np.int64),
+        pair_verb=np.asarray(class_to_verb, dtype=np.int64)[a_i] if total else np.zeros(0, dtype=np.int64),
+    )
+
+
+def _read_careful(anns: list[Any], images: list[Any], class_to_verb: list[int], obj_map: list[int],
+                  vocab: LabelSpace, r: RecordReader, name: str) -> HOIDataset:
     b = DatasetBuilder(vocab)
     for i, (ann, img_id) in enumerate(zip(anns, images)):
-        name = r.get(ann, "file_name", i, kind=str, where="annotations")
+        file_name = r.get(ann, "file_name", i, kind=str, where="annotations")
         bh = r.get(ann, "boxes_h", i, kind=list, where="annotations")
         bo = r.get(ann, "boxes_o", i, kind=list, where="annotations")
         acts = r.get(ann, "actions", i, kind=list, where="annotations")
@@ -71,7 +134,6 @@ def read_vcoco(path: str | os.PathLike[str], *, data: Any = None, validate: bool
             boxes.append(r.box(bo[k], i, f"annotations.boxes_o[{k}]"))
             labels.extend((vocab.person, obj_map[o]))
             verbs.append(class_to_verb[a])
-        b.add_image(name, boxes, labels, list(range(0, 2 * n, 2)), list(range(1, 2 * n, 2)), verbs,
+        b.add_image(file_name, boxes, labels, list(range(0, 2 * n, 2)), list(range(1, 2 * n, 2)), verbs,
                     image_id=int(img_id))
-    ds = b.build(name=str(path))
-    return check_dataset(ds, path) if validate else ds
+    return b.build(name=name)
