@@ -367,7 +367,10 @@ def _assemble(rows: Iterable[_ImageRows], a_cols: np.ndarray, r_cols: np.ndarray
     boxes = _Stack((4,), np.float32, n_images, max_rows)
     agent = _Stack((n_a,), np.float32, n_images, max_rows, by_column=True)
     rsc = _Stack((n_r,), np.float32, n_images, max_rows, by_column=True)
-    index = _Stack((n_r,), np.int64, n_images, max_rows)
+    # int32 while the object rows surely fit (at most one per role of each row, or max_rows
+    # shared ones): half the index memory to write and fault in
+    index_type = np.int32 if (n_r + 1) * (max_rows + 1) < 2**31 else np.int64
+    index = _Stack((n_r,), index_type, n_images, max_rows)
     objects = _Stack((4,), np.float32, n_images, max_rows + 1)
     ids: list[int] = []
     records: list[int] = []
@@ -385,7 +388,7 @@ def _assemble(rows: Iterable[_ImageRows], a_cols: np.ndarray, r_cols: np.ndarray
         base = objects.rows
         if r.role_boxes is not None:
             obj = np.asarray(r.role_boxes).reshape(-1, 4)
-            index.append(np.arange(base, base + len(obj), dtype=np.int64).reshape(n, n_r))
+            index.append(np.arange(base, base + len(obj), dtype=index_type).reshape(n, n_r))
         else:
             obj = r.objects  # type: ignore[assignment]
             index.append(np.where(r.index >= 0, r.index + base, -1))  # type: ignore[operator]
