@@ -129,19 +129,26 @@ def _variants() -> dict[str, tuple[dict, ...]]:
         "unknown version": ({"format": "hoibench-predictions", "version": 9, "images": []},),
         "bad label_space": ({"format": "hoibench-predictions", "label_space": 3, "images": []},),
         "boxes not a list": ({"images": [{**im, "boxes_o": 5}]},),
+        # an image end and start for a brace count: the split by image is wrong, the whole
+        # document is parsed instead
+        "braces in strings": ({"meta": {"a": [{}]}, "images": [{**im, "note": "},{"}, other]},),
+        "objects around the images": ({"meta": {"a": [{}]}, "images": [im, other], "after": {"b": {}}},),
+        "images twice": ({"images": [im, other]}, '"images": [' + json.dumps(empty) + "]"),
     }
 
 
 @pytest.mark.parametrize("variant", list(_variants()))
 def test_fast_paths_and_careful_reader_agree(tmp_path, monkeypatch, variant):
-    (doc,) = _variants()[variant]
+    doc, *again = _variants()[variant]
     path = tmp_path / "p.json"
-    path.write_text(json.dumps(doc))
+    text = json.dumps(doc)
+    path.write_text(text[:-1] + ", " + again[0] + "}" if again else text)  # a key given twice
     ref = _assert_agree(_by_every_reader(path, monkeypatch))
     want = _ERRORS.get(variant)
     if want is None:
         assert not isinstance(ref, str), ref
-        if variant != "integral float id":  # floats as ids: the careful reader's to accept
+        # floats as ids, a repeated top-level key: the careful reader's to accept
+        if variant not in ("integral float id", "images twice"):
             import hoibench.formats.predictions as mod
 
             monkeypatch.setattr(mod, "_parse_json", lambda raw, path: pytest.fail("not read by the fast path"))
@@ -345,6 +352,25 @@ def test_real_test_set_ground_truth_as_predictions(tmp_path, shared):
         r = hico_mean_ap(back, gt, protocol=proto)
         has = r.n_gt > 0
         np.testing.assert_allclose(r.per_class_ap[has], 1.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("fmt", ["hoibench", "generic"])
+def test_images_are_parsed_one_by_one(tmp_path, monkeypatch, fmt):
+    """A plain file is split at its braces and each image parsed by itself: the whole document
+    is never parsed (no parser buffers of the file's size), and the result is the whole
+    document's."""
+    import hoibench.formats.predictions as mod
+
+    p = sample()
+    write_predictions(p, tmp_path / "p.json", format=fmt)
+    whole = load_predictions(tmp_path / "p.json")
+    with monkeypatch.context() as m:
+        m.setattr(mod, "_decode_by_image", lambda raw: None)
+        same(load_predictions(tmp_path / "p.json").predictions, whole.predictions)
+    monkeypatch.setattr(mod, "_simd_parse", lambda raw: pytest.fail("the whole document was parsed"))
+    got = load_predictions(tmp_path / "p.json")
+    assert got.format == fmt
+    same(got.predictions, whole.predictions)
 
 
 @pytest.mark.parametrize("tag", ["hoi-det-generic/v1", "", "hoibench-predictions-v2"])

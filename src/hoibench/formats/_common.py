@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import mmap
+import re
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,7 @@ import numpy as np
 from hoibench._exceptions import FormatError
 from hoibench.data import HOIDataset, validate_dataset
 
-__all__ = ["RecordReader", "check_dataset", "json_brackets", "plain_number"]
+__all__ = ["RecordReader", "check_dataset", "image_spans", "json_brackets", "plain_number"]
 
 
 class RecordReader:
@@ -91,3 +92,60 @@ def json_brackets(value: Any) -> int:
         return value.count("[")
     mini = getattr(value, "mini", None)
     return int(mini.count(b"[")) if mini is not None else 0
+
+
+_IMAGES_OPEN = re.compile(rb'"images"[ \t\n\r]*:[ \t\n\r]*\[[ \t\n\r]*\Z')
+_JSON_SPACE = b" \t\n\r"
+
+
+def _brace_positions(view: np.ndarray, step: int = 1 << 20) -> np.ndarray:
+    """Where ``{`` and ``}`` are, scanned in 1 MB slices through reused buffers (0.16 s for
+    320 MB; temporaries the size of the file, or fresh ones per slice, fault in page by page
+    and take 0.6 s)."""
+    a, b = np.empty(step, dtype=bool), np.empty(step, dtype=bool)
+    found = [np.zeros(0, dtype=np.int64)]
+    for i in range(0, len(view), step):
+        c = view[i:i + step]
+        x, y = a[:len(c)], b[:len(c)]
+        np.equal(c, ord("{"), out=x)
+        np.equal(c, ord("}"), out=y)
+        np.logical_or(x, y, out=x)
+        found.append(np.flatnonzero(x) + i)
+    return np.concatenate(found)
+
+
+def image_spans(raw: bytes | mmap.mmap | Any) -> tuple[bytes, list[memoryview]] | None:
+    """A JSON object's ``"images"`` list as each image's text, found from the braces alone, and
+    the rest of the file with that list emptied (``{..."images": []...}``, the "skeleton").
+
+    The candidates are the objects one level below the top; the images are the run of them
+    right after ``"images": [``, separated by commas only and closed by ``]``, and the skeleton
+    must hold one ``"images"``. The caller decodes the skeleton as the top level and parses each
+    image on its own: if every image is JSON, the file is JSON with these images. A brace inside
+    a string can mislead the count; then some span is not JSON (the caller then reads the file
+    another way). ``None`` when there is no such run (no images, a top level that is not an
+    object, a brace count that does not close). Each image is parsed by itself, so a reader's
+    parser buffers stay image-sized: no document of the whole file, whose fresh pages fault in
+    one by one."""
+    view = np.frombuffer(raw, dtype=np.uint8)
+    pos = _brace_positions(view)
+    opens = view[pos] == ord("{")
+    depth = np.cumsum(np.where(opens, 1, -1))
+    if not len(pos) or depth[-1] != 0 or depth.min() < 0:
+        return None
+    starts, stops = pos[opens & (depth == 2)], pos[~opens & (depth == 1)] + 1
+    if len(starts) != len(stops):
+        return None
+    first = next((k for k, at in enumerate(starts.tolist()) if _IMAGES_OPEN.search(bytes(raw[max(0, at - 64):at]))),
+                 None)
+    if first is None:
+        return None
+    mem = memoryview(raw)
+    last = first
+    while last + 1 < len(starts) and bytes(mem[stops[last]:starts[last + 1]]).strip(_JSON_SPACE) == b",":
+        last += 1
+    end = int(stops[last])
+    skeleton = bytes(mem[:starts[first]]) + bytes(mem[end:])
+    if not bytes(mem[end:end + 64]).lstrip(_JSON_SPACE).startswith(b"]") or skeleton.count(b'"images"') != 1:
+        return None
+    return skeleton, [mem[a:b] for a, b in zip(starts[first:last + 1].tolist(), stops[first:last + 1].tolist())]

@@ -70,7 +70,7 @@ import orjson
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import atomic_write_json, read_buffer, read_json
 from hoibench.data import HOIDataset, HOIPredictions
-from hoibench.formats._common import json_brackets, text_brackets
+from hoibench.formats._common import image_spans, json_brackets, text_brackets
 from hoibench.formats._frame import box_frame_hint
 from hoibench.formats._literal import key_codes, parse_numpy_repr, repr_as_json_lists
 from hoibench.formats.matlab_detections import (
@@ -226,6 +226,11 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
             loaded = _assemble(cols, vocab, p, name, lenient)
             loaded.warnings += warnings
             return loaded
+    if format in (None, "hoibench", "generic"):
+        fast = _decode_by_image(raw)
+        if fast is not None and (format is None or format == fast[0]):
+            name, label_space, cols = fast
+            return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
     doc = _simd_parse(raw)
     if format in (None, "hoibench", "generic"):
         fast = _decode_fast(raw, doc)
@@ -371,6 +376,22 @@ def _decode_fast(raw: bytes | mmap.mmap, doc: Any = None) -> tuple[str, str | No
         return None
 
 
+def _decode_by_image(raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] | None:
+    """:func:`_decode_fast` with each image parsed on its own (the file split at its braces,
+    :func:`~hoibench.formats._common.image_spans`); ``None`` when the file is not split so or
+    any image is not JSON by itself: the caller then parses the whole document."""
+    if _SIMD is None or bytes(raw[:64]).lstrip()[:1] != b"{":
+        return None
+    spans = image_spans(raw)
+    if spans is None:
+        return None
+    skeleton, blobs = spans
+    try:
+        return _decode_simdjson(_SIMD.Parser().parse(skeleton), raw, blobs)
+    except _SIMD_ERRORS:
+        return None
+
+
 #: QPIC-file keys -> (pysimdjson buffer type, numpy dtype, a list of rows?)
 _QPIC_KEYS = {"boxes": ("d", np.float64, True), "labels": ("i", np.int64, False),
               "verb_scores": ("d", np.float64, True), "sub_ids": ("i", np.int64, False),
@@ -431,15 +452,21 @@ def _join(buffers: list[Any], dtype: type) -> np.ndarray:
     return np.concatenate([np.frombuffer(b, dtype=dtype) for b in buffers])
 
 
-def _decode_simdjson(doc: Any, raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] | None:
+def _decode_simdjson(doc: Any, raw: bytes | mmap.mmap, blobs: list[Any] | None = None
+                     ) -> tuple[str, str | None, _Columns] | None:
     """The fast path on a pysimdjson document: every numeric list leaves as one flat buffer
     (``as_buffer``), joined into one ``np.frombuffer`` per column; no Python number is built.
+    ``blobs``: each image's text (:func:`~hoibench.formats._common.image_spans`), parsed one at
+    a time by one parser, ``doc`` being the rest of the file (its ``images`` empty): the parser's
+    buffers stay image-sized instead of a document of the whole file, whose fresh pages fault in
+    one by one (~150k faults for 169 MB).
 
     ``as_buffer`` flattens any nesting and refuses anything but numbers, so the shapes are proved
     separately: every box row has 4 elements, and the file holds no ``[`` beyond the layout's
     own arrays (plus those inside unknown keys' values and strings, counted), so no row nests.
-    Anything unexpected (duplicate keys, floats as ids, ids beyond 2**62, an escaped ``[``) gives
-    ``None``: the careful reader then accepts the file or names the record and field.
+    Anything unexpected (duplicate keys, floats as ids, ids beyond 2**62, an escaped ``[``, an
+    image text that is not JSON) gives ``None``: the careful reader then accepts the file or
+    names the record and field.
     """
     obj_t, arr_t = _SIMD.Object, _SIMD.Array
     if not isinstance(doc, obj_t):
@@ -447,6 +474,8 @@ def _decode_simdjson(doc: Any, raw: bytes | mmap.mmap) -> tuple[str, str | None,
     top = list(doc.keys())
     images, fmt, version = doc.get("images"), doc.get("format"), doc.get("version")
     if len(set(top)) != len(top) or not isinstance(images, arr_t) or not isinstance(fmt, (str, type(None))):
+        return None
+    if blobs is not None and len(images):
         return None
     # any other top-level "format" value (e.g. "hoi-det-generic/v1") is a generic file: decided
     # here, from the one parse, never by parsing the file again in the careful reader
@@ -457,41 +486,23 @@ def _decode_simdjson(doc: Any, raw: bytes | mmap.mmap) -> tuple[str, str | None,
         return None  # the careful reader names the unknown version or the bad label space
     k_obj, k_verb, k_hoi, shift = _KEYS[name]
     id_keys = (k_obj, k_verb, k_hoi)
-    known = {"file_name", "boxes_h", "boxes_o", "scores", *id_keys}
     expected = 1 + sum(k.count("[") + json_brackets(doc[k]) for k in top if k != "images")
     names: list[str] = []
-    counts = np.zeros(len(images), dtype=np.int64)
+    counts: list[int] = []
     floats: dict[str, list[Any]] = {"boxes_h": [], "boxes_o": [], "scores": []}
     ints: dict[str, list[Any]] = {k: [] for k in id_keys}
     present: dict[str, bool] = {}
-    for i, im in enumerate(images):
-        if not isinstance(im, obj_t):
+    parser = _SIMD.Parser() if blobs is not None else None
+    for im in (images if blobs is None else blobs):
+        got = _image_buffers(im if parser is None else _parse_or_none(parser, im), id_keys, present)
+        if got is None:
             return None
-        keys = list(im.keys())
-        fn, bh, bo, sc = (im.get(k) for k in ("file_name", "boxes_h", "boxes_o", "scores"))
-        if len(set(keys)) != len(keys) or not isinstance(fn, str) or not all(
-                isinstance(a, arr_t) for a in (bh, bo, sc)):
-            return None
-        n = len(sc)
-        if len(bh) != n or len(bo) != n or (n and (set(map(len, bh)) != {4} or set(map(len, bo)) != {4})):
-            return None
+        fn, n, brackets, buffers = got
         names.append(fn)
-        counts[i] = n
-        expected += 3 + 2 * n + fn.count("[")
-        for key, a in (("boxes_h", bh), ("boxes_o", bo), ("scores", sc)):
-            floats[key].append(a.as_buffer(of_type="d"))
-        for key in id_keys:
-            v = im.get(key)
-            if present.setdefault(key, v is not None) != (v is not None):
-                return None  # given for some images only: the careful reader names the first lacking
-            if v is not None:
-                if not isinstance(v, arr_t) or len(v) != n:
-                    return None
-                ints[key].append(v.as_buffer(of_type="i"))
-                expected += 1
-        for k in keys:
-            if k not in known:
-                expected += k.count("[") + json_brackets(im[k])
+        counts.append(n)
+        expected += brackets
+        for key, b in buffers.items():
+            (floats[key] if key in floats else ints[key]).append(b)
     if text_brackets(raw) != expected:
         return None  # a nested row, or a "[" this count cannot place: the careful reader decides
     cols: dict[str, np.ndarray | None] = {}
@@ -503,9 +514,47 @@ def _decode_simdjson(doc: Any, raw: bytes | mmap.mmap) -> tuple[str, str | None,
     if cols[k_hoi] is None and (cols[k_obj] is None or cols[k_verb] is None):
         return None
     flat = {k: _join(v, np.float64) for k, v in floats.items()}
-    return name, label_space, _Columns(names, counts, flat["boxes_h"].reshape(-1, 4) + shift,
+    return name, label_space, _Columns(names, np.asarray(counts, dtype=np.int64), flat["boxes_h"].reshape(-1, 4) + shift,
                                        flat["boxes_o"].reshape(-1, 4) + shift, cols[k_obj], cols[k_verb],
                                        cols[k_hoi], flat["scores"])
+
+
+def _parse_or_none(parser: Any, blob: Any) -> Any:
+    try:
+        return parser.parse(blob)
+    except _SIMD_ERRORS:
+        return None  # not JSON by itself: a brace in a string misled the split
+
+
+def _image_buffers(im: Any, id_keys: tuple[str, ...], present: dict[str, bool]
+                   ) -> tuple[str, int, int, dict[str, Any]] | None:
+    """One image's file name, detection count, ``[`` count of its layout and numeric buffers;
+    ``None`` for anything else. Holds no pysimdjson object past its return (the parser is then
+    free for the next image). ``present`` records which id keys the first image gives."""
+    if not isinstance(im, _SIMD.Object):
+        return None
+    keys = list(im.keys())
+    fn, bh, bo, sc = (im.get(k) for k in ("file_name", "boxes_h", "boxes_o", "scores"))
+    arr_t = _SIMD.Array
+    if len(set(keys)) != len(keys) or not isinstance(fn, str) or not all(isinstance(a, arr_t) for a in (bh, bo, sc)):
+        return None
+    n = len(sc)
+    if len(bh) != n or len(bo) != n or (n and (set(map(len, bh)) != {4} or set(map(len, bo)) != {4})):
+        return None
+    brackets = 3 + 2 * n + fn.count("[")
+    buffers = {key: a.as_buffer(of_type="d") for key, a in (("boxes_h", bh), ("boxes_o", bo), ("scores", sc))}
+    for key in id_keys:
+        v = im.get(key)
+        if present.setdefault(key, v is not None) != (v is not None):
+            return None  # given for some images only: the careful reader names the first lacking
+        if v is not None:
+            if not isinstance(v, arr_t) or len(v) != n:
+                return None
+            buffers[key] = v.as_buffer(of_type="i")
+            brackets += 1
+    known = {"file_name", "boxes_h", "boxes_o", "scores", *id_keys}
+    brackets += sum(k.count("[") + json_brackets(im[k]) for k in keys if k not in known)
+    return fn, n, brackets, buffers
 
 
 def _decode_msgspec(raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] | None:

@@ -78,7 +78,7 @@ from hoibench.data._vcoco import (
     vcoco_role_table,
     vcoco_schema,
 )
-from hoibench.formats._common import json_brackets, text_brackets
+from hoibench.formats._common import image_spans, json_brackets, text_brackets
 
 __all__ = [
     "VCOCODetectionsFile",
@@ -476,63 +476,23 @@ def _is_json(parser: Any, blob: Any) -> bool:
     return True
 
 
-_IMAGES_OPEN = re.compile(rb'"images"[ \t\n\r]*:[ \t\n\r]*\[[ \t\n\r]*\Z')
-_JSON_SPACE = b" \t\n\r"
-
-
-def _brace_positions(view: np.ndarray, step: int = 1 << 20) -> np.ndarray:
-    """Where ``{`` and ``}`` are, scanned in 1 MB slices through reused buffers (0.16 s for
-    320 MB; temporaries the size of the file, or fresh ones per slice, fault in page by page
-    and take 0.6 s)."""
-    a, b = np.empty(step, dtype=bool), np.empty(step, dtype=bool)
-    found = [np.zeros(0, dtype=np.int64)]
-    for i in range(0, len(view), step):
-        c = view[i:i + step]
-        x, y = a[:len(c)], b[:len(c)]
-        np.equal(c, ord("{"), out=x)
-        np.equal(c, ord("}"), out=y)
-        np.logical_or(x, y, out=x)
-        found.append(np.flatnonzero(x) + i)
-    return np.concatenate(found)
-
-
 def _image_spans(raw: bytes | mmap.mmap) -> tuple[_TopLevel, list[memoryview]] | None:
-    """The top level and each image's text, found from the braces alone: msgspec's validating
-    pass over the whole file (0.8 s for 320 MB) becomes a scan for two bytes (~0.1 s). The
-    objects one level below the top are the candidates; the images are the run of them right
-    after ``"images": [``, separated by commas only and closed by ``]``, and the rest of the file
-    with the run cut out (``{..."images": []...}``) must decode as the top level. Each image's
-    text is then parsed on its own: if every image is JSON, the file is JSON with these images.
-    A brace inside a string can mislead the count; then some image span is not JSON, and the
-    caller splits with msgspec instead (:class:`_Resplit`). ``None``: split with msgspec."""
-    view = np.frombuffer(raw, dtype=np.uint8)
-    pos = _brace_positions(view)
-    opens = view[pos] == ord("{")
-    depth = np.cumsum(np.where(opens, 1, -1))
-    if not len(pos) or depth[-1] != 0 or depth.min() < 0:
+    """The top level and each image's text (:func:`~hoibench.formats._common.image_spans`):
+    msgspec's validating pass over the whole file (0.8 s for 320 MB) becomes a scan for two
+    bytes (~0.16 s). A brace inside a string can mislead the split; then some image span is not
+    JSON, and the caller splits with msgspec instead (:class:`_Resplit`). ``None``: split with
+    msgspec."""
+    spans = image_spans(raw)
+    if spans is None:
         return None
-    starts, stops = pos[opens & (depth == 2)], pos[~opens & (depth == 1)] + 1
-    if len(starts) != len(stops):
-        return None
-    first = next((k for k, at in enumerate(starts.tolist()) if _IMAGES_OPEN.search(bytes(raw[max(0, at - 64):at]))),
-                 None)
-    if first is None:
-        return None
-    mem = memoryview(raw)
-    last = first
-    while last + 1 < len(starts) and bytes(mem[stops[last]:starts[last + 1]]).strip(_JSON_SPACE) == b",":
-        last += 1
-    end = int(stops[last])
-    skeleton = bytes(mem[:starts[first]]) + bytes(mem[end:])
-    if not bytes(mem[end:end + 64]).lstrip(_JSON_SPACE).startswith(b"]") or skeleton.count(b'"images"') != 1:
-        return None
+    skeleton, blobs = spans
     try:
         top = msgspec.json.decode(skeleton, type=_TopLevel)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     if top.images:
         return None
-    return top, [mem[a:b] for a, b in zip(starts[first:last + 1].tolist(), stops[first:last + 1].tolist())]
+    return top, blobs
 
 
 def _loads(text: bytes, path: object) -> Any:
