@@ -365,12 +365,35 @@ def test_images_are_parsed_one_by_one(tmp_path, monkeypatch, fmt):
     write_predictions(p, tmp_path / "p.json", format=fmt)
     whole = load_predictions(tmp_path / "p.json")
     with monkeypatch.context() as m:
-        m.setattr(mod, "_decode_by_image", lambda raw: None)
+        m.setattr(mod, "_decode_by_image", lambda raw: (None, False))
         same(load_predictions(tmp_path / "p.json").predictions, whole.predictions)
     monkeypatch.setattr(mod, "_simd_parse", lambda raw: pytest.fail("the whole document was parsed"))
     got = load_predictions(tmp_path / "p.json")
     assert got.format == fmt
     same(got.predictions, whole.predictions)
+
+
+@pytest.mark.parametrize(("variant", "whole"), [("integral float id", False), ("string score", False),
+                                              ("braces in strings", True), ("images twice", True)])
+def test_whole_document_is_parsed_only_when_the_split_cannot_settle(tmp_path, monkeypatch, variant, whole):
+    """Once every image parsed by itself, a file the fast path refuses goes to the careful reader
+    without a second, whole-document parse; a misled split or a split that finds no single
+    ``images`` list does parse the whole document."""
+    import hoibench.formats.predictions as mod
+
+    doc, *again = _variants()[variant]
+    text = json.dumps(doc)
+    path = tmp_path / "p.json"
+    path.write_text(text[:-1] + ", " + again[0] + "}" if again else text)
+    parsed = []
+    simd_parse = mod._simd_parse
+    monkeypatch.setattr(mod, "_simd_parse", lambda raw: parsed.append(1) or simd_parse(raw))
+    try:
+        got = load_predictions(path)
+    except FormatError as exc:
+        got = str(exc)
+    assert bool(parsed) == whole
+    _assert_agree({"by image": got, **_by_every_reader(path, monkeypatch)})
 
 
 @pytest.mark.parametrize("tag", ["hoi-det-generic/v1", "", "hoibench-predictions-v2"])

@@ -226,12 +226,13 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
             loaded = _assemble(cols, vocab, p, name, lenient)
             loaded.warnings += warnings
             return loaded
+    settled = False  # every image parsed by itself: the whole document would decide the same
     if format in (None, "hoibench", "generic"):
-        fast = _decode_by_image(raw)
+        fast, settled = _decode_by_image(raw)
         if fast is not None and (format is None or format == fast[0]):
             name, label_space, cols = fast
             return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
-    doc = _simd_parse(raw)
+    doc = None if settled else _simd_parse(raw)
     if format in (None, "hoibench", "generic"):
         fast = _decode_fast(raw, doc)
         if fast is not None and (format is None or format == fast[0]):
@@ -376,20 +377,29 @@ def _decode_fast(raw: bytes | mmap.mmap, doc: Any = None) -> tuple[str, str | No
         return None
 
 
-def _decode_by_image(raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] | None:
+def _decode_by_image(raw: bytes | mmap.mmap) -> tuple[tuple[str, str | None, _Columns] | None, bool]:
     """:func:`_decode_fast` with each image parsed on its own (the file split at its braces,
-    :func:`~hoibench.formats._common.image_spans`); ``None`` when the file is not split so or
-    any image is not JSON by itself: the caller then parses the whole document."""
+    :func:`~hoibench.formats._common.image_spans`), and whether that settles it: ``True`` once
+    the top level and every image parsed, so that the whole document would hold the same and be
+    decoded the same (the caller then goes to the careful reader without parsing it); ``False``
+    when the file is not split so or an image is not JSON by itself (a brace in a string misled
+    the split): the caller then parses the whole document."""
     if _SIMD is None or bytes(raw[:64]).lstrip()[:1] != b"{":
-        return None
+        return None, False
     spans = image_spans(raw)
     if spans is None:
-        return None
+        return None, False
     skeleton, blobs = spans
     try:
-        return _decode_simdjson(_SIMD.Parser().parse(skeleton), raw, blobs)
+        top = _SIMD.Parser().parse(skeleton)
     except _SIMD_ERRORS:
-        return None
+        return None, False
+    try:
+        return _decode_simdjson(top, raw, blobs), True
+    except _SplitMisled:  # (or a number pysimdjson cannot hold: the whole document fails the same)
+        return None, False
+    except _SIMD_ERRORS:  # a value the fast path refuses (a string where a number belongs)
+        return None, True
 
 
 #: QPIC-file keys -> (pysimdjson buffer type, numpy dtype, a list of rows?)
@@ -492,9 +502,10 @@ def _decode_simdjson(doc: Any, raw: bytes | mmap.mmap, blobs: list[Any] | None =
     floats: dict[str, list[Any]] = {"boxes_h": [], "boxes_o": [], "scores": []}
     ints: dict[str, list[Any]] = {k: [] for k in id_keys}
     present: dict[str, bool] = {}
+    known = {"file_name", "boxes_h", "boxes_o", "scores", *id_keys}
     parser = _SIMD.Parser() if blobs is not None else None
     for im in (images if blobs is None else blobs):
-        got = _image_buffers(im if parser is None else _parse_or_none(parser, im), id_keys, present)
+        got = _image_buffers(im if parser is None else _parse_image(parser, im), id_keys, known, present)
         if got is None:
             return None
         fn, n, brackets, buffers = got
@@ -519,18 +530,23 @@ def _decode_simdjson(doc: Any, raw: bytes | mmap.mmap, blobs: list[Any] | None =
                                        cols[k_hoi], flat["scores"])
 
 
-def _parse_or_none(parser: Any, blob: Any) -> Any:
+class _SplitMisled(Exception):
+    """An image's text is not JSON by itself: a brace inside a string misled the split."""
+
+
+def _parse_image(parser: Any, blob: Any) -> Any:
     try:
         return parser.parse(blob)
     except _SIMD_ERRORS:
-        return None  # not JSON by itself: a brace in a string misled the split
+        raise _SplitMisled from None
 
 
-def _image_buffers(im: Any, id_keys: tuple[str, ...], present: dict[str, bool]
+def _image_buffers(im: Any, id_keys: tuple[str, ...], known: set[str], present: dict[str, bool]
                    ) -> tuple[str, int, int, dict[str, Any]] | None:
     """One image's file name, detection count, ``[`` count of its layout and numeric buffers;
     ``None`` for anything else. Holds no pysimdjson object past its return (the parser is then
-    free for the next image). ``present`` records which id keys the first image gives."""
+    free for the next image). ``known``: the layout's keys (the others' ``[`` are counted);
+    ``present`` records which id keys the first image gives."""
     if not isinstance(im, _SIMD.Object):
         return None
     keys = list(im.keys())
@@ -552,7 +568,6 @@ def _image_buffers(im: Any, id_keys: tuple[str, ...], present: dict[str, bool]
                 return None
             buffers[key] = v.as_buffer(of_type="i")
             brackets += 1
-    known = {"file_name", "boxes_h", "boxes_o", "scores", *id_keys}
     brackets += sum(k.count("[") + json_brackets(im[k]) for k in keys if k not in known)
     return fn, n, brackets, buffers
 

@@ -66,8 +66,9 @@ def _numbers(values: list[Any]) -> bool:
 
 def _read_fast(anns: list[Any], images: list[Any], class_to_verb: list[int], obj_map: list[int],
                vocab: LabelSpace, name: str) -> HOIDataset | None:
-    """Vectorised reading of a well-formed file (the bundled test set: 0.25 -> 0.05 s); ``None``
-    (or an exception) sends it to the careful reader, which finds and names the problem."""
+    """Vectorised reading of a well-formed file (the bundled test split: 0.26 -> 0.13 s with the
+    JSON parse); ``None`` (or an exception) sends it to the careful reader, which finds and names
+    the problem."""
     counts = np.asarray([len(a["boxes_h"]) for a in anns], dtype=np.int64)
     if not all(len(a["boxes_o"]) == c and len(a["actions"]) == c and len(a["objects"]) == c
                and type(a["file_name"]) is str for a, c in zip(anns, counts.tolist())):
