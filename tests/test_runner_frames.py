@@ -48,6 +48,25 @@ def test_the_png_sent_decodes_to_pillows_resize_exactly(mode, size):
     assert encode_png(expected) == sent  # the same function behind both
 
 
+@pytest.mark.parametrize("size", [(1, 1), (3, 2), (644, 476)])
+def test_both_deflaters_give_the_same_pixels(monkeypatch, size):
+    """igzip (``isal``) writes the stream where it is installed, zlib where it is not: the bytes
+    differ, the decoded pixels and the size class do not, and the encoder's name says which."""
+    from hoibench.runners.mcq import _frames
+
+    im = _photo(*size, seed=3)
+    fast = encode_png(im)
+    monkeypatch.setattr(_frames, "_isal_zlib", None)
+    plain = encode_png(im)
+    assert _frames._isal_zlib is None
+    for data in (fast, plain):
+        with Image.open(io.BytesIO(data)) as back:
+            back.load()  # a bad zlib stream or CRC fails here
+            assert back.mode == "RGB" and np.array_equal(np.asarray(back), np.asarray(im))
+    assert abs(len(fast) - len(plain)) <= 0.1 * len(plain) + 64
+    assert _frames.PNG_ENCODER == "png:sub+igzip1"  # isal is a dependency: installed here
+
+
 def test_a_file_changed_under_the_run_is_refused(tmp_path):
     path = tmp_path / "a.png"
     _photo(8, 8, 0).save(path)

@@ -303,6 +303,119 @@ def test_cache_skips_errors_and_nondeterministic(tmp_path):
     assert len(cached.cache) == 1 and len(calls) == 4
 
 
+class _CountingDB:
+    """A connection proxy that counts statements (sqlite3's own type cannot be patched)."""
+
+    def __init__(self, db):
+        self.db, self.statements = db, []
+
+    def execute(self, sql, *args):
+        self.statements.append(sql.split()[0])
+        return self.db.execute(sql, *args)
+
+    def executemany(self, sql, rows):
+        self.statements.append("executemany")
+        return self.db.executemany(sql, rows)
+
+    def __enter__(self):
+        return self.db.__enter__()
+
+    def __exit__(self, *exc):
+        return self.db.__exit__(*exc)
+
+    def close(self):
+        self.db.close()
+
+
+def _rows(path):
+    import sqlite3
+
+    with sqlite3.connect(path) as db:  # another connection: what a killed run leaves on disk
+        return dict(db.execute("SELECT key, text FROM responses").fetchall())
+
+
+def test_queued_responses_commit_together_and_are_seen_at_once(tmp_path):
+    path = tmp_path / "c.sqlite"
+    cache = ResponseCache(path)
+    assert cache.put_later("k1", "A") is True and cache.put_later("k2", "B") is False
+    assert cache.get("k1") == "A" and cache.get("k2") == "B"  # queued: seen before the commit
+    assert _rows(path) == {}  # nothing on disk yet
+    cache._db = counting = _CountingDB(cache._db)
+    cache.flush()
+    assert counting.statements == ["BEGIN", "executemany"]  # one transaction for both
+    assert _rows(path) == {"k1": "A", "k2": "B"}
+    cache.put("k3", "C")  # put commits at once
+    assert _rows(path)["k3"] == "C" and len(cache) == 3
+    cache.put_later("k4", "D")
+    cache.close()  # close commits what is queued
+    assert _rows(path)["k4"] == "D"
+
+
+def test_a_failed_commit_is_raised_at_every_later_call(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put_later("k", "A")
+    cache._db.close()  # any SQLite error on commit (a full disk, a file gone read-only)
+    with pytest.raises(ConfigError, match="could not store 1 response"):
+        cache.flush()
+    with pytest.raises(ConfigError, match="could not store 1 response"):
+        cache.put_later("k2", "B")  # never silently dropped: every later call says so
+
+
+def test_a_held_empty_cache_answers_misses_without_a_query(tmp_path):
+    path = tmp_path / "c.sqlite"
+    held = ResponseCache(path, exclusive=True)
+    held._db = counting = _CountingDB(held._db)
+    assert held.get("nope") is None and counting.statements == []
+    held.put_later("k", "A")
+    held.flush()
+    assert held.get("k") == "A"  # what this process put is still found
+    held.close()
+    again = ResponseCache(path, exclusive=True)  # not empty at the start: lookups query
+    again._db = counting = _CountingDB(again._db)
+    assert again.get("k") == "A" and again.get("nope") is None and counting.statements == ["SELECT", "SELECT"]
+    again.close()
+    shared = ResponseCache(path)  # not held: another process may add rows, so it always queries
+    assert shared._only_ours is None
+    shared.close()
+
+
+def test_a_streaming_session_commits_within_the_flush_interval(tmp_path):
+    import asyncio
+
+    from hoibench.models import ChatResponse, ChatSession
+    from hoibench.models._cache import FLUSH_SECONDS
+
+    class Inner(ChatSession):
+        capacity = 4
+
+        async def complete(self, request):
+            return ChatResponse(request.messages[0].parts[1].text.upper())
+
+    class Streaming(ScriptedBackend):
+        def session(self):
+            return Inner()
+
+    path = tmp_path / "c.sqlite"
+    cached = CachedBackend(Streaming(lambda r: "unused"), ResponseCache(path, exclusive=True))
+
+    async def main():
+        session = cached.session()
+        out = await asyncio.gather(*(session.complete(_req(t)) for t in "abc"))
+        assert [r.text for r in out] == ["A", "B", "C"]
+        assert _rows(path) == {}  # queued, not yet committed
+        await asyncio.sleep(FLUSH_SECONDS + 0.2)
+        assert sorted(_rows(path).values()) == ["A", "B", "C"]  # committed while the session runs
+        hit = await session.complete(_req("a"))
+        assert hit.meta["cached"] is True
+        await session.complete(_req("d"))
+        await session.aclose()  # closing commits the rest at once
+        assert sorted(_rows(path).values()) == ["A", "B", "C", "D"]
+
+    asyncio.run(main())
+    assert (cached.hits, cached.misses) == (1, 4)
+    cached.cache.close()
+
+
 # ----------------------------------------------------------------------------- detections
 
 

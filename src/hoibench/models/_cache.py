@@ -1,7 +1,11 @@
 """A persistent SQLite response cache and :class:`CachedBackend`, the wrapper that uses it.
 
-Every successful response is stored the moment it arrives, so a killed run loses at most the
-requests in flight. Keys are sha256 of (backend fingerprint, messages with image *content*
+Every successful response is stored as it arrives: at once in :meth:`CachedBackend.generate`;
+in a streaming session (``mcq run``) within :data:`FLUSH_SECONDS` of arriving, in one transaction
+with those that arrived with it (a commit per response cost more CPU than the rest of the
+runner's work on a request). A killed run loses at most the requests in flight and the responses
+of those last milliseconds, whose answers ``mcq run`` has already written to its answers file
+(what a resumed run reads) when they are answers. Keys are sha256 of (backend fingerprint, messages with image *content*
 hashes, generation parameters): renaming an image folder keeps the cache valid, changing a pixel
 or a prompt does not. Only deterministic requests are cached (greedy decoding, or sampling with a
 fixed seed); errors are never cached, so a re-run retries them.
@@ -9,6 +13,8 @@ fixed seed); errors are never cached, so a re-run retries them.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import sqlite3
 import threading
@@ -29,7 +35,10 @@ from hoibench.models._backend import (
     TextPart,
 )
 
-__all__ = ["CachedBackend", "ResponseCache", "request_key"]
+__all__ = ["FLUSH_SECONDS", "CachedBackend", "ResponseCache", "request_key"]
+
+#: the longest a streaming session's response waits before its transaction commits
+FLUSH_SECONDS = 0.05
 
 
 def request_key(fingerprint: dict[str, Any], request: ChatRequest) -> str:
@@ -50,7 +59,8 @@ def request_key(fingerprint: dict[str, Any], request: ChatRequest) -> str:
 
 
 class ResponseCache:
-    """key → response text in one SQLite file (WAL journal; one commit per response).
+    """key → response text in one SQLite file (WAL journal): :meth:`put` commits one response,
+    :meth:`put_later` queues one for the next :meth:`flush` (one transaction for all queued).
 
     ``exclusive=True`` holds ``PATH.lock`` until :meth:`close`: a second process that opens the
     same cache stops at once with one line (SQLite's WAL needs shared memory, so a cache must not
@@ -71,11 +81,22 @@ class ResponseCache:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, text TEXT NOT NULL,"
                              " created REAL NOT NULL)")
+            # a cache held alone and empty at the start holds only what this process puts: a
+            # lookup needs no query (an unheld one may gain rows from another process)
+            self._only_ours: set[str] | None = set() if exclusive and self._db.execute(
+                "SELECT 1 FROM responses LIMIT 1").fetchone() is None else None
         except sqlite3.Error as exc:
             raise ConfigError(f"{self.path}: cannot use it as the response cache (SQLite: {exc})") from None
+        self._pending: dict[str, tuple[str, str, float]] = {}
+        self._failed: ConfigError | None = None  # a deferred commit's error, raised at the next call
 
     def get(self, key: str) -> str | None:
         with self._lock:
+            queued = self._pending.get(key)
+            if queued is not None:
+                return queued[1]
+            if self._only_ours is not None and key not in self._only_ours:
+                return None
             row = self._db.execute("SELECT text FROM responses WHERE key = ?", (key,)).fetchone()
         return None if row is None else row[0]
 
@@ -90,16 +111,54 @@ class ResponseCache:
         return out
 
     def put(self, key: str, text: str) -> None:
+        """Store one response now (its own commit)."""
+        self.put_later(key, text)
+        self.flush()
+
+    def put_later(self, key: str, text: str) -> bool:
+        """Queue one response for the next :meth:`flush`; ``True`` when the queue was empty (the
+        caller schedules that flush). Lookups see it at once."""
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?)", (key, text, time.time()))
+            self._raise_failed()
+            first = not self._pending
+            self._pending[key] = (key, text, time.time())
+            if self._only_ours is not None:
+                self._only_ours.add(key)
+        return first
+
+    def flush(self) -> None:
+        """Commit every queued response in one transaction. A failure (a full disk, a file gone
+        read-only) is raised here and by every later call: no response is dropped silently."""
+        with self._lock:
+            self._raise_failed()
+            if not self._pending:
+                return
+            rows = list(self._pending.values())
+            try:
+                with self._db:  # one transaction
+                    self._db.execute("BEGIN")
+                    self._db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?)", rows)
+            except sqlite3.Error as exc:
+                self._failed = ConfigError(f"{self.path}: could not store {len(rows)} response(s) in the "
+                                           f"response cache (SQLite: {exc})")
+                raise self._failed from None
+            self._pending.clear()
+
+    def _raise_failed(self) -> None:
+        if self._failed is not None:
+            raise self._failed
 
     def __len__(self) -> int:
+        self.flush()
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        try:
+            self.flush()
+        finally:
+            with self._lock:
+                self._db.close()
         if self._held is not None:
             held, self._held = self._held, None
             held.__exit__(None, None, None)
@@ -182,7 +241,8 @@ class CachedBackend(ChatBackend):
 
 class _CachedSession(ChatSession):
     """:class:`CachedBackend` streaming: a hit answers at once, a miss goes to the inner session
-    and is stored the moment it arrives (errors never)."""
+    and is stored within :data:`FLUSH_SECONDS` of arriving, with the responses that arrived with
+    it in one transaction (errors never)."""
 
     def __init__(self, owner: CachedBackend, inner: ChatSession) -> None:
         self.owner = owner
@@ -196,8 +256,17 @@ class _CachedSession(ChatSession):
         self.owner.misses += 1
         resp = await self.inner.complete(request)
         if key is not None and resp.ok:
-            self.owner.cache.put(key, resp.text)  # type: ignore[arg-type]
+            cache = self.owner.cache
+            if cache.put_later(key, resp.text):  # type: ignore[arg-type]
+                asyncio.get_running_loop().call_later(FLUSH_SECONDS, self._flush)
         return resp
 
+    def _flush(self) -> None:
+        with contextlib.suppress(ConfigError):  # kept by the cache: its next call raises it
+            self.owner.cache.flush()
+
     async def aclose(self) -> None:
-        await self.inner.aclose()
+        try:
+            await self.inner.aclose()
+        finally:
+            self.owner.cache.flush()
