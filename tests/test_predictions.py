@@ -243,6 +243,74 @@ def test_qpic_file_is_parsed_once(tmp_path, monkeypatch):
     same(load_predictions(path).predictions, want.predictions)
 
 
+@pytest.mark.parametrize("indent", [None, 2])
+def test_qpic_images_are_parsed_one_by_one(tmp_path, monkeypatch, indent):
+    """A QPIC list is split at its braces and each image's output parsed by itself (a verb score
+    per pair makes the whole document's tape several times the file): never the whole document,
+    and the result is the whole document's."""
+    import hoibench.formats.predictions as mod
+
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps(_qpic_doc(n_images=5), indent=indent))
+    with monkeypatch.context() as m:
+        m.setattr(mod, "_qpic_by_image", lambda raw: (None, False))
+        whole = load_predictions(path)
+    monkeypatch.setattr(mod, "_simd_parse", lambda raw: pytest.fail("the whole document was parsed"))
+    monkeypatch.setattr(mod, "_parse_json", lambda raw, path: pytest.fail("the careful reader ran"))
+    got = load_predictions(path)
+    assert got.format == "qpic" and len(got.predictions) > 0
+    same(got.predictions, whole.predictions)
+
+
+@pytest.mark.parametrize(("variant", "whole"), [("string label", False), ("ragged verb_scores", False),
+                                              ("brace in a name", True), ("a number between", True),
+                                              ("an object around", True)])
+def test_qpic_whole_document_is_parsed_only_when_the_split_cannot_settle(tmp_path, monkeypatch, variant, whole):
+    """Once every image's output parsed by itself, a file the fast path refuses goes to the
+    careful reader without a whole-document parse; a split misled by a brace in a string, or a
+    top level that is no plain list of objects, parses the whole document. Every reader agrees."""
+    import hoibench.formats.predictions as mod
+
+    doc = _qpic_doc(n_images=4)
+    if variant == "string label":
+        doc[2]["labels"][3] = "3"
+    elif variant == "ragged verb_scores":
+        doc[2]["verb_scores"][1] = doc[2]["verb_scores"][1][:-1]
+    elif variant == "brace in a name":
+        doc[0]["file_name"] = 'odd}, {"x": [1], "y": {.jpg'
+    text = json.dumps(doc)
+    if variant == "a number between":
+        text = text[:-1] + ", 5]"
+    elif variant == "an object around":
+        text = '{"outputs": ' + text + "}"
+    path = tmp_path / "q.json"
+    path.write_text(text)
+    parsed = []
+    simd_parse = mod._simd_parse
+    monkeypatch.setattr(mod, "_simd_parse", lambda raw: parsed.append(1) or simd_parse(raw))
+    try:
+        got = load_predictions(path)
+    except FormatError as exc:
+        got = str(exc)
+    assert bool(parsed) == whole
+    ref = _assert_agree({"by image": got, **_by_every_reader(path, monkeypatch)})
+    if variant == "brace in a name":
+        assert ref.format == "qpic" and 'odd}, {"x": [1], "y": {.jpg' in ref.predictions.file_names
+    else:
+        assert isinstance(ref, str), ref
+
+
+def test_list_spans_splits_only_a_plain_list_of_objects():
+    from hoibench.formats._common import list_spans
+
+    text = b' [ {"a": {"b": 1}} ,\n{"c": [{}]}\t] '
+    spans = list_spans(text)
+    assert [bytes(s) for s in spans] == [b'{"a": {"b": 1}}', b'{"c": [{}]}']
+    for bad in (b"[]", b'{"a": 1}', b'[{"a": 1}, 2]', b'[{"a": 1}] x', b'x [{"a": 1}]', b'[{"a": 1} {"b": 2}]',
+                b'[{"a": 1}', b'[{"a": 1}}]'):
+        assert list_spans(bad) is None, bad
+
+
 def test_generic_layout_is_in_the_hicodet_frame(tmp_path):
     # a prediction equal to a ground-truth pair of instances_test2015.json (1-based boxes) must
     # land exactly on the pair after reading both files

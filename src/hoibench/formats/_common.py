@@ -12,7 +12,7 @@ import numpy as np
 from hoibench._exceptions import FormatError
 from hoibench.data import HOIDataset, validate_dataset
 
-__all__ = ["RecordReader", "check_dataset", "image_spans", "json_brackets", "plain_number"]
+__all__ = ["RecordReader", "check_dataset", "image_spans", "json_brackets", "list_spans", "plain_number"]
 
 
 class RecordReader:
@@ -149,3 +149,28 @@ def image_spans(raw: bytes | mmap.mmap | Any) -> tuple[bytes, list[memoryview]] 
     if not bytes(mem[end:end + 64]).lstrip(_JSON_SPACE).startswith(b"]") or skeleton.count(b'"images"') != 1:
         return None
     return skeleton, [mem[a:b] for a, b in zip(starts[first:last + 1].tolist(), stops[first:last + 1].tolist())]
+
+
+def list_spans(raw: bytes | mmap.mmap | Any) -> list[memoryview] | None:
+    """A top-level JSON list of objects (``[{...}, {...}]``, QPIC's per-image outputs) as each
+    object's text, found from the braces alone as :func:`image_spans` finds images: the objects
+    are those at the top level of the list, and the text between them must be ``[``, commas and
+    ``]`` with white space only. If each object then parses as JSON by itself, the file is JSON
+    with these objects (the grammar composes); a brace inside a string can mislead the split,
+    and then some object is not JSON (the caller reads the file another way). ``None`` when the
+    file is not split so (no objects, anything else at the top level, braces that do not close)."""
+    view = np.frombuffer(raw, dtype=np.uint8)
+    pos = _brace_positions(view)
+    opens = view[pos] == ord("{")
+    depth = np.cumsum(np.where(opens, 1, -1))
+    if not len(pos) or depth[-1] != 0 or depth.min() < 0:
+        return None
+    starts, stops = pos[opens & (depth == 1)].tolist(), (pos[~opens & (depth == 0)] + 1).tolist()
+    if len(starts) != len(stops):
+        return None
+    mem = memoryview(raw)
+    if (bytes(mem[:starts[0]]).strip(_JSON_SPACE) != b"[" or bytes(mem[stops[-1]:]).strip(_JSON_SPACE) != b"]"
+            or any(bytes(mem[b:a]).strip(_JSON_SPACE) != b"," for b, a in zip(stops, starts[1:]))):
+        return None
+    return [mem[a:b] for a, b in zip(starts, stops)]
+

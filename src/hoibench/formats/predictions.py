@@ -70,7 +70,7 @@ import orjson
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import atomic_write_json, read_buffer, read_json
 from hoibench.data import HOIDataset, HOIPredictions
-from hoibench.formats._common import image_spans, json_brackets, text_brackets
+from hoibench.formats._common import image_spans, json_brackets, list_spans, text_brackets
 from hoibench.formats._frame import box_frame_hint
 from hoibench.formats._literal import key_codes, parse_numpy_repr, repr_as_json_lists
 from hoibench.formats.matlab_detections import (
@@ -232,6 +232,11 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
         if fast is not None and (format is None or format == fast[0]):
             name, label_space, cols = fast
             return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
+    if format in (None, "qpic") and not settled:
+        images, settled = _qpic_by_image(raw)
+        if images is not None:
+            vocab = vocab or hico_det()
+            return _assemble(_qpic_columns(images, p, vocab, max_per_image), vocab, p, "qpic", lenient)
     doc = None if settled else _simd_parse(raw)
     if format in (None, "hoibench", "generic"):
         fast = _decode_fast(raw, doc)
@@ -415,43 +420,103 @@ def _qpic_arrays(doc: Any, raw: bytes | mmap.mmap) -> list[dict[str, Any]] | Non
     """Per-image numpy arrays of a QPIC file, straight from the pysimdjson document, shaped as
     ``np.asarray`` of the lists would be; ``None`` (the careful reader decides) for anything but
     lists of numbers and of equal-length rows of numbers, proved as in :func:`_decode_simdjson`."""
-    obj_t, arr_t = _SIMD.Object, _SIMD.Array
-    if not isinstance(doc, arr_t) or not len(doc) or not isinstance(doc[0], obj_t) or not (
-            "verb_scores" in doc[0] or "hoi_scores" in doc[0]):
+    if not isinstance(doc, _SIMD.Array) or not len(doc) or not _qpic_first(doc[0]):
         return None
     expected = 1
     out: list[dict[str, Any]] = []
     try:
         for im in doc:
-            if not isinstance(im, obj_t):
+            got = _qpic_image_arrays(im)
+            if got is None:
                 return None
-            keys = list(im.keys())
-            fn = im.get("file_name")
-            if len(set(keys)) != len(keys) or not isinstance(fn, str):
-                return None
-            spec = _QPIC_TRIPLET_KEYS if "verb_scores" not in keys and "hoi_scores" in keys else _QPIC_KEYS
-            rec: dict[str, Any] = {"file_name": fn}
-            expected += fn.count("[")
-            for key, (kind, dtype, rows) in spec.items():
-                v = im.get(key)
-                if not isinstance(v, arr_t):
-                    return None
-                flat = np.frombuffer(v.as_buffer(of_type=kind), dtype=dtype)
-                if rows:
-                    widths = set(map(len, v))
-                    if len(widths) > 1:
-                        return None  # ragged: np.asarray would refuse it, with the careful reader's words
-                    flat = flat.reshape(len(v), widths.pop() if widths else 0)
-                    expected += len(v)
-                rec[key] = flat  # ids are range-checked where they are used
-                expected += 1
-            for k in keys:
-                if k not in spec and k != "file_name":
-                    expected += k.count("[") + json_brackets(im[k])
-            out.append(rec)
+            out.append(got[0])
+            expected += got[1]
     except _SIMD_ERRORS:
         return None
     return out if text_brackets(raw) == expected else None
+
+
+def _qpic_by_image(raw: bytes | mmap.mmap) -> tuple[list[dict[str, Any]] | None, bool]:
+    """:func:`_qpic_arrays` with each image's output parsed on its own (the file split at its
+    braces, :func:`~hoibench.formats._common.list_spans`) by one reused parser, so no document
+    of the whole file is built: a QPIC file holds a score per verb for every pair (625 MB for
+    965,018 detections), and the whole document's tape (16 bytes per number) faulted in page by
+    page took longer than parsing it. Returns the arrays and whether that settles it, as
+    :func:`_decode_by_image` does: ``True`` once every image parsed (the whole document would
+    hold the same), ``False`` when the split failed or misled (the caller parses the whole
+    document)."""
+    if _SIMD is None or bytes(raw[:64]).lstrip()[:1] != b"[":
+        return None, False
+    blobs = list_spans(raw)
+    if blobs is None:
+        return None, False
+    parser = _SIMD.Parser()
+    expected = 1
+    out: list[dict[str, Any]] = []
+    refused = False
+    for k, blob in enumerate(blobs):
+        try:
+            got = _qpic_parsed(_parse_image(parser, blob), first=not k, refused=refused)
+        except _SplitMisled:
+            return None, False
+        if refused:
+            continue  # every image must still parse for the verdict to stand
+        if got is None:
+            refused = True
+            continue
+        out.append(got[0])
+        expected += got[1]
+    if refused:
+        return None, True
+    return (out if text_brackets(raw) == expected else None), True
+
+
+def _qpic_parsed(im: Any, *, first: bool, refused: bool) -> tuple[dict[str, Any], int] | None:
+    """:func:`_qpic_image_arrays` of a freshly parsed image, holding nothing of the parser's
+    past the return (it parses the next image); ``None`` once refused (only parsing then counts)."""
+    if refused or (first and not _qpic_first(im)):
+        return None
+    try:
+        return _qpic_image_arrays(im)
+    except _SIMD_ERRORS:
+        return None
+
+
+def _qpic_first(im: Any) -> bool:
+    """Whether a file's first element looks like a post-processor output (else: no QPIC file)."""
+    return isinstance(im, _SIMD.Object) and ("verb_scores" in im or "hoi_scores" in im)
+
+
+def _qpic_image_arrays(im: Any) -> tuple[dict[str, Any], int] | None:
+    """One image's QPIC arrays (copied out of the parser) and the ``[`` count of its layout;
+    ``None`` for anything but lists of numbers and equal-length rows of numbers."""
+    if not isinstance(im, _SIMD.Object):
+        return None
+    arr_t = _SIMD.Array
+    keys = list(im.keys())
+    fn = im.get("file_name")
+    if len(set(keys)) != len(keys) or not isinstance(fn, str):
+        return None
+    spec = _QPIC_TRIPLET_KEYS if "verb_scores" not in keys and "hoi_scores" in keys else _QPIC_KEYS
+    rec: dict[str, Any] = {"file_name": fn}
+    brackets = fn.count("[")
+    for key, (kind, dtype, rows) in spec.items():
+        v = im.get(key)
+        if not isinstance(v, arr_t):
+            return None
+        flat = np.frombuffer(v.as_buffer(of_type=kind), dtype=dtype)
+        if rows:
+            widths = set(map(len, v))
+            if len(widths) > 1:
+                return None  # ragged: np.asarray would refuse it, with the careful reader's words
+            flat = flat.reshape(len(v), widths.pop() if widths else 0)
+            brackets += len(v)
+        rec[key] = flat  # ids are range-checked where they are used
+        brackets += 1
+    for k in keys:
+        if k not in spec and k != "file_name":
+            brackets += k.count("[") + json_brackets(im[k])
+    return rec, brackets
 
 
 def _join(buffers: list[Any], dtype: type) -> np.ndarray:
