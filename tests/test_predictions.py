@@ -243,6 +243,22 @@ def test_qpic_file_is_parsed_once(tmp_path, monkeypatch):
     same(load_predictions(path).predictions, want.predictions)
 
 
+def _load_counting_whole_parses(path, monkeypatch, whole: bool) -> object:
+    """``load_predictions(path)`` (or its error line), asserting whether the whole document was parsed."""
+    import hoibench.formats.predictions as mod
+
+    parsed = []
+    simd_parse = mod._simd_parse
+    monkeypatch.setattr(mod, "_simd_parse", lambda raw: parsed.append(1) or simd_parse(raw))
+    try:
+        got = load_predictions(path)
+    except FormatError as exc:
+        got = str(exc)
+    assert bool(parsed) == whole
+    monkeypatch.setattr(mod, "_simd_parse", simd_parse)
+    return got
+
+
 @pytest.mark.parametrize("indent", [None, 2])
 def test_qpic_images_are_parsed_one_by_one(tmp_path, monkeypatch, indent):
     """A QPIC list is split at its braces and each image's output parsed by itself (a verb score
@@ -269,7 +285,6 @@ def test_qpic_whole_document_is_parsed_only_when_the_split_cannot_settle(tmp_pat
     """Once every image's output parsed by itself, a file the fast path refuses goes to the
     careful reader without a whole-document parse; a split misled by a brace in a string, or a
     top level that is no plain list of objects, parses the whole document. Every reader agrees."""
-    import hoibench.formats.predictions as mod
 
     doc = _qpic_doc(n_images=4)
     if variant == "string label":
@@ -285,14 +300,7 @@ def test_qpic_whole_document_is_parsed_only_when_the_split_cannot_settle(tmp_pat
         text = '{"outputs": ' + text + "}"
     path = tmp_path / "q.json"
     path.write_text(text)
-    parsed = []
-    simd_parse = mod._simd_parse
-    monkeypatch.setattr(mod, "_simd_parse", lambda raw: parsed.append(1) or simd_parse(raw))
-    try:
-        got = load_predictions(path)
-    except FormatError as exc:
-        got = str(exc)
-    assert bool(parsed) == whole
+    got = _load_counting_whole_parses(path, monkeypatch, whole)
     ref = _assert_agree({"by image": got, **_by_every_reader(path, monkeypatch)})
     if variant == "brace in a name":
         assert ref.format == "qpic" and 'odd}, {"x": [1], "y": {.jpg' in ref.predictions.file_names
@@ -447,20 +455,12 @@ def test_whole_document_is_parsed_only_when_the_split_cannot_settle(tmp_path, mo
     """Once every image parsed by itself, a file the fast path refuses goes to the careful reader
     without a second, whole-document parse; a misled split or a split that finds no single
     ``images`` list does parse the whole document."""
-    import hoibench.formats.predictions as mod
 
     doc, *again = _variants()[variant]
     text = json.dumps(doc)
     path = tmp_path / "p.json"
     path.write_text(text[:-1] + ", " + again[0] + "}" if again else text)
-    parsed = []
-    simd_parse = mod._simd_parse
-    monkeypatch.setattr(mod, "_simd_parse", lambda raw: parsed.append(1) or simd_parse(raw))
-    try:
-        got = load_predictions(path)
-    except FormatError as exc:
-        got = str(exc)
-    assert bool(parsed) == whole
+    got = _load_counting_whole_parses(path, monkeypatch, whole)
     _assert_agree({"by image": got, **_by_every_reader(path, monkeypatch)})
 
 

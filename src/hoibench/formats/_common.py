@@ -114,6 +114,19 @@ def _brace_positions(view: np.ndarray, step: int = 1 << 20) -> np.ndarray:
     return np.concatenate(found)
 
 
+def _objects_at(raw: bytes | mmap.mmap | Any, level: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Start and stop offsets of the objects opened at brace depth ``level`` (1: the top level's
+    own objects), from the braces alone; ``None`` when the braces do not close or nothing is found."""
+    view = np.frombuffer(raw, dtype=np.uint8)
+    pos = _brace_positions(view)
+    opens = view[pos] == ord("{")
+    depth = np.cumsum(np.where(opens, 1, -1))
+    if not len(pos) or depth[-1] != 0 or depth.min() < 0:
+        return None
+    starts, stops = pos[opens & (depth == level)], pos[~opens & (depth == level - 1)] + 1
+    return (starts, stops) if len(starts) == len(stops) and len(starts) else None
+
+
 def image_spans(raw: bytes | mmap.mmap | Any) -> tuple[bytes, list[memoryview]] | None:
     """A JSON object's ``"images"`` list as each image's text, found from the braces alone, and
     the rest of the file with that list emptied (``{..."images": []...}``, the "skeleton").
@@ -127,15 +140,10 @@ def image_spans(raw: bytes | mmap.mmap | Any) -> tuple[bytes, list[memoryview]] 
     object, a brace count that does not close). Each image is parsed by itself, so a reader's
     parser buffers stay image-sized: no document of the whole file, whose fresh pages fault in
     one by one."""
-    view = np.frombuffer(raw, dtype=np.uint8)
-    pos = _brace_positions(view)
-    opens = view[pos] == ord("{")
-    depth = np.cumsum(np.where(opens, 1, -1))
-    if not len(pos) or depth[-1] != 0 or depth.min() < 0:
+    found = _objects_at(raw, 2)
+    if found is None:
         return None
-    starts, stops = pos[opens & (depth == 2)], pos[~opens & (depth == 1)] + 1
-    if len(starts) != len(stops):
-        return None
+    starts, stops = found
     first = next((k for k, at in enumerate(starts.tolist()) if _IMAGES_OPEN.search(bytes(raw[max(0, at - 64):at]))),
                  None)
     if first is None:
@@ -159,15 +167,10 @@ def list_spans(raw: bytes | mmap.mmap | Any) -> list[memoryview] | None:
     with these objects (the grammar composes); a brace inside a string can mislead the split,
     and then some object is not JSON (the caller reads the file another way). ``None`` when the
     file is not split so (no objects, anything else at the top level, braces that do not close)."""
-    view = np.frombuffer(raw, dtype=np.uint8)
-    pos = _brace_positions(view)
-    opens = view[pos] == ord("{")
-    depth = np.cumsum(np.where(opens, 1, -1))
-    if not len(pos) or depth[-1] != 0 or depth.min() < 0:
+    found = _objects_at(raw, 1)
+    if found is None:
         return None
-    starts, stops = pos[opens & (depth == 1)].tolist(), (pos[~opens & (depth == 0)] + 1).tolist()
-    if len(starts) != len(stops):
-        return None
+    starts, stops = found[0].tolist(), found[1].tolist()
     mem = memoryview(raw)
     if (bytes(mem[:starts[0]]).strip(_JSON_SPACE) != b"[" or bytes(mem[stops[-1]:]).strip(_JSON_SPACE) != b"]"
             or any(bytes(mem[b:a]).strip(_JSON_SPACE) != b"," for b, a in zip(stops, starts[1:]))):
