@@ -570,7 +570,27 @@ REPR_VARIANTS = {  # name -> (edit of the CDN text built from the test set, the 
                                .replace(".jpg', 'predictions'", ".jpg\", 'predictions'", 1), False),
     "bbox of 3 numbers": (lambda t: re.sub(r"'bbox': array\(\[\s*[^,]+,", "'bbox': array([", t, count=1), False),
     "box index out of range": (lambda t: t.replace("'object_id': np.int64(", "'object_id': np.int64(9", 1), True),
+    # errors in later images: the first image in file order names it, whichever check finds it
+    "box index in image 1, label in image 2": (
+        lambda t: _in_image(_in_image(t, 1, "'object_id': np.int64(", "'object_id': np.int64(9"),
+                            2, "'category_id': np.int64(", "'category_id': np.int64(8"), True),
+    "label in image 1, box index in image 2": (
+        lambda t: _in_image(_in_image(t, 2, "'object_id': np.int64(", "'object_id': np.int64(9"),
+                            1, "'category_id': np.int64(", "'category_id': np.int64(8"), True),
+    "hoi id 600 in image 2": (lambda t: _in_image(t, 2, "'score'", "'score'", hoi_id=600), True),
 }
+
+
+def _in_image(text: str, k: int, old: str, new: str, hoi_id: int | None = None) -> str:
+    """``text`` with the first ``old`` of image ``k``'s record replaced by ``new``; with ``hoi_id``,
+    that image's first HOI record's category id set to it instead."""
+    parts = text.split("{'filename': ")
+    if hoi_id is not None:
+        parts[k + 1] = re.sub(r"('subject_id': [^}]*'category_id': )np\.int64\(\d+\)",
+                              rf"\1np.int64({hoi_id})", parts[k + 1], count=1)
+    else:
+        parts[k + 1] = parts[k + 1].replace(old, new, 1)
+    return "{'filename': ".join(parts)
 
 
 @pytest.mark.parametrize("variant", list(REPR_VARIANTS))
@@ -603,7 +623,42 @@ REPR_ERRORS = {  # variants that are refused -> the start of the one error line 
     "nan score": "record 0: scores[0]: score is not a finite number",
     "bbox of 3 numbers": "record 0: predictions: malformed 'bbox' values",
     "box index out of range": "record 0: hoi_prediction.subject_id: box index outside",
+    "box index in image 1, label in image 2": "record 1: hoi_prediction.subject_id: box index outside",
+    "label in image 1, box index in image 2": "record 1: predictions.category_id: label outside COCO-80",
+    "hoi id 600 in image 2": "record 2: hoi_prediction[0].category_id: hoi id outside 0..599",
 }
+
+
+@pytest.mark.parametrize("variant", ["cdn numpy 2", "gen-vlkt", "numpy 1 arrays and 2.", "brace in a name",
+                                     "several braces in names"])
+def test_repr_images_are_rewritten_and_parsed_one_by_one(case, tmp_path, monkeypatch, variant):
+    """Each image's dict is split off at its braces, rewritten and parsed by itself (the passes
+    stay in the cache, no tape of the whole text): the whole-text rewrite never runs for a plain
+    file, numpy 1's "2." included. A brace in a file name misleads the split; the file is then
+    read as a whole (or, if that cannot prove it, carefully), with the same result."""
+    import hoibench.formats.predictions as mod
+
+    gt, p, _ = case
+    q = only_valid(head(p, 4))
+    gts = _embedded_gts(gt.subset(np.arange(2)))
+    text = json.loads(gen_vlkt_results_json(q, gts) if variant == "gen-vlkt" else cdn_results_json(q, gts))
+    if variant == "numpy 1 arrays and 2.":
+        text = NUMPY1_REPR
+    elif variant == "brace in a name":
+        text = text.replace("'filename': 'HICO_", "'filename': 'a}, {b_HICO_", 1)
+    elif variant == "several braces in names":
+        text = text.replace("'filename': 'HICO_", "'filename': '{{HICO_")
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(text))
+    whole = []
+    rewrite = mod.repr_as_json_lists
+    monkeypatch.setattr(mod, "repr_as_json_lists", lambda *a, **k: whole.append(1) or rewrite(*a, **k))
+    fast, careful = _read_both_ways(path, monkeypatch, ground_truth=gt)
+    _same_loaded(fast, careful)
+    assert not isinstance(careful, str), careful
+    assert bool(whole) == ("brace" in variant)
+    if "brace" in variant:
+        assert any("}" in fn or "{" in fn for fn in fast.predictions.file_names)
 
 
 def test_repr_fast_path_reads_gen_vlkt_and_its_embedded_ground_truth(case, tmp_path, monkeypatch):

@@ -98,28 +98,30 @@ _IMAGES_OPEN = re.compile(rb'"images"[ \t\n\r]*:[ \t\n\r]*\[[ \t\n\r]*\Z')
 _JSON_SPACE = b" \t\n\r"
 
 
-def _brace_positions(view: np.ndarray, step: int = 1 << 20) -> np.ndarray:
-    """Where ``{`` and ``}`` are, scanned in 1 MB slices through reused buffers (0.16 s for
-    320 MB; temporaries the size of the file, or fresh ones per slice, fault in page by page
-    and take 0.6 s)."""
+def _brace_positions(view: np.ndarray, step: int = 1 << 20, pair: bytes = b"{}") -> np.ndarray:
+    """Where ``{`` and ``}`` (or the two bytes of ``pair``) are, scanned in 1 MB slices through
+    reused buffers (0.16 s for 320 MB; temporaries the size of the file, or fresh ones per slice,
+    fault in page by page and take 0.6 s)."""
     a, b = np.empty(step, dtype=bool), np.empty(step, dtype=bool)
     found = [np.zeros(0, dtype=np.int64)]
     for i in range(0, len(view), step):
         c = view[i:i + step]
         x, y = a[:len(c)], b[:len(c)]
-        np.equal(c, ord("{"), out=x)
-        np.equal(c, ord("}"), out=y)
+        np.equal(c, pair[0], out=x)
+        np.equal(c, pair[1], out=y)
         np.logical_or(x, y, out=x)
         found.append(np.flatnonzero(x) + i)
     return np.concatenate(found)
 
 
-def _objects_at(raw: bytes | mmap.mmap | Any, level: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """Start and stop offsets of the objects opened at brace depth ``level`` (1: the top level's
-    own objects), from the braces alone; ``None`` when the braces do not close or nothing is found."""
+def _objects_at(raw: bytes | mmap.mmap | Any, level: int, pair: bytes = b"{}"
+                ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Start and stop offsets of the objects (or with ``pair=b"[]"`` the lists) opened at depth
+    ``level`` (1: the top level's own), from those brackets alone; ``None`` when they do not
+    close or nothing is found."""
     view = np.frombuffer(raw, dtype=np.uint8)
-    pos = _brace_positions(view)
-    opens = view[pos] == ord("{")
+    pos = _brace_positions(view, pair=pair)
+    opens = view[pos] == pair[0]
     depth = np.cumsum(np.where(opens, 1, -1))
     if not len(pos) or depth[-1] != 0 or depth.min() < 0:
         return None
@@ -159,15 +161,15 @@ def image_spans(raw: bytes | mmap.mmap | Any) -> tuple[bytes, list[memoryview]] 
     return skeleton, [mem[a:b] for a, b in zip(starts[first:last + 1].tolist(), stops[first:last + 1].tolist())]
 
 
-def list_spans(raw: bytes | mmap.mmap | Any) -> list[memoryview] | None:
-    """A top-level JSON list of objects (``[{...}, {...}]``, QPIC's per-image outputs) as each
-    object's text, found from the braces alone as :func:`image_spans` finds images: the objects
-    are those at the top level of the list, and the text between them must be ``[``, commas and
-    ``]`` with white space only. If each object then parses as JSON by itself, the file is JSON
+def list_spans(raw: bytes | mmap.mmap | Any, *, of: bytes = b"{}") -> list[memoryview] | None:
+    """A top-level JSON list of objects (``[{...}, {...}]``, QPIC's per-image outputs; with
+    ``of=b"[]"`` a list of lists) as each element's text, found from the braces (brackets) alone
+    as :func:`image_spans` finds images: the elements are those at the top level of the list,
+    and the text between them must be ``[``, commas and ``]`` with white space only. If each object then parses as JSON by itself, the file is JSON
     with these objects (the grammar composes); a brace inside a string can mislead the split,
     and then some object is not JSON (the caller reads the file another way). ``None`` when the
     file is not split so (no objects, anything else at the top level, braces that do not close)."""
-    found = _objects_at(raw, 1)
+    found = _objects_at(raw, 1 if of == b"{}" else 2, of)
     if found is None:
         return None
     starts, stops = found[0].tolist(), found[1].tolist()

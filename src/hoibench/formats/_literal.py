@@ -31,7 +31,7 @@ import orjson
 
 from hoibench._exceptions import FormatError
 
-__all__ = ["key_codes", "parse_numpy_repr", "repr_as_json_lists"]
+__all__ = ["key_codes", "parse_numpy_repr", "repr_as_json_lists", "repr_chunk_as_json_lists"]
 
 _DTYPES = frozenset({f"{k}{b}" for k in ("float", "int", "uint") for b in (8, 16, 32, 64)}
                     | {"float_", "int_", "intc", "longlong", "double", "single", "bool_", "str_"})
@@ -84,20 +84,33 @@ def key_codes(keys: tuple[str, ...]) -> dict[str, int]:
 
 def repr_as_json_lists(raw: bytes, keys: tuple[str, ...], *,
                        numpy1_floats: bool = False) -> tuple[bytes, int, int] | None:
-    """``raw`` (a JSON string holding a Python repr) rewritten as JSON: numpy wrappers removed,
-    ``'key': `` replaced by ``<key_codes(keys)[key]>, `` and braces by brackets, so every dict is a
-    list of codes and values; with ``numpy1_floats`` (six more passes over the text, so only
-    when the JSON parser refused the text without) numpy 1's ``2.`` becomes ``2.0``. Returns ``(json, start, stop)``
-    (the document is ``json[start:stop]``), or ``None`` when the text is not safe to rewrite: a
-    backslash (an escape), a call other than the wrappers, parentheses that do not pair up. Keys
-    outside ``keys`` leave invalid JSON. Strings are not protected here: a wrapper or ``2. `` inside
-    a file name is changed, so the caller compares the names it reads with ``raw``."""
+    """``raw`` (a JSON string holding a Python repr) rewritten as JSON by
+    :func:`repr_chunk_as_json_lists`. Returns ``(json, start, stop)`` (the document is
+    ``json[start:stop]``), or ``None`` when the text is not safe to rewrite: a backslash (an
+    escape), a call other than the wrappers, parentheses that do not pair up."""
     head, tail = raw[:64].lstrip(), raw[-64:].rstrip()
     if not head.startswith(b'"') or not tail.endswith(b'"') or b"\\" in raw:
         return None
     start = len(raw[:64]) - len(head)
     stop_from_end = len(raw[-64:]) - len(tail) + 1  # bytes after the document, its closing quote included
-    t, opened = raw, 0
+    t = repr_chunk_as_json_lists(raw, keys, numpy1_floats=numpy1_floats)
+    return None if t is None else (t, start + 1, len(t) - stop_from_end)
+
+
+def repr_chunk_as_json_lists(t: bytes, keys: tuple[str, ...], *, numpy1_floats: bool = False) -> bytes | None:
+    """Python repr text (all of it, or one dict of it: the rewrite is local, so the rewrite of a
+    list is its elements' rewrites joined) as JSON: numpy wrappers removed, ``'key': `` replaced
+    by ``<key_codes(keys)[key]>, `` and braces by brackets, so every dict is a list of codes and
+    values; with ``numpy1_floats`` (six more passes over the text, so only when the JSON parser
+    refused the text without) numpy 1's ``2.`` becomes ``2.0``. ``None`` when the text is not
+    safe to rewrite: a backslash, a call other than the wrappers, parentheses that do not pair
+    up. Keys outside ``keys`` leave invalid JSON. Strings are not protected here: a wrapper or
+    ``2. `` inside a file name is changed, so the caller compares the names it reads with the
+    original text. Per 46 KB image this is about twice as fast as on a 443 MB text (each pass
+    stays in the cache)."""
+    if b"\\" in t:
+        return None
+    opened = 0
     for w in _BYTE_WRAPPERS:
         n = len(t)
         t = t.replace(w, b"")
@@ -111,15 +124,12 @@ def repr_as_json_lists(raw: bytes, keys: tuple[str, ...], *,
             t = t.replace(d, b")")
         if b"(" in t or b"dtype=" in t:
             return None
-    n = len(t)
-    t = t.replace(b")", b"")
-    if n - len(t) != opened:
-        return None
     for k, code in key_codes(keys).items():
         t = t.replace(b"'" + k.encode() + b"': ", b"%d, " % code)
-    for end in (b" ", b",", b"]", b"}", b"e", b"E") if numpy1_floats else ():
+    for end in (b" ", b",", b"]", b"}", b")", b"e", b"E") if numpy1_floats else ():
         t = t.replace(b"." + end, b".0" + end)
-    return t.translate(_TO_JSON), start + 1, len(t) - stop_from_end
+    out = t.translate(_TO_JSON, b")")  # the wrappers' closing parentheses deleted in the same pass
+    return out if len(t) - len(out) == opened else None
 
 
 def parse_numpy_repr(text: str, path: Path) -> Any:

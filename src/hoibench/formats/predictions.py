@@ -62,7 +62,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
@@ -72,7 +72,12 @@ from hoibench._io import atomic_write_json, read_buffer, read_json
 from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.formats._common import image_spans, json_brackets, list_spans, text_brackets
 from hoibench.formats._frame import box_frame_hint
-from hoibench.formats._literal import key_codes, parse_numpy_repr, repr_as_json_lists
+from hoibench.formats._literal import (
+    key_codes,
+    parse_numpy_repr,
+    repr_as_json_lists,
+    repr_chunk_as_json_lists,
+)
 from hoibench.formats.matlab_detections import (
     is_matlab_detections,
     read_matlab_detections,
@@ -1012,44 +1017,52 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
     the values the model produced from their shortest repr) unless the text mentions float64.
     ``images``: what :func:`_repr_images_fast` read, else ``text`` is read carefully.
     """
-    names, per_image, gts_names, f32 = images if images is not None else _repr_images_careful(text, path)
-    for i, (boxes, labels, sub, obj, _cat, _scores) in enumerate(per_image):
-        if len(sub) and (min(sub.min(), obj.min()) < 0 or max(sub.max(), obj.max()) >= len(boxes)):
-            raise FormatError("box index outside 'predictions'", file=path, record=i,
-                              field="hoi_prediction.subject_id")
-        if labels is not None and labels.size and (labels.min() < 0 or labels.max() >= 80):
-            raise FormatError("label outside COCO-80 indices 0..79", file=path, record=i,
-                              field="predictions.category_id")
-    name = fmt or _repr_variant(per_image, vocab)
+    flat, gts_names, f32 = images if images is not None else _repr_images_careful(text, path)
+    n_images = len(flat.names)
+    img_of_hoi = np.repeat(np.arange(n_images), flat.n_hois)
+    img_of_box = np.repeat(np.arange(n_images), flat.n_boxes)
+    # the first image with a box index outside its own boxes or a label outside COCO-80 (in this
+    # order within an image), as a loop over the images would meet them
+    n_own = flat.n_boxes[img_of_hoi]
+    bad_ids = (np.minimum(flat.sub, flat.obj) < 0) | (np.maximum(flat.sub, flat.obj) >= n_own)
+    bad_label = flat.labeled[img_of_box] & ((flat.labels < 0) | (flat.labels >= 80))
+    first_id = int(img_of_hoi[bad_ids][0]) if bad_ids.any() else n_images
+    first_label = int(img_of_box[bad_label][0]) if bad_label.any() else n_images
+    if first_id < n_images and first_id <= first_label:
+        raise FormatError("box index outside 'predictions'", file=path, record=first_id,
+                          field="hoi_prediction.subject_id")
+    if first_label < n_images:
+        raise FormatError("label outside COCO-80 indices 0..79", file=path, record=first_label,
+                          field="predictions.category_id")
+    box_start = np.concatenate([[0], np.cumsum(flat.n_boxes)[:-1]]).astype(np.int64)
+    gsub, gobj = flat.sub + box_start[img_of_hoi], flat.obj + box_start[img_of_hoi]
+    name = fmt or _repr_variant(flat, vocab, gobj)
     inv80 = np.full(80, -1, dtype=np.int64)
     inv80[vocab.coco80] = np.arange(vocab.n_objects)
-    parts = []
-    counts = np.zeros(len(per_image), dtype=np.int64)
-    for i, (boxes, labels, sub, obj, cat, scores) in enumerate(per_image):
-        if f32:
-            boxes, scores = boxes.astype(np.float32).astype(np.float64), scores.astype(np.float32).astype(np.float64)
-        n_ids = vocab.n_verbs if REPR_RESULTS[name] == "verb" else vocab.n_hois
-        bad = (cat < 0) | (cat >= n_ids)
-        if bad.any():
-            raise FormatError(f"{REPR_RESULTS[name]} id outside 0..{n_ids - 1}", file=path, record=i,
-                              field=f"hoi_prediction[{int(np.flatnonzero(bad)[0])}].category_id")
-        if REPR_RESULTS[name] == "hoi":  # the HOI class names the object; the box label is not used
-            verbs, objects = vocab.hoi_verb_object[cat, 0], vocab.hoi_verb_object[cat, 1]
-            keep = np.ones(len(cat), dtype=bool)
-        else:
-            if labels is None:
-                if len(boxes):
-                    raise FormatError("missing (CDN's boxes carry their COCO-80 label)", file=path,
-                                      record=i, field="predictions[0].category_id")
-                labels = np.zeros(0, np.int64)
-            # CDN zeroes the scores of (verb, object) pairs that are no HOI class; QPIC's
-            # evaluator then skips them (their triplet has no ground truth): dropped here
-            verbs, objects = cat, inv80[labels[obj]]
-            keep = vocab.hoi_index(verbs, objects) >= 0
-        parts.append((boxes[sub[keep]], boxes[obj[keep]], objects[keep], verbs[keep], scores[keep]))
-        counts[i] = int(keep.sum())
-    cat_ = [np.concatenate([p[k] for p in parts]) if parts else np.zeros((0, 4) if k < 2 else 0)
-            for k in range(5)]
+    boxes, scores, cat = flat.boxes, flat.scores, flat.cat
+    if f32:
+        boxes, scores = boxes.astype(np.float32).astype(np.float64), scores.astype(np.float32).astype(np.float64)
+    n_ids = vocab.n_verbs if REPR_RESULTS[name] == "verb" else vocab.n_hois
+    bad = (cat < 0) | (cat >= n_ids)
+    first_cat = int(img_of_hoi[bad][0]) if bad.any() else n_images
+    unlabeled = (~flat.labeled) & (flat.n_boxes > 0) if REPR_RESULTS[name] == "verb" else np.zeros(0, bool)
+    first_unlabeled = int(np.flatnonzero(unlabeled)[0]) if unlabeled.any() else n_images
+    if first_cat < n_images and first_cat <= first_unlabeled:
+        j = int(np.flatnonzero(bad[img_of_hoi == first_cat])[0])
+        raise FormatError(f"{REPR_RESULTS[name]} id outside 0..{n_ids - 1}", file=path, record=first_cat,
+                          field=f"hoi_prediction[{j}].category_id")
+    if first_unlabeled < n_images:
+        raise FormatError("missing (CDN's boxes carry their COCO-80 label)", file=path,
+                          record=first_unlabeled, field="predictions[0].category_id")
+    if REPR_RESULTS[name] == "hoi":  # the HOI class names the object; the box label is not used
+        verbs, objects = vocab.hoi_verb_object[cat, 0], vocab.hoi_verb_object[cat, 1]
+        keep = np.ones(len(cat), dtype=bool)
+    else:
+        # CDN zeroes the scores of (verb, object) pairs that are no HOI class; QPIC's
+        # evaluator then skips them (their triplet has no ground truth): dropped here
+        verbs, objects = cat, inv80[flat.labels[gobj]] if len(gobj) else np.zeros(0, np.int64)
+        keep = vocab.hoi_index(verbs, objects) >= 0 if len(cat) else np.zeros(0, bool)
+    counts = np.bincount(img_of_hoi[keep], minlength=n_images).astype(np.int64)
     warnings = []
     if ground_truth is not None and gts_names is not None:
         embedded = set(gts_names)
@@ -1058,13 +1071,46 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
             warnings.append(f"{path.name}: its embedded ground truth ({len(embedded):,} images) differs from "
                             f"the one given ({len(given):,} images, {len(embedded & given):,} in common); "
                             "scoring against the one given")
-    return (_Columns(names, counts, cat_[0], cat_[1], cat_[2].astype(np.int64), cat_[3].astype(np.int64),
-                     None, cat_[4].astype(np.float64)), name, warnings)
+    return (_Columns(flat.names, counts, boxes[gsub[keep]].reshape(-1, 4), boxes[gobj[keep]].reshape(-1, 4),
+                     np.asarray(objects[keep], dtype=np.int64), np.asarray(verbs[keep], dtype=np.int64),
+                     None, scores[keep].astype(np.float64)), name, warnings)
 
 
-#: (file names, per image (boxes, labels or None, subject ids, object ids, category ids, scores),
-#: the embedded ground truth's file names or None, whether values are float32)
-_ReprImages = tuple[list[str], list[tuple[Any, ...]], "list[Any] | None", bool]
+class _ReprFlat(NamedTuple):
+    """The ``preds`` of a results file as columns: every image's boxes one after another, and
+    its HOI records likewise, box indices local to their image (as in the file)."""
+
+    names: list[str]
+    n_boxes: np.ndarray  # per image
+    n_hois: np.ndarray  # per image
+    boxes: np.ndarray  # (boxes, 4) float64
+    labels: np.ndarray  # (boxes,) COCO-80 labels; -1 for the boxes of an image without labels
+    labeled: np.ndarray  # per image: its boxes carry labels (CDN's do, GEN-VLKT's do not)
+    sub: np.ndarray
+    obj: np.ndarray
+    cat: np.ndarray
+    scores: np.ndarray
+
+
+def _flatten(names: list[str], per_image: list[tuple[Any, ...]]) -> _ReprFlat:
+    """Per-image (boxes, labels or None, subject ids, object ids, category ids, scores) as columns."""
+    def cat(k: int, dtype: type, shape: tuple[int, ...] = (0,)) -> np.ndarray:
+        parts = [np.asarray(im[k], dtype=dtype) for im in per_image]
+        return np.concatenate(parts) if parts else np.zeros(shape, dtype)
+
+    labels = [np.full(len(im[0]), -1, np.int64) if im[1] is None else np.asarray(im[1], np.int64)
+              for im in per_image]
+    return _ReprFlat(names, np.array([len(im[0]) for im in per_image], dtype=np.int64),
+                     np.array([len(im[2]) for im in per_image], dtype=np.int64),
+                     np.concatenate([np.asarray(im[0], np.float64).reshape(-1, 4) for im in per_image])
+                     if per_image else np.zeros((0, 4)),
+                     np.concatenate(labels) if labels else np.zeros(0, np.int64),
+                     np.array([im[1] is not None for im in per_image], dtype=bool),
+                     cat(2, np.int64), cat(3, np.int64), cat(4, np.int64), cat(5, np.float64))
+
+
+#: (the images as columns, the embedded ground truth's file names or None, whether values are float32)
+_ReprImages = tuple[_ReprFlat, "list[Any] | None", bool]
 
 
 def _repr_images_careful(text: Any, path: Path) -> _ReprImages:
@@ -1100,7 +1146,7 @@ def _repr_images_careful(text: Any, path: Path) -> _ReprImages:
         scores = _take(hois_l, "score", np.float64, path, i, "hoi_prediction")
         per_image.append((boxes, labels, sub, obj, cat, scores))
     gts = data.get("gts")
-    return names, per_image, _gts_names(gts), "float64" not in text
+    return _flatten(names, per_image), _gts_names(gts), "float64" not in text
 
 
 def _gts_names(gts: Any) -> list[Any] | None:
@@ -1135,7 +1181,22 @@ def _repr_images_fast(raw: bytes, path: Path) -> _ReprImages | None:
         except (FormatError, UnicodeDecodeError):
             return None  # the careful reader, on the whole text, names the problem
         gts_names = _gts_names(gts)
-    preds = b'"' + raw[at + len(head):gts_at if gts_at > 0 else end] + b'"'
+    f32 = b"float64" not in raw
+    inner = raw[at + len(head):gts_at if gts_at > 0 else end]
+    # each image's dict by itself (split at its braces), rewritten and parsed with one parser:
+    # the passes over the text stay in the cache and no tape of the whole text is built; a split
+    # misled by a brace in a name, or numpy 1's "2." (no JSON until rewritten), tries the next way
+    spans = list_spans(inner)
+    for numpy1_floats in (False, True) if spans is not None else ():
+        try:
+            images = _repr_images_one_by_one(spans, raw, numpy1_floats)
+        except _SplitMisled:
+            continue
+        except _SIMD_ERRORS:
+            return None
+        return None if images is None else (images, gts_names, f32)
+    preds = b'"' + inner + b'"'
+    del inner
     for numpy1_floats in (False, True):
         rewritten = repr_as_json_lists(preds, _PREDS_KEYS, numpy1_floats=numpy1_floats)
         if rewritten is None:
@@ -1145,12 +1206,40 @@ def _repr_images_fast(raw: bytes, path: Path) -> _ReprImages | None:
             doc = _SIMD.Parser().parse(memoryview(js)[start:stop])
         except _SIMD_ERRORS:
             continue  # numpy 1 prints 2. for 2.0: once more with that rewritten, else the careful way
+        if not isinstance(doc, _SIMD.Array):
+            return None
         try:
-            images = _repr_lists_images(doc, js, raw)
+            got = _repr_lists_images(doc, raw)
         except _SIMD_ERRORS:
             return None
-        return None if images is None else (*images, gts_names, b"float64" not in raw)
+        if got is None or text_brackets(js) != 1 + got[1]:
+            return None  # a list where a number belongs, a "[" in a name: the careful reader decides
+        return got[0], gts_names, f32
     return None
+
+
+def _repr_images_one_by_one(spans: list[Any], raw: bytes, numpy1_floats: bool) -> _ReprFlat | None:
+    """:func:`_repr_lists_images` on each image's dict rewritten and parsed by itself; raises
+    :class:`_SplitMisled` when an image's text is not JSON after the rewrite. ``None`` for
+    anything the fast path does not prove (the careful reader decides)."""
+    parser = _SIMD.Parser()
+    brackets = 0
+    unsafe = False
+
+    def parsed() -> Any:
+        nonlocal brackets, unsafe
+        for blob in spans:
+            js = repr_chunk_as_json_lists(bytes(blob), _PREDS_KEYS, numpy1_floats=numpy1_floats)
+            if js is None:
+                unsafe = True
+                return
+            brackets += js.count(b"[")
+            yield _parse_image(parser, js)
+
+    got = _repr_lists_images(parsed(), raw)
+    if unsafe or got is None or brackets != got[1]:
+        return None  # a list where a number belongs, a "[" in a name: the careful reader decides
+    return got[0]
 
 
 _RESULTS_CODES = key_codes(_PREDS_KEYS)
@@ -1191,35 +1280,44 @@ def _ints(x: np.ndarray) -> np.ndarray | None:
     return x.astype(np.int64)
 
 
-def _repr_lists_images(doc: Any, js: bytes, raw: bytes) -> tuple[list[str], list[tuple[Any, ...]]] | None:
-    """File names and per-image arrays of the rewritten ``preds`` list; ``None`` unless proved."""
-    if not isinstance(doc, _SIMD.Array):
-        return None
+def _repr_lists_images(images: Any, raw: bytes) -> tuple[_ReprFlat, int] | None:
+    """The rewritten ``preds`` list (its parsed images, one at a time) as columns, and the number
+    of ``[`` its layout holds (the caller compares it with the rewritten text's); ``None`` unless
+    proved. Each image's box and HOI records leave as one flat buffer each; the key codes and
+    ids are checked once over all."""
     names: list[str] = []
-    per_image: list[tuple[Any, ...]] = []
-    brackets = 1  # the preds list
-    for im in doc:
-        f = _fields(im)
-        if f is None or set(f) != {"filename", "predictions", "hoi_prediction"}:
+    box_bufs: list[Any] = []
+    hoi_bufs: list[Any] = []
+    n_boxes: list[int] = []
+    n_hois: list[int] = []
+    widths: set[int] = set()
+    brackets = 0
+    for im in images:
+        got = _repr_image_buffers(im)
+        del im  # nothing of the parser's is held when it parses the next image
+        if got is None:
             return None
-        fn, boxes_l, hois_l = f["filename"], f["predictions"], f["hoi_prediction"]
-        if not isinstance(fn, str) or not isinstance(boxes_l, _SIMD.Array) or not isinstance(hois_l, _SIMD.Array):
-            return None
-        nb, nh = len(boxes_l), len(hois_l)
-        width = {4: 7, 2: 5}.get(len(boxes_l[0])) if nb and isinstance(boxes_l[0], _SIMD.Array) else 5
-        b = _records(boxes_l, _BOX_LAYOUTS[width], width) if width else None
-        h = _records(hois_l, _HOI_LAYOUT, 8)
-        if b is None or h is None:
-            return None
-        labels = _ints(b[:, 6]) if width == 7 else None
-        sub, obj, cat = _ints(h[:, 1]), _ints(h[:, 3]), _ints(h[:, 5])
-        if sub is None or obj is None or cat is None or (width == 7 and labels is None):
-            return None
+        fn, nb, nh, width, box_buf, hoi_buf = got
+        if nb:
+            widths.add(width)
+            box_bufs.append(box_buf)
+        hoi_bufs.append(hoi_buf)
         names.append(fn)
-        per_image.append((b[:, 1:5], labels, sub, obj, cat, h[:, 7]))
+        n_boxes.append(nb)
+        n_hois.append(nh)
         brackets += 3 + 2 * nb + nh  # the image, its two lists, box records with their bbox, HOI records
-    if js.count(b"[") != brackets:
-        return None  # a list where a number belongs, a "[" in a name: the careful reader decides
+    if len(widths) > 1:
+        return None  # some images' boxes labelled, some not: the careful reader decides
+    width = widths.pop() if widths else 5
+    b = _join(box_bufs, np.float64).reshape(-1, width)
+    h = _join(hoi_bufs, np.float64).reshape(-1, 8)
+    if any(not (b[:, col] == _RESULTS_CODES[key]).all() for col, key in _BOX_LAYOUTS[width]) or any(
+            not (h[:, col] == _RESULTS_CODES[key]).all() for col, key in _HOI_LAYOUT):
+        return None  # a key missing, added or reordered somewhere
+    labels = _ints(b[:, 6]) if width == 7 else np.full(len(b), -1, np.int64)
+    sub, obj, cat = _ints(h[:, 1]), _ints(h[:, 3]), _ints(h[:, 5])
+    if labels is None or sub is None or obj is None or cat is None:
+        return None
     pos = 0
     for fn in names:  # the rewrite does not spare strings: each name must be in the raw text, in order
         needle = b"'filename': '" + fn.encode() + b"'"
@@ -1227,25 +1325,50 @@ def _repr_lists_images(doc: Any, js: bytes, raw: bytes) -> tuple[list[str], list
         if pos < 0:
             return None
         pos += len(needle)
-    return names, per_image
+    nb_ = np.asarray(n_boxes, dtype=np.int64)
+    return _ReprFlat(names, nb_, np.asarray(n_hois, dtype=np.int64), np.ascontiguousarray(b[:, 1:5]), labels,
+                     (nb_ > 0) & (width == 7), sub, obj, cat, np.ascontiguousarray(h[:, 7])), brackets
 
 
-def _repr_variant(per_image: list[tuple[Any, ...]], vocab: LabelSpace) -> str:
+def _repr_image_buffers(im: Any) -> tuple[str, int, int, int, Any, Any] | None:
+    """One rewritten image's name, box and HOI record counts, box record width (7: with labels,
+    5: without) and the two records' flat buffers (copies: nothing of the parser's is kept)."""
+    f = _fields(im)
+    if f is None or set(f) != {"filename", "predictions", "hoi_prediction"}:
+        return None
+    fn, boxes_l, hois_l = f["filename"], f["predictions"], f["hoi_prediction"]
+    if not isinstance(fn, str) or not isinstance(boxes_l, _SIMD.Array) or not isinstance(hois_l, _SIMD.Array):
+        return None
+    nb, nh = len(boxes_l), len(hois_l)
+    width, box_buf = 5, None
+    if nb:
+        w = {4: 7, 2: 5}.get(len(boxes_l[0])) if isinstance(boxes_l[0], _SIMD.Array) else None
+        if w is None:
+            return None
+        width, box_buf = w, boxes_l.as_buffer(of_type="d")
+        if len(memoryview(box_buf).cast("B")) != 8 * nb * width:
+            return None
+    hoi_buf = hois_l.as_buffer(of_type="d")
+    if len(memoryview(hoi_buf).cast("B")) != 8 * nh * 8:
+        return None
+    return fn, nb, nh, width, box_buf, hoi_buf
+
+
+def _repr_variant(flat: _ReprFlat, vocab: LabelSpace, gobj: np.ndarray) -> str:
     """``cdn`` or ``gen-vlkt`` from the content: HOI ids beyond the verbs are GEN-VLKT's; CDN
     zeroes every triplet whose (verb, box label) is no HOI class, so a positive score on one
-    means the ids are HOI classes. ``--format`` decides when a file could be either."""
+    means the ids are HOI classes. ``--format`` decides when a file could be either. ``gobj``:
+    each HOI record's object box among all boxes."""
+    if ((~flat.labeled) & (flat.n_boxes > 0)).any():  # CDN's boxes always carry labels
+        return "gen-vlkt"
+    cat = flat.cat
+    if len(cat) and (cat.max() >= vocab.n_verbs or cat.min() < 0):
+        return "gen-vlkt"
     inv80 = np.full(80, -1, dtype=np.int64)
     inv80[vocab.coco80] = np.arange(vocab.n_objects)
-    for boxes, labels, _sub, obj, cat, scores in per_image:
-        if labels is None and len(boxes):  # CDN's boxes always carry labels
-            return "gen-vlkt"
-        if len(cat) and (cat.max() >= vocab.n_verbs or cat.min() < 0):
-            return "gen-vlkt"
-        if labels is None:
-            continue
-        pos = scores > 0
-        if pos.any() and (vocab.hoi_index(cat[pos], inv80[labels[obj[pos]]]) < 0).any():
-            return "gen-vlkt"
+    pos = flat.scores > 0
+    if pos.any() and (vocab.hoi_index(cat[pos], inv80[flat.labels[gobj[pos]]]) < 0).any():
+        return "gen-vlkt"
     return "cdn"
 
 
