@@ -223,8 +223,7 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
         raise FormatError("is a directory without detections_01.mat .. detections_80.mat (ho-rcnn layout)", file=p)
     raw = read_buffer(p)  # a large file is mapped: parsed and scanned, never copied by us
     if format in (None, *REPR_RESULTS) and bytes(raw[:64]).lstrip()[:1] == b'"':  # a JSON string: a results.json?
-        raw = bytes(raw)  # the repr reader searches it with bytes methods (bytes() of bytes: no copy)
-        images = _repr_images_fast(raw, p)
+        images = _repr_images_fast(raw, p)  # a map searched in place: no copy of the whole text
         if images is not None:
             vocab = vocab or hico_det()
             cols, name, warnings = _repr_results_columns(None, p, vocab, format, ground_truth, images)
@@ -1158,7 +1157,7 @@ _PREDS_KEYS = ("filename", "predictions", "hoi_prediction", "bbox", "category_id
                "score")
 
 
-def _repr_images_fast(raw: bytes, path: Path) -> _ReprImages | None:
+def _repr_images_fast(raw: bytes | mmap.mmap, path: Path) -> _ReprImages | None:
     """The images of a results file the way :func:`_repr_images_careful` reads them, from a
     byte-level rewrite (:func:`~hoibench.formats._literal.repr_as_json_lists`) of the ``preds``
     text parsed by pysimdjson: each image's box and HOI records leave as one flat buffer each,
@@ -1181,8 +1180,8 @@ def _repr_images_fast(raw: bytes, path: Path) -> _ReprImages | None:
         except (FormatError, UnicodeDecodeError):
             return None  # the careful reader, on the whole text, names the problem
         gts_names = _gts_names(gts)
-    f32 = b"float64" not in raw
-    inner = raw[at + len(head):gts_at if gts_at > 0 else end]
+    f32 = raw.find(b"float64") < 0  # (a map's "in" looks for one byte)
+    inner = memoryview(raw)[at + len(head):gts_at if gts_at > 0 else end]  # each image is copied by itself
     # each image's dict by itself (split at its braces), rewritten and parsed with one parser:
     # the passes over the text stay in the cache and no tape of the whole text is built; a split
     # misled by a brace in a name, or numpy 1's "2." (no JSON until rewritten), tries the next way
@@ -1195,8 +1194,8 @@ def _repr_images_fast(raw: bytes, path: Path) -> _ReprImages | None:
         except _SIMD_ERRORS:
             return None
         return None if images is None else (images, gts_names, f32)
-    preds = b'"' + inner + b'"'
-    del inner
+    preds = b'"' + bytes(inner) + b'"'
+    del inner, spans
     for numpy1_floats in (False, True):
         rewritten = repr_as_json_lists(preds, _PREDS_KEYS, numpy1_floats=numpy1_floats)
         if rewritten is None:
@@ -1218,7 +1217,7 @@ def _repr_images_fast(raw: bytes, path: Path) -> _ReprImages | None:
     return None
 
 
-def _repr_images_one_by_one(spans: list[Any], raw: bytes, numpy1_floats: bool) -> _ReprFlat | None:
+def _repr_images_one_by_one(spans: list[Any], raw: bytes | mmap.mmap, numpy1_floats: bool) -> _ReprFlat | None:
     """:func:`_repr_lists_images` on each image's dict rewritten and parsed by itself; raises
     :class:`_SplitMisled` when an image's text is not JSON after the rewrite. ``None`` for
     anything the fast path does not prove (the careful reader decides)."""
@@ -1280,7 +1279,7 @@ def _ints(x: np.ndarray) -> np.ndarray | None:
     return x.astype(np.int64)
 
 
-def _repr_lists_images(images: Any, raw: bytes) -> tuple[_ReprFlat, int] | None:
+def _repr_lists_images(images: Any, raw: bytes | mmap.mmap) -> tuple[_ReprFlat, int] | None:
     """The rewritten ``preds`` list (its parsed images, one at a time) as columns, and the number
     of ``[`` its layout holds (the caller compares it with the rewritten text's); ``None`` unless
     proved. Each image's box and HOI records leave as one flat buffer each; the key codes and
