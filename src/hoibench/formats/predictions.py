@@ -36,21 +36,24 @@ Formats
     indices, read unchanged; columns are the ground truth's images. See
     :mod:`hoibench.formats.matlab_detections`.
 
-Reading: one parse, no Python object per number. pysimdjson parses the file (``_simd_parse``)
-and every numeric list leaves as one flat buffer (``as_buffer``), joined into one array per
-column; the shapes that flattening hides are proved separately (every box row has 4 elements,
-the file holds no ``[`` beyond the layout's own arrays). QPIC files go the same way, then each
-image's valid (verb, object) candidates come from a lookup table and one stable sort picks its
-top ``max_per_image``. CDN/GEN-VLKT ``results.json`` is rewritten at the byte level into JSON
-lists with a number code per key (:func:`~hoibench.formats._literal.repr_as_json_lists`) and
-parsed the same way, each code checked in its place. Anything unexpected (duplicate keys, floats
+Reading: one parse, no Python object per number. The file is split at the braces of its images
+(:func:`~hoibench.formats._common.image_spans`, :func:`~hoibench.formats._common.list_spans`)
+and pysimdjson parses each image by itself with one reused parser (the whole file, ``_simd_parse``,
+only when a brace in a string misleads the split); every numeric list leaves as one flat buffer
+(``as_buffer``), joined into one array per column; the shapes that flattening hides are proved
+separately (every box row has 4 elements, the file holds no ``[`` beyond the layout's own
+arrays). QPIC files then take each image's valid (verb, object) candidates from a lookup table,
+and one stable sort picks its top ``max_per_image``. CDN/GEN-VLKT ``results.json`` has each
+image's dict rewritten at the byte level into JSON lists with a number code per key
+(:func:`~hoibench.formats._literal.repr_chunk_as_json_lists`), parsed the same way, each code
+checked in its place, and its columns built in one vectorised pass. Anything unexpected (duplicate keys, floats
 as ids, an escaped ``[``, a reordered key, a wrapper inside a file name) sends the file to the
 careful reader, which gives identical arrays or names the record and field of the first
 problem. Without pysimdjson, msgspec's typed decoder reads the columnar formats.
 Measured (``perf/bench_eval_formats.py``, 965,018 detections, 2 shared cores, CPU seconds,
-the box-frame check included): hoibench 1.6 s, generic 1.6-1.8 s (``json.load`` of the same
-files: 7-8 s), QPIC 10.4 s (57 s), CDN 16 s and GEN-VLKT 12.7 s; see ``docs/evaluation.md``,
-"Parsing". A large file is memory-mapped (:func:`~hoibench._io.read_buffer`), not copied.
+the box-frame check included; seventh round): hoibench 1.5 s, generic 1.5-1.9 s (``json.load``
+of the same files: 8.5-8.7 s), QPIC 6.2 s (60 s), CDN 8.1 s and GEN-VLKT 7.1 s; see
+``docs/evaluation.md``, "Parsing". A large file is memory-mapped (:func:`~hoibench._io.read_buffer`), not copied.
 """
 
 from __future__ import annotations
