@@ -269,7 +269,7 @@ def test_qpic_images_are_parsed_one_by_one(tmp_path, monkeypatch, indent):
     path = tmp_path / "q.json"
     path.write_text(json.dumps(_qpic_doc(n_images=5), indent=indent))
     with monkeypatch.context() as m:
-        m.setattr(mod, "_qpic_by_image", lambda raw: (None, False))
+        m.setattr(mod, "_qpic_by_image", lambda *a: (None, False))
         whole = load_predictions(path)
     monkeypatch.setattr(mod, "_simd_parse", lambda raw: pytest.fail("the whole document was parsed"))
     monkeypatch.setattr(mod, "_parse_json", lambda raw, path: pytest.fail("the careful reader ran"))

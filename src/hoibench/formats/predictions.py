@@ -240,10 +240,10 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
             name, label_space, cols = fast
             return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
     if format in (None, "qpic") and not settled:
-        images, settled = _qpic_by_image(raw)
-        if images is not None:
+        cols, settled = _qpic_by_image(raw, p, vocab or hico_det(), max_per_image)
+        if cols is not None:
             vocab = vocab or hico_det()
-            return _assemble(_qpic_columns(images, p, vocab, max_per_image), vocab, p, "qpic", lenient)
+            return _assemble(cols, vocab, p, "qpic", lenient)
     doc = None if settled else _simd_parse(raw)
     if format in (None, "hoibench", "generic"):
         fast = _decode_fast(raw, doc)
@@ -443,15 +443,18 @@ def _qpic_arrays(doc: Any, raw: bytes | mmap.mmap) -> list[dict[str, Any]] | Non
     return out if text_brackets(raw) == expected else None
 
 
-def _qpic_by_image(raw: bytes | mmap.mmap) -> tuple[list[dict[str, Any]] | None, bool]:
-    """:func:`_qpic_arrays` with each image's output parsed on its own (the file split at its
-    braces, :func:`~hoibench.formats._common.list_spans`) by one reused parser, so no document
-    of the whole file is built: a QPIC file holds a score per verb for every pair (625 MB for
-    965,018 detections), and the whole document's tape (16 bytes per number) faulted in page by
-    page took longer than parsing it. Returns the arrays and whether that settles it, as
-    :func:`_decode_by_image` does: ``True`` once every image parsed (the whole document would
-    hold the same), ``False`` when the split failed or misled (the caller parses the whole
-    document)."""
+def _qpic_by_image(raw: bytes | mmap.mmap, path: Path, vocab: LabelSpace, max_per_image: int | None
+                   ) -> tuple[_Columns | None, bool]:
+    """The columns of a QPIC file with each image's output parsed on its own (the file split at
+    its braces, :func:`~hoibench.formats._common.list_spans`) by one reused parser, so no
+    document of the whole file is built: a QPIC file holds a score per verb for every pair (625 MB
+    for 965,800 detections), and the whole document's tape (16 bytes per number) faulted in page
+    by page took longer than parsing it. ``PostProcessHOI`` outputs are selected image by image
+    (:class:`_QpicSelection`), so their verb scores are dropped as soon as they are read;
+    ``PostProcessHOITriplet`` ones are kept and read by :func:`_qpic_columns`. Also returns
+    whether that settles it, as :func:`_decode_by_image` does: ``True`` once every image parsed
+    (the whole document would hold the same; the careful reader then takes a file refused
+    here), ``False`` when the split failed or misled (the caller parses the whole document)."""
     if _SIMD is None or bytes(raw[:64]).lstrip()[:1] != b"[":
         return None, False
     blobs = list_spans(raw)
@@ -459,7 +462,8 @@ def _qpic_by_image(raw: bytes | mmap.mmap) -> tuple[list[dict[str, Any]] | None,
         return None, False
     parser = _SIMD.Parser()
     expected = 1
-    out: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []  # triplet outputs, read whole by _qpic_columns
+    selection: _QpicSelection | None = None
     refused = False
     for k, blob in enumerate(blobs):
         try:
@@ -471,11 +475,19 @@ def _qpic_by_image(raw: bytes | mmap.mmap) -> tuple[list[dict[str, Any]] | None,
         if got is None:
             refused = True
             continue
-        out.append(got[0])
-        expected += got[1]
-    if refused:
+        rec, brackets = got
+        expected += brackets
+        if k == 0 and "verb_scores" in rec:
+            selection = _QpicSelection(vocab, max_per_image)
+        if selection is None:
+            kept.append(rec)
+        elif not selection.add(rec, rec["file_name"]):
+            refused = True
+    if refused or text_brackets(raw) != expected:
         return None, True
-    return (out if text_brackets(raw) == expected else None), True
+    if selection is not None:
+        return selection.columns(), True
+    return _qpic_columns(kept, path, vocab, max_per_image), True
 
 
 def _qpic_parsed(im: Any, *, first: bool, refused: bool) -> tuple[dict[str, Any], int] | None:
@@ -847,7 +859,7 @@ def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image:
         raise ConfigError(f"{len(data)} outputs but {len(file_names)} file names")
     inv80 = np.full(80, -1, dtype=np.int64)
     inv80[vocab.coco80] = np.arange(vocab.n_objects)
-    fast = _qpic_vectorised(data, vocab, inv80, max_per_image, file_names)
+    fast = _qpic_vectorised(data, vocab, max_per_image, file_names)
     if fast is not None:
         return fast
     parts: list[tuple[np.ndarray, ...]] = []
@@ -872,54 +884,80 @@ def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image:
                     None, cat[4] if parts else np.zeros(0))
 
 
-def _qpic_vectorised(data: Any, vocab: LabelSpace, inv80: np.ndarray, max_per_image: int | None,
+def _qpic_vectorised(data: Any, vocab: LabelSpace, max_per_image: int | None,
                      file_names: list[str] | None) -> _Columns | None:
     """:func:`_qpic_image`'s ``verb_scores`` selection on numpy outputs (what :func:`_qpic_arrays`
-    gives) with the per-(pair, verb) work as a few array operations per image: a lookup table of
-    valid (object, verb) cells gives each image's candidates, one stable sort of those picks the
-    top ``max_per_image``; checks and gathers run once over all images. ``None`` unless every
-    image is well-formed (the per-image reader then runs and names the first problem), so both
-    give identical columns."""
-    nv = vocab.n_verbs
-    keys = ("verb_scores", "boxes", "labels", "sub_ids", "obj_ids")
-    if not data or not all(isinstance(im, dict) and all(isinstance(im.get(k), np.ndarray) for k in keys)
-                           for im in data):
+    gives) with the per-(pair, verb) work as a few array operations per image
+    (:class:`_QpicSelection`). ``None`` unless every image is well-formed (the per-image reader
+    then runs and names the first problem), so both give identical columns."""
+    if not data or not isinstance(data, (list, tuple)):
         return None
-    names = [im.get("file_name") for im in data] if file_names is None else list(file_names)
-    if not all(isinstance(fn, str) for fn in names):
+    names = [im.get("file_name") if isinstance(im, dict) else None for im in data] if file_names is None \
+        else list(file_names)
+    selection = _QpicSelection(vocab, max_per_image)
+    if not all(selection.add(im, fn) for im, fn in zip(data, names)):
         return None
-    valid = np.zeros((vocab.n_objects + 1, nv), dtype=bool)  # row -1: a label outside the label space
-    valid[vocab.hoi_verb_object[:, 1], vocab.hoi_verb_object[:, 0]] = True
-    counts = np.zeros(len(data), dtype=np.int64)
-    sel: list[tuple[np.ndarray, ...]] = []  # per image: (pair, verb, score) of the kept, its arrays
-    checked: list[tuple[np.ndarray, ...]] = []  # (sub, obj, labels, number of boxes), checked at once
-    for i, im in enumerate(data):
-        vs, boxes, labels, sub, obj = (im[k] for k in keys)
+    return selection.columns()
+
+
+class _QpicSelection:
+    """The detections :func:`_qpic_image` keeps, image by image, as array operations: a lookup
+    table of valid (object, verb) cells gives each image's candidates, one stable sort of those
+    picks its top ``max_per_image``; the id checks and the concatenation run once over all
+    images (:meth:`columns`). An image's verb scores are not kept past :meth:`add` (a QPIC file
+    holds a score per verb for every pair: 900 MB of them for 965,800 detections)."""
+
+    _KEYS = ("verb_scores", "boxes", "labels", "sub_ids", "obj_ids")
+
+    def __init__(self, vocab: LabelSpace, max_per_image: int | None) -> None:
+        self.nv, self.max_per_image = vocab.n_verbs, max_per_image
+        self.valid = np.zeros((vocab.n_objects + 1, self.nv), dtype=bool)  # row -1: a label outside the space
+        self.valid[vocab.hoi_verb_object[:, 1], vocab.hoi_verb_object[:, 0]] = True
+        self.inv80 = np.full(80, -1, dtype=np.int64)
+        self.inv80[vocab.coco80] = np.arange(vocab.n_objects)
+        self.names: list[str] = []
+        self.counts: list[int] = []
+        self.sel: list[tuple[np.ndarray, ...]] = []  # per image: the kept detections' arrays
+        self.checked: list[tuple[np.ndarray, ...]] = []  # (sub, obj, labels, number of boxes), checked at once
+
+    def add(self, im: Any, file_name: Any) -> bool:
+        """Select one image's detections; ``False`` for anything but a well-formed output."""
+        if not isinstance(im, dict) or not isinstance(file_name, str) or not all(
+                isinstance(im.get(k), np.ndarray) for k in self._KEYS):
+            return False
+        self.names.append(file_name)
+        vs, boxes, labels, sub, obj = (im[k] for k in self._KEYS)
         if vs.size == 0:  # no detections: the image's other arrays are not looked at
-            continue
-        if (vs.ndim != 2 or vs.shape[1] != nv or sub.ndim != 1 or obj.shape != sub.shape or len(sub) != len(vs)
-                or boxes.ndim != 2 or boxes.shape[1] != 4 or labels.shape != (len(boxes),)
+            self.counts.append(0)
+            return True
+        if (vs.ndim != 2 or vs.shape[1] != self.nv or sub.ndim != 1 or obj.shape != sub.shape
+                or len(sub) != len(vs) or boxes.ndim != 2 or boxes.shape[1] != 4 or labels.shape != (len(boxes),)
                 or any(a.dtype != np.int64 for a in (labels, sub, obj))
                 or any(a.dtype != np.float64 for a in (vs, boxes))):
-            return None
-        checked.append((sub, obj, labels, np.full(len(sub), len(boxes))))
-        objects = inv80.take(labels.take(obj, mode="clip"), mode="clip")  # out-of-range ids: refused below
-        cand = np.flatnonzero(valid[objects])  # pair * n_verbs + verb
+            return False
+        self.checked.append((sub, obj, labels, np.full(len(sub), len(boxes))))
+        objects = self.inv80.take(labels.take(obj, mode="clip"), mode="clip")  # out-of-range ids: refused later
+        cand = np.flatnonzero(self.valid[objects])  # pair * n_verbs + verb
         scores = vs.reshape(-1)[cand]
-        order = np.argsort(-scores, kind="stable")[:max_per_image]
-        pair, verb = np.divmod(cand[order], nv)
-        sel.append((boxes.take(sub[pair], axis=0, mode="clip"), boxes.take(obj[pair], axis=0, mode="clip"),
-                    objects[pair], verb, scores[order]))  # clipped box ids: refused below
-        counts[i] = len(order)
-    if not sel:
-        return None
-    sub, obj, labels, n_boxes = (np.concatenate([c[k] for c in checked]) for k in range(4))
-    if (min(sub.min(), obj.min()) < 0 or (np.maximum(sub, obj) >= n_boxes).any()
-            or (labels.size and (labels.min() < 0 or labels.max() >= 80))):
-        return None
-    cols = [np.concatenate([p[k] for p in sel]) for k in range(5)]
-    return _Columns(names, counts, cols[0].astype(np.float64), cols[1].astype(np.float64), cols[2], cols[3],
-                    None, cols[4].astype(np.float64))
+        order = np.argsort(-scores, kind="stable")[:self.max_per_image]
+        pair, verb = np.divmod(cand[order], self.nv)
+        self.sel.append((boxes.take(sub[pair], axis=0, mode="clip"), boxes.take(obj[pair], axis=0, mode="clip"),
+                         objects[pair], verb, scores[order]))  # clipped box ids: refused later
+        self.counts.append(len(order))
+        return True
+
+    def columns(self) -> _Columns | None:
+        """The selected detections of every image added; ``None`` when an id is out of range
+        or no image has any (the per-image reader then decides)."""
+        if not self.sel:
+            return None
+        sub, obj, labels, n_boxes = (np.concatenate([c[k] for c in self.checked]) for k in range(4))
+        if (min(sub.min(), obj.min()) < 0 or (np.maximum(sub, obj) >= n_boxes).any()
+                or (labels.size and (labels.min() < 0 or labels.max() >= 80))):
+            return None
+        cols = [np.concatenate([p[k] for p in self.sel]) for k in range(5)]
+        return _Columns(self.names, np.asarray(self.counts, dtype=np.int64), cols[0].astype(np.float64),
+                        cols[1].astype(np.float64), cols[2], cols[3], None, cols[4].astype(np.float64))
 
 
 def _qpic_image(im: dict[str, Any], path: Path | str, i: int, vocab: LabelSpace, inv80: np.ndarray,
