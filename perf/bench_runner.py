@@ -90,10 +90,12 @@ IMAGE_WORKERS = "auto"  # --image-workers
 
 
 def runner(url: str, img_dir: Path, concurrency: int, cache: Path, convention: str = "auto"):
-    from hoibench.models import CachedBackend, make_backend
+    from hoibench.models import CachedBackend, ResponseCache, make_backend
     from hoibench.runners import MCQRunner
 
-    backend = CachedBackend(make_backend("openai", model=MODEL, base_urls=[url], concurrency=concurrency), cache)
+    # held as `mcq run` holds it (exclusive=True: a second process on the same cache is refused)
+    backend = CachedBackend(make_backend("openai", model=MODEL, base_urls=[url], concurrency=concurrency),
+                            ResponseCache(cache, exclusive=True))
     return MCQRunner(backend, images=img_dir, model=MODEL, progress=False, box_convention=convention,
                      image_workers=IMAGE_WORKERS)
 
