@@ -153,7 +153,8 @@ class CPUMeter:
 
 
 def run_runner(url: str, img_dir: Path, qs, out: Path, concurrency: int, convention: str = "auto",
-               server_pid: int | None = None) -> tuple[float, str]:
+               server_pid: int | None = None) -> tuple[float, str, float]:
+    """Seconds, the CPU line, and CPU seconds per question in all (runner, workers, server)."""
     r = runner(url, img_dir, concurrency, out.with_suffix(".sqlite"), convention)
     with CPUMeter(server_pid) as cpu:
         t0 = time.perf_counter()
@@ -161,11 +162,15 @@ def run_runner(url: str, img_dir: Path, qs, out: Path, concurrency: int, convent
         dt = time.perf_counter() - t0
     r.backend.cache.close()
     assert s.ok + s.parse_error == len(qs) and s.requests == len(qs), s
-    return dt, cpu.per_question(len(qs))
+    return dt, cpu.per_question(len(qs)), sum(cpu.seconds.values()) / len(qs)
+
+
+PREP_CPU = 0.0  # CPU seconds per image of the last prepare_alone
 
 
 def prepare_alone(img_dir: Path, qs) -> float:
-    """Seconds to prepare every image the runner's way, in a pool of the runner's size."""
+    """Seconds to prepare every image the runner's way, in a pool of the runner's size (its CPU
+    seconds per image are left in ``PREP_CPU``)."""
     from hoibench.models import ScriptedBackend
     from hoibench.runners import MCQRunner
 
@@ -173,10 +178,14 @@ def prepare_alone(img_dir: Path, qs) -> float:
                   image_workers=IMAGE_WORKERS)
     r.check(qs)
     r._no_pool = r._threads_only(len(qs))  # as a run decides
-    t0 = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=max(4, 2 * (os.cpu_count() or 1))) as pool:  # as the runner
-        list(pool.map(r._prepare_image, qs))
-    return time.perf_counter() - t0
+    global PREP_CPU
+    with CPUMeter() as cpu:
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=max(4, 2 * (os.cpu_count() or 1))) as pool:  # as the runner
+            list(pool.map(r._prepare_image, qs))
+        dt = time.perf_counter() - t0
+    PREP_CPU = sum(cpu.seconds.values()) / len(qs)
+    return dt
 
 
 def prepared_bodies(img_dir: Path, qs, convention: str = "auto") -> list[bytes]:
@@ -275,13 +284,19 @@ def main() -> None:
         proc, url = start_server(args.delay)
         try:
             for conc in (32, 128):
-                dt, cpu = min(run_runner(url, img_dir, qs, root / f"s{conc}_{r}.jsonl", conc, server_pid=proc.pid)
-                              for r in range(args.repeats))
+                dt, cpu, cpu_q = min(run_runner(url, img_dir, qs, root / f"s{conc}_{r}.jsonl", conc,
+                                                server_pid=proc.pid) for r in range(args.repeats))
                 ideal = conc / args.delay
                 bound = ideal if conc == 32 else min(ideal, n / prep)
                 print(f"  {args.delay * 1000:.0f} ms server, concurrency {conc:3d}  : {n / dt:7.1f} q/s ({dt:.2f} s); "
                       f"ideal {ideal:.0f} q/s; ratio {n / dt / bound:.2f} of {bound:.0f} q/s (target 0.85)\n"
                       f"      {cpu}")
+                if conc == 128 and bound < ideal:
+                    # with every core busy the runner's rate is at most cores / CPU per question, and
+                    # preparation alone's at most cores / its CPU per image: the ratio's ceiling
+                    print(f"      ratio if both used every core fully: preparation "
+                          f"{1000 * PREP_CPU:.2f} ms CPU per image / runner {1000 * cpu_q:.2f} ms per "
+                          f"question in all = {PREP_CPU / cpu_q:.2f}")
         finally:
             proc.stdin.close()  # type: ignore[union-attr]
             proc.wait(10)
@@ -293,8 +308,8 @@ def main() -> None:
                 bare = {f"bare httpx, {pools} pool(s)": min(bare_client(url, bodies, 32, pools)
                                                              for _ in range(args.repeats)) for pools in (1, 8)}
                 bare["bare lean HTTPPool"] = min(lean_client(url, bodies, 32) for _ in range(args.repeats))
-                dt, cpu = min(run_runner(url, img_dir, qs, root / f"i_{convention}_{r}.jsonl", 32, convention,
-                                         server_pid=proc.pid) for r in range(args.repeats))
+                dt, cpu, _ = min(run_runner(url, img_dir, qs, root / f"i_{convention}_{r}.jsonl", 32, convention,
+                                            server_pid=proc.pid) for r in range(args.repeats))
             finally:
                 proc.stdin.close()  # type: ignore[union-attr]
                 proc.wait(10)
