@@ -352,13 +352,17 @@ def test_queued_responses_commit_together_and_are_seen_at_once(tmp_path):
 
 
 def test_a_failed_commit_is_raised_at_every_later_call(tmp_path):
-    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache = ResponseCache(tmp_path / "c.sqlite", exclusive=True)
     cache.put_later("k", "A")
+    assert cache.get_many(["k", "x"]) == {"k": "A"}  # the batch lookup sees queued ones too
     cache._db.close()  # any SQLite error on commit (a full disk, a file gone read-only)
     with pytest.raises(ConfigError, match="could not store 1 response"):
         cache.flush()
     with pytest.raises(ConfigError, match="could not store 1 response"):
         cache.put_later("k2", "B")  # never silently dropped: every later call says so
+    with pytest.raises(ConfigError, match="could not store 1 response"):
+        cache.close()
+    ResponseCache(tmp_path / "c.sqlite", exclusive=True).close()  # the failed close released the lock
 
 
 def test_a_held_empty_cache_answers_misses_without_a_query(tmp_path):

@@ -101,8 +101,9 @@ class ResponseCache:
         return None if row is None else row[0]
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
-        out: dict[str, str] = {}
         with self._lock:
+            out = {k: self._pending[k][1] for k in keys if k in self._pending}
+            keys = [k for k in keys if k not in out]
             for start in range(0, len(keys), 500):
                 chunk = list(keys[start:start + 500])
                 marks = ",".join("?" * len(chunk))
@@ -154,14 +155,16 @@ class ResponseCache:
             return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def close(self) -> None:
+        """Commit what is queued, close the file and release its lock (also when the commit
+        fails: the error is raised after both)."""
         try:
             self.flush()
         finally:
             with self._lock:
                 self._db.close()
-        if self._held is not None:
-            held, self._held = self._held, None
-            held.__exit__(None, None, None)
+            if self._held is not None:
+                held, self._held = self._held, None
+                held.__exit__(None, None, None)
 
     def __enter__(self) -> ResponseCache:
         return self
