@@ -165,10 +165,11 @@ def list_spans(raw: bytes | mmap.mmap | Any, *, of: bytes = b"{}") -> list[memor
     """A top-level JSON list of objects (``[{...}, {...}]``, QPIC's per-image outputs; with
     ``of=b"[]"`` a list of lists) as each element's text, found from the braces (brackets) alone
     as :func:`image_spans` finds images: the elements are those at the top level of the list,
-    and the text between them must be ``[``, commas and ``]`` with white space only. If each object then parses as JSON by itself, the file is JSON
-    with these objects (the grammar composes); a brace inside a string can mislead the split,
-    and then some object is not JSON (the caller reads the file another way). ``None`` when the
-    file is not split so (no objects, anything else at the top level, braces that do not close)."""
+    and the text between them must be ``[``, commas and ``]`` with white space only. If each
+    element then parses as JSON by itself, the file is JSON with these elements (the grammar
+    composes); a brace inside a string can mislead the split, and then some element is not JSON
+    (the caller reads the file another way). ``None`` when the file is not split so (no elements,
+    anything else at the top level, brackets that do not close)."""
     found = _objects_at(raw, 1 if of == b"{}" else 2, of)
     if found is None:
         return None

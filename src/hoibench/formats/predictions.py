@@ -240,10 +240,10 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
             name, label_space, cols = fast
             return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
     if format in (None, "qpic") and not settled:
-        cols, settled = _qpic_by_image(raw, p, vocab or hico_det(), max_per_image)
+        qpic_vocab = vocab or hico_det()
+        cols, settled = _qpic_by_image(raw, p, qpic_vocab, max_per_image)
         if cols is not None:
-            vocab = vocab or hico_det()
-            return _assemble(cols, vocab, p, "qpic", lenient)
+            return _assemble(cols, qpic_vocab, p, "qpic", lenient)
     doc = None if settled else _simd_parse(raw)
     if format in (None, "hoibench", "generic"):
         fast = _decode_fast(raw, doc)
@@ -847,6 +847,13 @@ def _array(value: Any, dtype: type) -> np.ndarray:
     return arr.astype(dtype)
 
 
+def _objects_of_coco80(vocab: LabelSpace) -> np.ndarray:
+    """The label space's object index of each COCO-80 label (``-1`` for labels outside it)."""
+    inv80 = np.full(80, -1, dtype=np.int64)
+    inv80[vocab.coco80] = np.arange(vocab.n_objects)
+    return inv80
+
+
 def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image: int | None,
                   file_names: list[str] | None = None) -> _Columns:
     """Columns of post-processor outputs, one dict per image: QPIC's/CDN's ``PostProcessHOI``
@@ -857,8 +864,7 @@ def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image:
         raise FormatError("expected a list of per-image outputs", file=path)
     if file_names is not None and len(file_names) != len(data):
         raise ConfigError(f"{len(data)} outputs but {len(file_names)} file names")
-    inv80 = np.full(80, -1, dtype=np.int64)
-    inv80[vocab.coco80] = np.arange(vocab.n_objects)
+    inv80 = _objects_of_coco80(vocab)
     fast = _qpic_vectorised(data, vocab, max_per_image, file_names)
     if fast is not None:
         return fast
@@ -913,8 +919,7 @@ class _QpicSelection:
         self.nv, self.max_per_image = vocab.n_verbs, max_per_image
         self.valid = np.zeros((vocab.n_objects + 1, self.nv), dtype=bool)  # row -1: a label outside the space
         self.valid[vocab.hoi_verb_object[:, 1], vocab.hoi_verb_object[:, 0]] = True
-        self.inv80 = np.full(80, -1, dtype=np.int64)
-        self.inv80[vocab.coco80] = np.arange(vocab.n_objects)
+        self.inv80 = _objects_of_coco80(vocab)
         self.names: list[str] = []
         self.counts: list[int] = []
         self.sel: list[tuple[np.ndarray, ...]] = []  # per image: the kept detections' arrays
@@ -1076,9 +1081,8 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
                           field="predictions.category_id")
     box_start = np.concatenate([[0], np.cumsum(flat.n_boxes)[:-1]]).astype(np.int64)
     gsub, gobj = flat.sub + box_start[img_of_hoi], flat.obj + box_start[img_of_hoi]
-    name = fmt or _repr_variant(flat, vocab, gobj)
-    inv80 = np.full(80, -1, dtype=np.int64)
-    inv80[vocab.coco80] = np.arange(vocab.n_objects)
+    inv80 = _objects_of_coco80(vocab)
+    name = fmt or _repr_variant(flat, vocab, inv80, gobj)
     boxes, scores, cat = flat.boxes, flat.scores, flat.cat
     if f32:
         boxes, scores = boxes.astype(np.float32).astype(np.float64), scores.astype(np.float32).astype(np.float64)
@@ -1100,8 +1104,8 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
     else:
         # CDN zeroes the scores of (verb, object) pairs that are no HOI class; QPIC's
         # evaluator then skips them (their triplet has no ground truth): dropped here
-        verbs, objects = cat, inv80[flat.labels[gobj]] if len(gobj) else np.zeros(0, np.int64)
-        keep = vocab.hoi_index(verbs, objects) >= 0 if len(cat) else np.zeros(0, bool)
+        verbs, objects = cat, inv80[flat.labels[gobj]]
+        keep = vocab.hoi_index(verbs, objects) >= 0
     counts = np.bincount(img_of_hoi[keep], minlength=n_images).astype(np.int64)
     warnings = []
     if ground_truth is not None and gts_names is not None:
@@ -1134,9 +1138,9 @@ class _ReprFlat(NamedTuple):
 
 def _flatten(names: list[str], per_image: list[tuple[Any, ...]]) -> _ReprFlat:
     """Per-image (boxes, labels or None, subject ids, object ids, category ids, scores) as columns."""
-    def cat(k: int, dtype: type, shape: tuple[int, ...] = (0,)) -> np.ndarray:
+    def cat(k: int, dtype: type) -> np.ndarray:
         parts = [np.asarray(im[k], dtype=dtype) for im in per_image]
-        return np.concatenate(parts) if parts else np.zeros(shape, dtype)
+        return np.concatenate(parts) if parts else np.zeros(0, dtype)
 
     labels = [np.full(len(im[0]), -1, np.int64) if im[1] is None else np.asarray(im[1], np.int64)
               for im in per_image]
@@ -1394,18 +1398,16 @@ def _repr_image_buffers(im: Any) -> tuple[str, int, int, int, Any, Any] | None:
     return fn, nb, nh, width, box_buf, hoi_buf
 
 
-def _repr_variant(flat: _ReprFlat, vocab: LabelSpace, gobj: np.ndarray) -> str:
+def _repr_variant(flat: _ReprFlat, vocab: LabelSpace, inv80: np.ndarray, gobj: np.ndarray) -> str:
     """``cdn`` or ``gen-vlkt`` from the content: HOI ids beyond the verbs are GEN-VLKT's; CDN
     zeroes every triplet whose (verb, box label) is no HOI class, so a positive score on one
-    means the ids are HOI classes. ``--format`` decides when a file could be either. ``gobj``:
-    each HOI record's object box among all boxes."""
+    means the ids are HOI classes. ``--format`` decides when a file could be either. ``inv80``:
+    :func:`_objects_of_coco80`; ``gobj``: each HOI record's object box among all boxes."""
     if ((~flat.labeled) & (flat.n_boxes > 0)).any():  # CDN's boxes always carry labels
         return "gen-vlkt"
     cat = flat.cat
     if len(cat) and (cat.max() >= vocab.n_verbs or cat.min() < 0):
         return "gen-vlkt"
-    inv80 = np.full(80, -1, dtype=np.int64)
-    inv80[vocab.coco80] = np.arange(vocab.n_objects)
     pos = flat.scores > 0
     if pos.any() and (vocab.hoi_index(cat[pos], inv80[flat.labels[gobj[pos]]]) < 0).any():
         return "gen-vlkt"
