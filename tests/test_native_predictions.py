@@ -629,6 +629,19 @@ REPR_ERRORS = {  # variants that are refused -> the start of the one error line 
 }
 
 
+@pytest.mark.parametrize("boxes", ["[np.float32(1.0), np.float32(2.0), np.float32(3.0)]",
+                                   "array([1., 2., 3.], dtype=float32)", "[[1.0, 2.0], [3.0, 4.0]]"])
+def test_a_lone_box_of_the_wrong_size_is_named(tmp_path, boxes):
+    """One box of 3 numbers (or 2 x 2) in an image: one line naming the record and field, not
+    numpy's reshape error."""
+    text = ("{'preds': [{'filename': 'a.jpg', 'predictions': [{'bbox': " + boxes + "}], "
+            "'hoi_prediction': []}], 'gts': []}")
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(text))
+    with pytest.raises(FormatError, match=r"results.json: record 0: predictions.bbox: expected boxes of 4 numbers"):
+        load_predictions(path)
+
+
 @pytest.mark.parametrize("variant", ["cdn numpy 2", "gen-vlkt", "numpy 1 arrays and 2.", "brace in a name",
                                      "several braces in names"])
 def test_repr_images_are_rewritten_and_parsed_one_by_one(case, tmp_path, monkeypatch, variant):

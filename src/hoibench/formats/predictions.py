@@ -1179,9 +1179,11 @@ def _repr_images_careful(text: Any, path: Path) -> _ReprImages:
             if not isinstance(v, list):
                 raise FormatError("missing" if v is None else "expected a list", file=path, record=i, field=key)
         assert isinstance(boxes_l, list) and isinstance(hois_l, list)
-        boxes = _take(boxes_l, "bbox", np.float64, path, i, "predictions").reshape(-1, 4)
-        if len(boxes) != len(boxes_l):
+        boxes = _take(boxes_l, "bbox", np.float64, path, i, "predictions")
+        if boxes.size != 4 * len(boxes_l) or (boxes.size and boxes.shape != (len(boxes_l), 4)):
+            # (checked before the reshape, which would fail on a lone box of 3 numbers)
             raise FormatError("expected boxes of 4 numbers", file=path, record=i, field="predictions.bbox")
+        boxes = boxes.reshape(-1, 4)
         # GEN-VLKT / HOICLIP write boxes without labels ({'bbox': list(bbox)}): the HOI id names the object
         labeled = any(isinstance(b, dict) and "category_id" in b for b in boxes_l)
         labels = _take(boxes_l, "category_id", np.int64, path, i, "predictions") if labeled else None
