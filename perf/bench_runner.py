@@ -165,12 +165,9 @@ def run_runner(url: str, img_dir: Path, qs, out: Path, concurrency: int, convent
     return dt, cpu.per_question(len(qs)), sum(cpu.seconds.values()) / len(qs)
 
 
-PREP_CPU = 0.0  # CPU seconds per image of the last prepare_alone
-
-
-def prepare_alone(img_dir: Path, qs) -> float:
-    """Seconds to prepare every image the runner's way, in a pool of the runner's size (its CPU
-    seconds per image are left in ``PREP_CPU``)."""
+def prepare_alone(img_dir: Path, qs) -> tuple[float, float]:
+    """Seconds to prepare every image the runner's way, in a pool of the runner's size, and the
+    CPU seconds per image that took."""
     from hoibench.models import ScriptedBackend
     from hoibench.runners import MCQRunner
 
@@ -178,14 +175,12 @@ def prepare_alone(img_dir: Path, qs) -> float:
                   image_workers=IMAGE_WORKERS)
     r.check(qs)
     r._no_pool = r._threads_only(len(qs))  # as a run decides
-    global PREP_CPU
     with CPUMeter() as cpu:
         t0 = time.perf_counter()
         with ThreadPoolExecutor(max_workers=max(4, 2 * (os.cpu_count() or 1))) as pool:  # as the runner
             list(pool.map(r._prepare_image, qs))
         dt = time.perf_counter() - t0
-    PREP_CPU = sum(cpu.seconds.values()) / len(qs)
-    return dt
+    return dt, sum(cpu.seconds.values()) / len(qs)
 
 
 def prepared_bodies(img_dir: Path, qs, convention: str = "auto") -> list[bytes]:
@@ -278,7 +273,7 @@ def main() -> None:
         print(f"{n} questions, {len({q.file_name for q in qs})} distinct images at HICO-DET sizes "
               f"({'photographs' if args.photos else 'solid-colour placeholders'}), {os.cpu_count()} CPUs "
               f"(load average {os.getloadavg()[0]:.2f}), image workers {args.image_workers}, best of {args.repeats}")
-        prep = min(prepare_alone(img_dir, qs) for _ in range(args.repeats))
+        prep, prep_cpu = min(prepare_alone(img_dir, qs) for _ in range(args.repeats))  # one run's pair
         print(f"  image preparation alone           : {n / prep:7.1f} images/s ({prep:.2f} s)")
 
         proc, url = start_server(args.delay)
@@ -295,8 +290,8 @@ def main() -> None:
                     # with every core busy the runner's rate is at most cores / CPU per question, and
                     # preparation alone's at most cores / its CPU per image: the ratio's ceiling
                     print(f"      ratio if both used every core fully: preparation "
-                          f"{1000 * PREP_CPU:.2f} ms CPU per image / runner {1000 * cpu_q:.2f} ms per "
-                          f"question in all = {PREP_CPU / cpu_q:.2f}")
+                          f"{1000 * prep_cpu:.2f} ms CPU per image / runner {1000 * cpu_q:.2f} ms per "
+                          f"question in all = {prep_cpu / cpu_q:.2f}")
         finally:
             proc.stdin.close()  # type: ignore[union-attr]
             proc.wait(10)
