@@ -73,6 +73,7 @@ import orjson
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import atomic_write_json, read_buffer, read_json
 from hoibench.data import HOIDataset, HOIPredictions
+from hoibench.formats import _scan
 from hoibench.formats._common import image_spans, json_brackets, list_spans, text_brackets
 from hoibench.formats._frame import box_frame_hint
 from hoibench.formats._literal import (
@@ -225,14 +226,26 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
     if p.is_dir():
         raise FormatError("is a directory without detections_01.mat .. detections_80.mat (ho-rcnn layout)", file=p)
     raw = read_buffer(p)  # a large file is mapped: parsed and scanned, never copied by us
-    if format in (None, *REPR_RESULTS) and bytes(raw[:64]).lstrip()[:1] == b'"':  # a JSON string: a results.json?
-        images = _repr_images_fast(raw, p)  # a map searched in place: no copy of the whole text
+    first = bytes(raw[:64]).lstrip()[:1]
+    if format in (None, *REPR_RESULTS) and first == b'"':  # a JSON string: a results.json?
+        images = _repr_images_native(raw, p)
+        if images is None:
+            images = _repr_images_fast(raw, p)  # a map searched in place: no copy of the whole text
         if images is not None:
             vocab = vocab or hico_det()
             cols, name, warnings = _repr_results_columns(None, p, vocab, format, ground_truth, images)
             loaded = _assemble(cols, vocab, p, name, lenient)
             loaded.warnings += warnings
             return loaded
+    if format in (None, "hoibench", "generic") and first == b"{":
+        fast = _decode_native(raw)
+        if fast is not None and (format is None or format == fast[0]):
+            name, label_space, cols = fast
+            return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
+    if format in (None, "qpic") and first == b"[":
+        cols = _qpic_native(raw, vocab or hico_det(), max_per_image)
+        if cols is not None:
+            return _assemble(cols, vocab or hico_det(), p, "qpic", lenient)
     settled = False  # every image parsed by itself: the whole document would decide the same
     if format in (None, "hoibench", "generic"):
         fast, settled = _decode_by_image(raw)
@@ -412,6 +425,188 @@ def _decode_by_image(raw: bytes | mmap.mmap) -> tuple[tuple[str, str | None, _Co
         return None, False
     except _SIMD_ERRORS:  # a value the fast path refuses (a string where a number belongs)
         return None, True
+
+# ----------------------------------------------------------------------------- the C scanner
+# One pass from the text into columns (hoibench.formats._scan); each function gives what the
+# pysimdjson path would, or None for anything it does not prove (the other paths then decide).
+
+_S = _scan
+_COLUMNAR_ROOT = _S.field("", _S.OBJECT, _S.field("format", _S.STR), _S.field("version", _S.NUM),
+                          _S.field("label_space", _S.STR),
+                          _S.field("images", _S.RECORDS, _S.field("file_name", _S.STR),
+                                   _S.field("boxes_h", _S.ROWS), _S.field("boxes_o", _S.ROWS),
+                                   _S.field("scores", _S.NUMS),
+                                   *(_S.field(k, _S.NUMS) for k in ("objects", "verbs", "hois", "object", "verb", "hoi"))))
+
+
+def _only_space_after(raw: bytes | mmap.mmap, stop: int) -> bool:
+    return not bytes(raw[stop:]).strip(b" \t\n\r")
+
+
+def _decode_native(raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] | None:
+    """:func:`_decode_simdjson` by the C scanner: the same columns, or ``None``."""
+    got = _S.scan(raw, 0, _COLUMNAR_ROOT)
+    if got is None or not _only_space_after(raw, got.stop):
+        return None
+    c = got.columns
+    if c["images"].occ[0] != 1:
+        return None
+    fmt = c["format"].strings(raw) if c["format"].occ[0] else [None]
+    label_space = c["label_space"].strings(raw) if c["label_space"].occ[0] else [None]
+    if fmt is None or label_space is None:
+        return None
+    name = "hoibench" if fmt[0] == HOIBENCH_TAG else "generic"
+    version = c["version"].values[0] if c["version"].occ[0] else None
+    if name == "hoibench" and version is not None and version not in HOIBENCH_VERSIONS:
+        return None  # the careful reader names the unknown version
+    per = slice(1, None)  # slot i + 1: image i
+    names = c["images.file_name"].strings(raw)
+    if names is None or (c["images.file_name"].occ[per] != 1).any():
+        return None
+    n = c["images.scores"].items[per]
+    if (c["images.scores"].occ[per] != 1).any():
+        return None
+    for key in ("boxes_h", "boxes_o"):
+        col = c[f"images.{key}"]
+        if (col.occ[per] != 1).any() or (col.items[per] != n).any() or (col.values.size and col.width != (4, 4)):
+            return None
+    k_obj, k_verb, k_hoi, shift = _KEYS[name]
+    ids: dict[str, np.ndarray | None] = {}
+    for key in (k_obj, k_verb, k_hoi):
+        col = c[f"images.{key}"]
+        occ = col.occ[per]
+        if not occ.any():
+            ids[key] = None
+            continue
+        if not occ.all() or (col.items[per] != n).any():
+            return None  # given for some images only, or not one per score: the careful reader names it
+        ids[key] = col.integers()
+        if ids[key] is None:
+            return None
+    if ids[k_hoi] is None and (ids[k_obj] is None or ids[k_verb] is None):
+        return None
+    return name, (label_space[0] if name == "hoibench" else None), _Columns(
+        names, n.copy(), c["images.boxes_h"].values.reshape(-1, 4) + shift,
+        c["images.boxes_o"].values.reshape(-1, 4) + shift, ids[k_obj], ids[k_verb], ids[k_hoi],
+        c["images.scores"].values)
+
+
+_QPIC_ROOT = _S.field("", _S.RECORDS, _S.field("file_name", _S.STR), _S.field("labels", _S.NUMS),
+                      _S.field("boxes", _S.ROWS), _S.field("verb_scores", _S.ROWS),
+                      _S.field("sub_ids", _S.NUMS), _S.field("obj_ids", _S.NUMS),
+                      _S.field("hoi_scores", _S.ROWS))
+
+
+def _qpic_native(raw: bytes | mmap.mmap, vocab: LabelSpace, max_per_image: int | None) -> _Columns | None:
+    """:class:`_QpicSelection` of a ``PostProcessHOI`` file by the C scanner, each image's verb
+    scores reduced to its top ``max_per_image`` valid cells as soon as it is read; ``None`` for
+    anything else (triplet outputs included)."""
+    if not _S.AVAILABLE:
+        return None
+    valid = np.zeros((vocab.n_objects + 1, vocab.n_verbs), dtype=bool)  # last row: a label outside the space
+    valid[vocab.hoi_verb_object[:, 1], vocab.hoi_verb_object[:, 0]] = True
+    inv80 = _objects_of_coco80(vocab)
+    rows = np.where(inv80 < 0, vocab.n_objects, inv80)
+    got = _S.scan(raw, 0, _QPIC_ROOT, select=_S.Select("verb_scores", "obj_ids", "labels", "boxes", rows, valid,
+                                                        max_per_image))
+    if got is None or got.selection is None or not _only_space_after(raw, got.stop) or got.n_slots < 2:
+        return None
+    c = got.columns
+    per = slice(1, None)
+    names = c["file_name"].strings(raw)
+    if names is None or c["hoi_scores"].occ.any() or any(
+            (c[k].occ[per] != 1).any() for k in ("file_name", "labels", "boxes", "verb_scores", "sub_ids", "obj_ids")):
+        return None
+    vs, boxes = c["verb_scores"], c["boxes"]
+    if (vs.nums.any() and vs.width != (vocab.n_verbs, vocab.n_verbs)) or (boxes.nums.any() and boxes.width != (4, 4)):
+        return None
+    labels, sub, obj = (c[k].integers() for k in ("labels", "sub_ids", "obj_ids"))
+    if labels is None or sub is None or obj is None:
+        return None
+    has = vs.nums[per] > 0  # images with detections: their other arrays must fit (the rest are not read)
+    n_pairs = vs.items[per]
+    if ((c["sub_ids"].items[per] != n_pairs) & has).any():
+        return None
+    box_start = np.cumsum(boxes.items[per]) - boxes.items[per]
+    sub_start = np.cumsum(c["sub_ids"].items[per]) - c["sub_ids"].items[per]
+    obj_start = np.cumsum(c["obj_ids"].items[per]) - c["obj_ids"].items[per]
+    img_of_sub = np.repeat(np.arange(len(names)), c["sub_ids"].items[per])
+    bad_sub = ((sub < 0) | (sub >= boxes.items[per][img_of_sub])) & has[img_of_sub]
+    img_of_label = np.repeat(np.arange(len(names)), c["labels"].items[per])
+    if bad_sub.any() or (((labels < 0) | (labels >= 80)) & has[img_of_label]).any():
+        return None  # the careful reader names the box index or the label
+    cells, scores, kept = got.selection
+    img = np.repeat(np.arange(len(names)), kept)
+    pair, verb = np.divmod(cells, vocab.n_verbs)
+    sub_box = box_start[img] + sub[sub_start[img] + pair]
+    obj_box = box_start[img] + obj[obj_start[img] + pair]
+    label_start = np.cumsum(c["labels"].items[per]) - c["labels"].items[per]
+    objects = inv80[labels[label_start[img] + obj[obj_start[img] + pair]]]
+    b = boxes.values.reshape(-1, 4)
+    return _Columns(names, kept.copy(), b[sub_box], b[obj_box], objects, verb, None, scores)
+
+
+_REPR_ROOT = _S.field("", _S.RECORDS, _S.field("filename", _S.STR),
+                      _S.field("predictions", _S.RECORDS, _S.field("bbox", _S.NUMS), _S.field("category_id", _S.NUM),
+                               strict=True),
+                      _S.field("hoi_prediction", _S.RECORDS, *(_S.field(k, _S.NUM) for k in (
+                          "subject_id", "object_id", "category_id", "score")), strict=True),
+                      strict=True)
+_GTS_ROOT = _S.field("", _S.RECORDS, _S.field("filename", _S.STR))
+
+
+def _repr_images_native(raw: bytes | mmap.mmap, path: Path) -> _ReprImages | None:
+    """:func:`_repr_images_fast` by the C scanner reading the Python repr in place (no rewrite):
+    the same images, or ``None``."""
+    if not _S.AVAILABLE:
+        return None
+    head = b"{'preds': "
+    at, end = raw.find(head, 0, 64), raw.rfind(b"}", max(0, len(raw) - 64))
+    if at < 0 or end < 0 or raw[:at].strip() != b'"' or raw[end + 1:].strip() != b'"':
+        return None
+    got = _S.scan(raw, at + len(head), _REPR_ROOT, literal=True)
+    if got is None:
+        return None
+    gts_names = None
+    tail = bytes(raw[got.stop:got.stop + 16])
+    gts_head = b", 'gts': "
+    if tail.startswith(gts_head):
+        gts = _S.scan(raw, got.stop + len(gts_head), _GTS_ROOT, literal=True)
+        if gts is None or bytes(raw[gts.stop:end + 1]).strip(b" ") != b"}":
+            return None  # the other paths read (or name) the embedded ground truth
+        gts_names = gts["filename"].strings(raw)
+        if gts_names is None or (gts["filename"].occ[1:] != 1).any():
+            return None
+    elif bytes(raw[got.stop:end + 1]).strip(b" ") != b"}":
+        return None
+    c = got.columns
+    per = slice(1, None)
+    names = c["filename"].strings(raw)
+    if names is None or any((c[k].occ[per] != 1).any() for k in ("filename", "predictions", "hoi_prediction")):
+        return None
+    nb, nh = c["predictions"].items[per], c["hoi_prediction"].items[per]
+    bbox, label = c["predictions.bbox"], c["predictions.category_id"]
+    if (bbox.occ[per] != nb).any() or (bbox.values.size and bbox.width != (4, 4)):
+        return None
+    labeled_img = label.occ[per] == nb
+    if ((label.occ[per] != 0) & ~labeled_img).any():
+        return None  # some boxes of an image labelled, some not
+    with_boxes = nb > 0
+    if labeled_img[with_boxes].any() and not labeled_img[with_boxes].all():
+        return None  # some images' boxes labelled, some not: the careful reader decides
+    hoi = {k: c[f"hoi_prediction.{k}"] for k in ("subject_id", "object_id", "category_id", "score")}
+    if any((col.occ[per] != nh).any() for col in hoi.values()):
+        return None
+    sub, obj, cat = (hoi[k].integers() for k in ("subject_id", "object_id", "category_id"))
+    labels = label.integers() if label.values.size else np.zeros(0, np.int64)
+    if sub is None or obj is None or cat is None or labels is None:
+        return None
+    is_labeled = bool(labeled_img[with_boxes].all()) and bool(with_boxes.any())
+    if not is_labeled:
+        labels = np.full(int(nb.sum()), -1, np.int64)
+    flat = _ReprFlat(names, nb.copy(), nh.copy(), bbox.values.reshape(-1, 4), labels, with_boxes & is_labeled,
+                     sub, obj, cat, hoi["score"].values)
+    return flat, gts_names, raw.find(b"float64") < 0
 
 
 #: QPIC-file keys -> (pysimdjson buffer type, numpy dtype, a list of rows?)

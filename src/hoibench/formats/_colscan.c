@@ -1,0 +1,1278 @@
+/* hoibench.formats._colscan: one pass from a JSON (or Python-literal) text straight into columns.
+ *
+ * Why: the prediction files HOI detectors write hold up to 10^8 numbers (a QPIC dump keeps a
+ * score per verb for every pair). A document parser builds a tape or an object per number and
+ * then copies them out; this scanner reads the text once, guided by a schema that names the
+ * fields wanted, and appends every number of a field to one float64 column. Anything it does
+ * not prove (an escaped key, a duplicate key, a boolean where a number belongs, a nested row,
+ * a number it cannot convert exactly, bad UTF-8) makes it refuse: the caller then reads the
+ * file with its careful reader, which accepts it or names the record and field. It never
+ * guesses.
+ *
+ * Numbers are converted exactly (correctly rounded, as Python's float()): integers, Clinger's
+ * fast path (a significand below 2^53 and a power of ten up to 10^22), a 128-bit exact division
+ * for 17-19 digit significands with up to 27 decimals, and strtod (glibc: correctly rounded)
+ * for the rest.
+ *
+ * Schema (built by hoibench.formats._scan): a field is (key: bytes, kind: int, sub: schema or
+ * None); a schema is (strict: bool, fields: tuple). Kinds: 1 string, 2 number, 3 list of numbers,
+ * 4 list of lists of numbers, 5 list of objects (sub), 6 object (sub). The root is a kind-5 or
+ * kind-6 field whose key is ignored. Counters are kept per "slot": slot 0 for everything
+ * outside the outermost list of objects, slot 1 + i for its element i (everything below it).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <ctype.h>
+
+enum { K_STR = 1, K_NUM = 2, K_NUMS1 = 3, K_NUMS2 = 4, K_RECORDS = 5, K_OBJECT = 6 };
+#define MAX_DEPTH 200
+#define MAX_UNKNOWN 64
+
+typedef struct {
+    char *data;
+    size_t len, cap; /* bytes */
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 65536;
+    while (cap < b->len + extra) cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (!d) return -1;
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+static PyObject *to_bytearray(Buf *b) {
+    return PyByteArray_FromStringAndSize(b->data ? b->data : "", (Py_ssize_t)b->len);
+}
+
+typedef struct Schema Schema;
+
+typedef struct {
+    const char *key;
+    Py_ssize_t keylen;
+    int kind;
+    Schema *sub;
+    int col; /* index into the column table */
+} Field;
+
+struct Schema {
+    int strict; /* unknown keys refused */
+    int nfields;
+    Field *fields;
+};
+
+typedef struct {
+    Buf occ, items, nums; /* int64 per slot */
+    Buf data;             /* float64 values, or int64 (start, stop) pairs for strings */
+    int64_t wmin, wmax;   /* lengths of the innermost lists (kinds 3 and 4) */
+    int nonint;           /* a number written with a fraction or an exponent */
+    int escaped;          /* a string holding a backslash escape */
+} Col;
+
+typedef struct {
+    const unsigned char *base, *p, *end;
+    int literal;
+    Col *cols;
+    int ncols;
+    int64_t slot;  /* current counter slot */
+    int in_unit;   /* inside the outermost list of objects */
+} Scan;
+
+#define REFUSE (-1)
+#define NOMEM (-2)
+
+/* ------------------------------------------------------------------------------ numbers */
+static const double POW10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+static uint64_t POW5[28];
+
+static void init_pow5(void) {
+    POW5[0] = 1;
+    for (int i = 1; i < 28; i++) POW5[i] = POW5[i - 1] * 5;
+}
+
+/* m / 10^k, correctly rounded (round half to even), for 1 <= m < 2^64 and 1 <= k <= 27. */
+static double div_pow10_exact(uint64_t m, int k) {
+    uint64_t d = POW5[k];
+    int bm = 64 - __builtin_clzll(m), bd = 64 - __builtin_clzll(d);
+    int s = 63 + bd - bm; /* >= 2: the quotient lies in (2^62, 2^64) */
+    unsigned __int128 n = (unsigned __int128)m << s;
+    uint64_t q = (uint64_t)(n / d);
+    uint64_t r = (uint64_t)(n - (unsigned __int128)q * d);
+    int bq = 64 - __builtin_clzll(q);
+    int shift = bq - 53;
+    uint64_t mant = q >> shift, rem = q & ((UINT64_C(1) << shift) - 1), half = UINT64_C(1) << (shift - 1);
+    if (rem > half || (rem == half && (r != 0 || (mant & 1)))) {
+        mant += 1;
+        if (mant == (UINT64_C(1) << 53)) {
+            mant >>= 1;
+            shift += 1;
+        }
+    }
+    /* m / (5^k 2^k) = (n / d) 2^(-s-k) ~ mant 2^(shift-s-k) */
+    return ldexp((double)mant, shift - s - k);
+}
+
+/* Eight ASCII digits at once (the SWAR trick of fast_float / simdjson). */
+static inline uint64_t load8(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline int eight_digits(uint64_t v) {
+    return !(((v + UINT64_C(0x4646464646464646)) | (v - UINT64_C(0x3030303030303030))) & UINT64_C(0x8080808080808080));
+}
+
+static inline uint64_t eight_value(uint64_t v) {
+    const uint64_t mask = UINT64_C(0x000000FF000000FF), mul1 = UINT64_C(0x000F424000000064),
+                   mul2 = UINT64_C(0x0000271000000001);
+    v -= UINT64_C(0x3030303030303030);
+    v = (v * 10) + (v >> 8);
+    return (((v & mask) * mul1) + (((v >> 16) & mask) * mul2)) >> 32;
+}
+
+/* m / 10^k for 2^53 <= m < 2^64, 1 <= k <= 27: the floating quotient (two roundings), kept
+ * when an exact integer test shows it within half an ulp of m / 10^k (strictly: a tie or a
+ * power of two goes to div_pow10_exact), so the result is always the correctly rounded one. */
+static inline double div_pow10(uint64_t m, int k) {
+    double x = (double)m / (k <= 22 ? POW10[k] : POW10[22] * POW10[k - 22]);
+    uint64_t bits;
+    memcpy(&bits, &x, 8);
+    int be = (int)((bits >> 52) & 0x7FF);
+    uint64_t mant = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
+    int t = 1 - (be - 1075) - k; /* x = mant 2^(be-1075) */
+    if (be == 0 || be == 0x7FF || mant == (UINT64_C(1) << 52) || t > 63 || t < -10) return div_pow10_exact(m, k);
+    unsigned __int128 lo = (unsigned __int128)(2 * mant - 1) * POW5[k], hi = (unsigned __int128)(2 * mant + 1) * POW5[k];
+    unsigned __int128 mm = (unsigned __int128)m;
+    if (t >= 0) {
+        mm <<= t;
+    } else {
+        lo <<= -t;
+        hi <<= -t;
+    }
+    /* |m/10^k - x| < 2^(e-1)  <=>  (2 mant - 1) 5^k 2^k < m 2^(1-e) < (2 mant + 1) 5^k 2^k */
+    if (lo < mm && mm < hi) return x;
+    return div_pow10_exact(m, k);
+}
+
+static int slow_number(const unsigned char *start, const unsigned char *stop, double *out) {
+    char tmp[512];
+    size_t n = (size_t)(stop - start);
+    if (n >= sizeof(tmp)) return REFUSE;
+    memcpy(tmp, start, n);
+    tmp[n] = 0;
+    char *e;
+    double v = strtod(tmp, &e);
+    if (e != tmp + n) return REFUSE;
+    *out = v;
+    return 0;
+}
+
+/* One number at *pp (JSON grammar; in literal mode also "2." as numpy 1 prints it). */
+static inline __attribute__((always_inline)) int scan_number(const unsigned char **pp, const unsigned char *end,
+                                                             int literal, double *out, int *isint) {
+    const unsigned char *p = *pp, *start = p;
+    int neg = 0;
+    if (p < end && *p == '-') {
+        neg = 1;
+        p++;
+    }
+    if (p >= end || (unsigned)(*p - '0') > 9) return REFUSE;
+    uint64_t m = 0;
+    int nd = 0;        /* significant digits held in m */
+    int dropped = 0;   /* significant digits beyond 19 */
+    int exp10 = 0;
+    if (*p == '0') {
+        p++;
+        if (p < end && (unsigned)(*p - '0') <= 9) return REFUSE; /* leading zero */
+    } else {
+        while (nd <= 11 && end - p >= 8 && eight_digits(load8(p))) {
+            m = m * 100000000 + eight_value(load8(p));
+            nd += 8;
+            p += 8;
+        }
+        while (p < end && (unsigned)(*p - '0') <= 9) {
+            if (nd < 19) {
+                m = m * 10 + (*p - '0');
+                nd++;
+            } else {
+                dropped = 1;
+                exp10++;
+            }
+            p++;
+        }
+    }
+    int integral = 1;
+    if (p < end && *p == '.') {
+        integral = 0;
+        p++;
+        int digits = 0;
+        for (;;) {
+            if (m != 0 && nd <= 11 && end - p >= 8 && eight_digits(load8(p))) {
+                m = m * 100000000 + eight_value(load8(p));
+                nd += 8;
+                exp10 -= 8;
+                digits += 8;
+                p += 8;
+                continue;
+            }
+            if (!(p < end && (unsigned)(*p - '0') <= 9)) break;
+            digits++;
+            if (m == 0 && *p == '0') {
+                exp10--;
+            } else if (nd < 19) {
+                m = m * 10 + (*p - '0');
+                nd++;
+                exp10--;
+            } else {
+                dropped = 1;
+            }
+            p++;
+        }
+        if (!digits && !literal) return REFUSE;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        integral = 0;
+        p++;
+        int eneg = 0;
+        if (p < end && (*p == '+' || *p == '-')) {
+            eneg = *p == '-';
+            p++;
+        }
+        if (p >= end || (unsigned)(*p - '0') > 9) return REFUSE;
+        int e = 0;
+        while (p < end && (unsigned)(*p - '0') <= 9) {
+            if (e < 100000) e = e * 10 + (*p - '0');
+            p++;
+        }
+        exp10 += eneg ? -e : e;
+    }
+    *pp = p;
+    *isint = integral;
+    double v;
+    if (m == 0) {
+        v = 0.0;
+    } else if (dropped) {
+        if (slow_number(start, p, &v)) return REFUSE;
+        *out = v;
+        return isfinite(v) ? 0 : REFUSE;
+    } else if (exp10 == 0) {
+        v = (double)m;
+    } else if (m < (UINT64_C(1) << 53) && exp10 > 0 && exp10 <= 22) {
+        v = (double)m * POW10[exp10];
+    } else if (m < (UINT64_C(1) << 53) && exp10 < 0 && exp10 >= -22) {
+        v = (double)m / POW10[-exp10];
+    } else if (exp10 < 0 && exp10 >= -27) {
+        v = m >= (UINT64_C(1) << 53) ? div_pow10(m, -exp10) : div_pow10_exact(m, -exp10);
+    } else {
+        if (slow_number(start, p, &v)) return REFUSE;
+        *out = v;
+        return isfinite(v) ? 0 : REFUSE;
+    }
+    *out = neg ? -v : v;
+    return 0;
+}
+
+static int parse_number(Scan *s, double *out, int *isint) {
+    return scan_number(&s->p, s->end, s->literal, out, isint);
+}
+
+/* ------------------------------------------------------------------------------ lexing */
+static const unsigned char WS[256] = {[' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1};
+
+static inline void ws(Scan *s) {
+    const unsigned char *p = s->p, *end = s->end;
+    for (;;) {
+        while (p < end && WS[*p]) p++;
+        /* literal mode reads a Python text held in a JSON string: its newlines are "\n" there */
+        if (s->literal && end - p >= 2 && p[0] == '\\' && p[1] == 'n') {
+            p += 2;
+            continue;
+        }
+        break;
+    }
+    s->p = p;
+}
+
+static inline int expect(Scan *s, unsigned char c) {
+    ws(s);
+    if (s->p >= s->end || *s->p != c) return REFUSE;
+    s->p++;
+    return 0;
+}
+
+static int utf8_ok(const unsigned char *p, const unsigned char *end) {
+    while (p < end) {
+        unsigned c = *p;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        int n;
+        unsigned cp;
+        if (c >= 0xC2 && c <= 0xDF) {
+            n = 1;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        if (end - p <= n) return 0;
+        for (int i = 1; i <= n; i++) {
+            if ((p[i] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (p[i] & 0x3F);
+        }
+        if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        p += n + 1;
+    }
+    return 1;
+}
+
+static inline int hexdigit(unsigned char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* A string at s->p (after white space): its contents' offsets and whether it holds escapes.
+ * JSON: "..." with valid escapes; literal mode: '...' with no backslash (else refused). */
+static int parse_string(Scan *s, const unsigned char **a, const unsigned char **b, int *escaped) {
+    const unsigned char *p = s->p, *end = s->end;
+    unsigned char q = s->literal ? '\'' : '"';
+    if (p >= end || *p != q) return REFUSE;
+    p++;
+    const unsigned char *start = p;
+    int esc = 0, high = 0;
+    for (;;) {
+        if (p >= end) return REFUSE;
+        unsigned char c = *p;
+        if (c == q) break;
+        if (c < 0x20) return REFUSE;
+        if (c >= 0x80) high = 1;
+        if (c == '\\') {
+            if (s->literal) return REFUSE;
+            esc = 1;
+            p++;
+            if (p >= end) return REFUSE;
+            c = *p;
+            if (c == 'u') {
+                if (end - p < 5 || !hexdigit(p[1]) || !hexdigit(p[2]) || !hexdigit(p[3]) || !hexdigit(p[4]))
+                    return REFUSE;
+                p += 5;
+                continue;
+            }
+            if (!strchr("\"\\/bfnrt", c) || c == 0) return REFUSE;
+        }
+        p++;
+    }
+    if (high && !utf8_ok(start, p)) return REFUSE;
+    *a = start;
+    *b = p;
+    *escaped = esc;
+    s->p = p + 1;
+    return 0;
+}
+
+static int word(Scan *s, const char *w) {
+    size_t n = strlen(w);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, w, n)) return REFUSE;
+    const unsigned char *after = s->p + n;
+    if (after < s->end && (isalnum(*after) || *after == '_')) return REFUSE;
+    s->p = after;
+    return 0;
+}
+
+static int ident(Scan *s) { /* a Python identifier, possibly dotted (np.float32) */
+    const unsigned char *p = s->p;
+    if (p >= s->end || !(isalpha(*p) || *p == '_')) return REFUSE;
+    while (p < s->end && (isalnum(*p) || *p == '_' || *p == '.')) p++;
+    s->p = p;
+    return 0;
+}
+
+/* A number, in literal mode also wrapped as np.<type>(number). */
+static int number_value(Scan *s, double *v, int *isint) {
+    ws(s);
+    if (s->literal && s->p + 3 < s->end && memcmp(s->p, "np.", 3) == 0) {
+        if (ident(s) || expect(s, '(')) return REFUSE;
+        ws(s);
+        if (parse_number(s, v, isint)) return REFUSE;
+        return expect(s, ')');
+    }
+    return parse_number(s, v, isint);
+}
+
+static int skip_value(Scan *s, int depth);
+
+static int skip_items(Scan *s, unsigned char close, int depth, int is_dict) {
+    ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return 0;
+    }
+    for (;;) {
+        if (is_dict) {
+            const unsigned char *a, *b;
+            int esc;
+            ws(s);
+            if (parse_string(s, &a, &b, &esc) || expect(s, ':')) return REFUSE;
+        }
+        if (skip_value(s, depth + 1)) return REFUSE;
+        ws(s);
+        if (s->p >= s->end) return REFUSE;
+        if (*s->p == ',') {
+            s->p++;
+            if (s->literal) { /* Python allows a trailing comma: (1,) */
+                ws(s);
+                if (s->p < s->end && *s->p == close) {
+                    s->p++;
+                    return 0;
+                }
+            }
+            continue;
+        }
+        if (*s->p == close) {
+            s->p++;
+            return 0;
+        }
+        return REFUSE;
+    }
+}
+
+/* Any value, validated and skipped (unknown keys). Literal mode: Python literals, np.<type>(x),
+ * array(...) and other calls whose arguments are literals or keyword=identifier. */
+static int skip_value(Scan *s, int depth) {
+    if (depth > MAX_DEPTH) return REFUSE;
+    ws(s);
+    if (s->p >= s->end) return REFUSE;
+    unsigned char c = *s->p;
+    const unsigned char *a, *b;
+    int esc;
+    double v;
+    int isint;
+    if (c == '{') {
+        s->p++;
+        return skip_items(s, '}', depth, 1);
+    }
+    if (c == '[') {
+        s->p++;
+        return skip_items(s, ']', depth, 0);
+    }
+    if (c == (s->literal ? '\'' : '"')) return parse_string(s, &a, &b, &esc);
+    if (c == '-' || (c >= '0' && c <= '9')) return parse_number(s, &v, &isint);
+    if (!s->literal) return word(s, "true") && word(s, "false") && word(s, "null") ? REFUSE : 0;
+    if (c == '(') {
+        s->p++;
+        return skip_items(s, ')', depth, 0);
+    }
+    if (!word(s, "True") || !word(s, "False") || !word(s, "None")) return 0;
+    /* a call: name(args) with positional literals or keyword=identifier/literal */
+    if (ident(s) || expect(s, '(')) return REFUSE;
+    ws(s);
+    if (s->p < s->end && *s->p == ')') {
+        s->p++;
+        return 0;
+    }
+    for (;;) {
+        ws(s);
+        const unsigned char *save = s->p;
+        if (!ident(s)) {
+            ws(s);
+            if (s->p < s->end && *s->p == '=') {
+                s->p++;
+                ws(s);
+                const unsigned char *save2 = s->p;
+                if (ident(s)) {
+                    s->p = save2;
+                    if (skip_value(s, depth + 1)) return REFUSE;
+                }
+            } else {
+                s->p = save;
+                if (skip_value(s, depth + 1)) return REFUSE;
+            }
+        } else {
+            s->p = save;
+            if (skip_value(s, depth + 1)) return REFUSE;
+        }
+        ws(s);
+        if (s->p >= s->end) return REFUSE;
+        if (*s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (*s->p == ')') {
+            s->p++;
+            return 0;
+        }
+        return REFUSE;
+    }
+}
+
+typedef struct {
+    double s;
+    int64_t cell;
+} Cand;
+
+static inline int better(const Cand *a, const Cand *b) { /* a before b */
+    int an = isnan(a->s), bn = isnan(b->s);
+    if (an != bn) return bn;
+    if (!an && a->s != b->s) return a->s > b->s;
+    return a->cell < b->cell;
+}
+
+static int cand_cmp(const void *x, const void *y) {
+    const Cand *a = x, *b = y;
+    return better(a, b) ? -1 : better(b, a) ? 1 : 0;
+}
+
+/* a heap whose root is the worst kept candidate */
+static void sift_down(Cand *h, int64_t n, int64_t i) {
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < n && better(&h[w], &h[l])) w = l;
+        if (r < n && better(&h[w], &h[r])) w = r;
+        if (w == i) return;
+        Cand t = h[i];
+        h[i] = h[w];
+        h[w] = t;
+        i = w;
+    }
+}
+
+static void sift_up(Cand *h, int64_t i) {
+    while (i > 0) {
+        int64_t p = (i - 1) / 2;
+        if (!better(&h[p], &h[i])) return;
+        Cand t = h[i];
+        h[i] = h[p];
+        h[p] = t;
+        i = p;
+    }
+}
+
+
+/* Per image (a slot), the best k cells (pair * ncol + column) of a pairs x ncol score table
+ * among those whose valid[row of the pair][column] is set, best first (score descending, NaN
+ * last, ties by cell): what a stable argsort of the negated valid scores keeps (QPIC's
+ * evaluator). k < 0: every valid cell. */
+typedef struct {
+    const unsigned char *valid; /* n_rows x ncol */
+    int64_t n_rows, ncol, k;
+    Cand *heap;
+    int64_t cap;
+    Buf cells, scores, kept; /* int64 cells, float64 scores, int64 per image */
+} Selector;
+
+static void selector_free(Selector *sel) {
+    free(sel->heap);
+    free(sel->cells.data);
+    free(sel->scores.data);
+    free(sel->kept.data);
+}
+
+static int select_image(Selector *sel, const double *scores, int64_t n_pairs, const int64_t *pair_row) {
+    int64_t ncol = sel->ncol, n = 0;
+    int64_t room = sel->k >= 0 ? sel->k : n_pairs * ncol;
+    if (room > sel->cap) {
+        Cand *h = realloc(sel->heap, (size_t)room * sizeof(Cand));
+        if (!h) return NOMEM;
+        sel->heap = h;
+        sel->cap = room;
+    }
+    Cand *heap = sel->heap;
+    for (int64_t p = 0; p < n_pairs; p++) {
+        const unsigned char *row = sel->valid + pair_row[p] * ncol;
+        const double *sc = scores + p * ncol;
+        for (int64_t j = 0; j < ncol; j++) {
+            if (!row[j]) continue;
+            Cand c = {sc[j], p * ncol + j};
+            if (n < room) {
+                heap[n] = c;
+                if (sel->k >= 0) sift_up(heap, n);
+                n++;
+            } else if (room > 0 && better(&c, &heap[0])) {
+                heap[0] = c;
+                sift_down(heap, n, 0);
+            }
+        }
+    }
+    qsort(heap, (size_t)n, sizeof(Cand), cand_cmp);
+    if (buf_reserve(&sel->cells, (size_t)n * 8) || buf_reserve(&sel->scores, (size_t)n * 8) ||
+        buf_reserve(&sel->kept, 8))
+        return NOMEM;
+    int64_t *cells = (int64_t *)(sel->cells.data + sel->cells.len);
+    double *out = (double *)(sel->scores.data + sel->scores.len);
+    for (int64_t i = 0; i < n; i++) {
+        cells[i] = heap[i].cell;
+        out[i] = heap[i].s;
+    }
+    sel->cells.len += (size_t)n * 8;
+    sel->scores.len += (size_t)n * 8;
+    memcpy(sel->kept.data + sel->kept.len, &n, 8);
+    sel->kept.len += 8;
+    return 0;
+}
+
+static PyObject *selection_tuple(Selector *sel) {
+    return Py_BuildValue("(NNN)", to_bytearray(&sel->cells), to_bytearray(&sel->scores), to_bytearray(&sel->kept));
+}
+
+/* The per-record reduction of a QPIC-style score table (scan's `select`): once an outermost
+ * object is read, its pairs x ncol scores are replaced by their best valid cells (the row of a
+ * pair: row_of_label[labels[pairs[pair]]]), so a file of 10^8 scores never holds them all. */
+typedef struct {
+    int on, scores, pairs, labels, boxes; /* column indices */
+    const int64_t *row_of_label;
+    int64_t n_labels;
+    Selector sel;
+    Buf rows; /* scratch: each pair's row of `valid` */
+} Reducer;
+
+/* ------------------------------------------------------------------------------ columns */
+static inline int64_t *counter(Buf *b, int64_t slot) { return ((int64_t *)b->data) + slot; }
+
+static inline int push_double(Col *c, double v) {
+    if (c->data.len + sizeof(double) > c->data.cap && buf_reserve(&c->data, sizeof(double))) return NOMEM;
+    memcpy(c->data.data + c->data.len, &v, sizeof(double));
+    c->data.len += sizeof(double);
+    return 0;
+}
+
+static int add_slot(Scan *s) { /* a new slot: every counter starts at zero */
+    for (int i = 0; i < s->ncols; i++) {
+        Col *c = &s->cols[i];
+        if (buf_reserve(&c->occ, 8) || buf_reserve(&c->items, 8) || buf_reserve(&c->nums, 8)) return NOMEM;
+        memset(c->occ.data + c->occ.len, 0, 8);
+        memset(c->items.data + c->items.len, 0, 8);
+        memset(c->nums.data + c->nums.len, 0, 8);
+        c->occ.len += 8;
+        c->items.len += 8;
+        c->nums.len += 8;
+    }
+    return 0;
+}
+
+/* A list of numbers (rows = 0: kind 3; 2: a row of kind 4) or a list of such rows (rows = 1:
+ * kind 4). In literal mode a list may be wrapped: array([...], dtype=float32). items counts the
+ * elements of the outer list. */
+static int numbers_list(Scan *s, Col *c, int rows) {
+    ws(s);
+    int wrapped = 0;
+    if (s->literal && s->end - s->p > 6 && memcmp(s->p, "array(", 6) == 0) {
+        s->p += 6;
+        wrapped = 1;
+        ws(s);
+    }
+    if (s->p >= s->end || *s->p != '[') return REFUSE;
+    s->p++;
+    int64_t n = 0, count = 0;
+    ws(s);
+    if (s->p < s->end && *s->p == ']') {
+        s->p++;
+    } else {
+        for (;;) {
+            if (rows == 1) {
+                int r = numbers_list(s, c, 2);
+                if (r) return r;
+            } else {
+                /* the hot loop: plain numbers, read with local pointers */
+                const unsigned char *p = s->p, *end = s->end;
+                int literal = s->literal, nonint = 0;
+                /* the column's end kept in locals (a store through char * could alias them) */
+                double *out = (double *)(c->data.data + c->data.len);
+                double *stop = (double *)(c->data.data + c->data.cap - c->data.cap % sizeof(double));
+                if (!c->data.data) out = stop = NULL;
+                for (;;) {
+                    while (p < end && WS[*p]) p++;
+                    double v;
+                    int isint;
+                    if (p < end && (*p == '-' || (unsigned)(*p - '0') <= 9)) {
+                        if (scan_number(&p, end, literal, &v, &isint)) return REFUSE;
+                    } else {
+                        s->p = p;
+                        if (number_value(s, &v, &isint)) return REFUSE;
+                        p = s->p;
+                    }
+                    nonint |= !isint;
+                    if (out >= stop) {
+                        c->data.len = out ? (size_t)((char *)out - c->data.data) : 0;
+                        if (buf_reserve(&c->data, 4096)) return NOMEM;
+                        out = (double *)(c->data.data + c->data.len);
+                        stop = (double *)(c->data.data + c->data.cap - c->data.cap % sizeof(double));
+                    }
+                    *out++ = v;
+                    count++;
+                    n++;
+                    if (p < end && *p == ',') { /* compact JSON: the comma right after */
+                        p++;
+                        continue;
+                    }
+                    while (p < end && WS[*p]) p++;
+                    if (p < end && *p == ',') {
+                        p++;
+                        continue;
+                    }
+                    break;
+                }
+                if (out) c->data.len = (size_t)((char *)out - c->data.data);
+                if (nonint) c->nonint = 1;
+                s->p = p;
+                ws(s);
+                if (s->p >= s->end) return REFUSE;
+                if (*s->p == ']') {
+                    s->p++;
+                    break;
+                }
+                if (*s->p == ',') { /* a literal-mode escaped newline before a comma */
+                    s->p++;
+                    continue;
+                }
+                return REFUSE;
+            }
+            n++;
+            ws(s);
+            if (s->p >= s->end) return REFUSE;
+            if (*s->p == ',') {
+                s->p++;
+                continue;
+            }
+            if (*s->p == ']') {
+                s->p++;
+                break;
+            }
+            return REFUSE;
+        }
+    }
+    if (wrapped) {
+        ws(s);
+        if (s->p < s->end && *s->p == ',') { /* dtype=name */
+            s->p++;
+            ws(s);
+            if (word(s, "dtype") || expect(s, '=')) return REFUSE;
+            ws(s);
+            if (ident(s)) return REFUSE;
+        }
+        if (expect(s, ')')) return REFUSE;
+    }
+    if (rows != 1) {
+        if (n < c->wmin) c->wmin = n;
+        if (n > c->wmax) c->wmax = n;
+        *counter(&c->nums, s->slot) += count;
+    }
+    if (rows != 2) *counter(&c->items, s->slot) += n;
+    return 0;
+}
+
+static int parse_object(Scan *s, Schema *sc, int depth);
+
+static int parse_records(Scan *s, Field *f, int depth) {
+    Col *c = &s->cols[f->col];
+    int outer = !s->in_unit;
+    ws(s);
+    if (s->p >= s->end || *s->p != '[') return REFUSE;
+    s->p++;
+    ws(s);
+    if (s->p < s->end && *s->p == ']') {
+        s->p++;
+        return 0;
+    }
+    int64_t parent = s->slot;
+    for (;;) {
+        if (outer) {
+            if (add_slot(s)) return NOMEM;
+            s->slot = (int64_t)(c->occ.len / 8) - 1;
+            s->in_unit = 1;
+        }
+        ws(s);
+        int r = parse_object(s, f->sub, depth + 1);
+        if (outer) {
+            s->in_unit = 0;
+            s->slot = parent;
+        }
+        if (r) return r;
+        *counter(&c->items, s->slot) += 1;
+        ws(s);
+        if (s->p >= s->end) return REFUSE;
+        if (*s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (*s->p == ']') {
+            s->p++;
+            return 0;
+        }
+        return REFUSE;
+    }
+}
+
+static int parse_field(Scan *s, Field *f, int depth) {
+    Col *c = &s->cols[f->col];
+    *counter(&c->occ, s->slot) += 1;
+    ws(s);
+    switch (f->kind) {
+    case K_STR: {
+        const unsigned char *a, *b;
+        int esc;
+        if (parse_string(s, &a, &b, &esc)) return REFUSE;
+        if (esc) c->escaped = 1;
+        if (buf_reserve(&c->data, 16)) return NOMEM;
+        int64_t pair[2] = {a - s->base, b - s->base};
+        memcpy(c->data.data + c->data.len, pair, 16);
+        c->data.len += 16;
+        *counter(&c->items, s->slot) += 1;
+        return 0;
+    }
+    case K_NUM: {
+        double v;
+        int isint;
+        if (number_value(s, &v, &isint)) return REFUSE;
+        if (!isint) c->nonint = 1;
+        if (push_double(c, v)) return NOMEM;
+        *counter(&c->items, s->slot) += 1;
+        *counter(&c->nums, s->slot) += 1;
+        return 0;
+    }
+    case K_NUMS1:
+        return numbers_list(s, c, 0);
+    case K_NUMS2:
+        return numbers_list(s, c, 1);
+    case K_RECORDS:
+        return parse_records(s, f, depth);
+    case K_OBJECT:
+        return parse_object(s, f->sub, depth + 1);
+    }
+    return REFUSE;
+}
+
+static int parse_object(Scan *s, Schema *sc, int depth) {
+    if (depth > MAX_DEPTH) return REFUSE;
+    ws(s);
+    if (s->p >= s->end || *s->p != '{') return REFUSE;
+    s->p++;
+    uint64_t seen = 0; /* schema fields met (at most 64 fields a schema) */
+    const unsigned char *unknown[MAX_UNKNOWN][2];
+    int n_unknown = 0;
+    ws(s);
+    if (s->p < s->end && *s->p == '}') {
+        s->p++;
+        return 0;
+    }
+    for (;;) {
+        const unsigned char *a, *b;
+        int esc;
+        ws(s);
+        if (parse_string(s, &a, &b, &esc)) return REFUSE;
+        if (esc) return REFUSE; /* an escaped key could spell a known one: the careful reader */
+        if (expect(s, ':')) return REFUSE;
+        Py_ssize_t n = b - a;
+        int hit = -1;
+        for (int i = 0; i < sc->nfields; i++) {
+            if (sc->fields[i].keylen == n && memcmp(sc->fields[i].key, a, (size_t)n) == 0) {
+                hit = i;
+                break;
+            }
+        }
+        if (hit >= 0) {
+            if (seen & (UINT64_C(1) << hit)) return REFUSE; /* duplicate key */
+            seen |= UINT64_C(1) << hit;
+            int r = parse_field(s, &sc->fields[hit], depth);
+            if (r) return r;
+        } else {
+            if (sc->strict || n_unknown == MAX_UNKNOWN) return REFUSE;
+            for (int i = 0; i < n_unknown; i++)
+                if (unknown[i][1] - unknown[i][0] == n && memcmp(unknown[i][0], a, (size_t)n) == 0) return REFUSE;
+            unknown[n_unknown][0] = a;
+            unknown[n_unknown][1] = b;
+            n_unknown++;
+            if (skip_value(s, depth + 1)) return REFUSE;
+        }
+        ws(s);
+        if (s->p >= s->end) return REFUSE;
+        if (*s->p == ',') {
+            s->p++;
+            continue;
+        }
+        if (*s->p == '}') {
+            s->p++;
+            return 0;
+        }
+        return REFUSE;
+    }
+}
+
+/* ------------------------------------------------------------------------------ schema */
+static void free_schema(Schema *sc) {
+    if (!sc) return;
+    for (int i = 0; i < sc->nfields; i++) free_schema(sc->fields[i].sub);
+    free(sc->fields);
+    free(sc);
+}
+
+/* Schema from Python; keys point into the Python bytes objects (kept alive by the caller). */
+static Schema *build_schema(PyObject *obj, int *ncols) {
+    PyObject *strict, *fields;
+    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2) {
+        PyErr_SetString(PyExc_TypeError, "schema: (strict, fields)");
+        return NULL;
+    }
+    strict = PyTuple_GET_ITEM(obj, 0);
+    fields = PyTuple_GET_ITEM(obj, 1);
+    if (!PyTuple_Check(fields) || PyTuple_GET_SIZE(fields) > 64) {
+        PyErr_SetString(PyExc_TypeError, "schema: fields must be a tuple of at most 64");
+        return NULL;
+    }
+    Schema *sc = calloc(1, sizeof(Schema));
+    if (!sc) return (Schema *)PyErr_NoMemory();
+    sc->strict = PyObject_IsTrue(strict);
+    sc->nfields = (int)PyTuple_GET_SIZE(fields);
+    sc->fields = calloc(sc->nfields ? sc->nfields : 1, sizeof(Field));
+    if (!sc->fields) {
+        free(sc);
+        return (Schema *)PyErr_NoMemory();
+    }
+    for (int i = 0; i < sc->nfields; i++) {
+        PyObject *f = PyTuple_GET_ITEM(fields, i);
+        char *key;
+        Py_ssize_t keylen;
+        int kind;
+        PyObject *sub;
+        if (!PyTuple_Check(f) || !PyArg_ParseTuple(f, "y#iO", &key, &keylen, &kind, &sub)) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "field: (key, kind, sub)");
+            free_schema(sc);
+            return NULL;
+        }
+        Field *fd = &sc->fields[i];
+        fd->key = key;
+        fd->keylen = keylen;
+        fd->kind = kind;
+        fd->col = (*ncols)++;
+        if (kind < K_STR || kind > K_OBJECT) {
+            PyErr_SetString(PyExc_ValueError, "field: unknown kind");
+            free_schema(sc);
+            return NULL;
+        }
+        if (kind == K_RECORDS || kind == K_OBJECT) {
+            fd->sub = build_schema(sub, ncols);
+            if (!fd->sub) {
+                free_schema(sc);
+                return NULL;
+            }
+        }
+    }
+    return sc;
+}
+
+
+static int reduce_record(Scan *s, Reducer *rd) {
+    int64_t slot = s->slot, ncol = rd->sel.ncol;
+    Col *vs = &s->cols[rd->scores], *pc = &s->cols[rd->pairs], *lc = &s->cols[rd->labels], *bc = &s->cols[rd->boxes];
+    int64_t n_pairs = *counter(&vs->items, slot), nv = *counter(&vs->nums, slot);
+    if (nv == 0) { /* no detections: nothing kept, the other arrays not looked at */
+        if (buf_reserve(&rd->sel.kept, 8)) return NOMEM;
+        memset(rd->sel.kept.data + rd->sel.kept.len, 0, 8);
+        rd->sel.kept.len += 8;
+        return 0;
+    }
+    int64_t nb = *counter(&bc->items, slot), nl = *counter(&lc->nums, slot);
+    if (nv != n_pairs * ncol || *counter(&pc->nums, slot) != n_pairs || nl != nb) return REFUSE;
+    const double *scores = (const double *)(vs->data.data + vs->data.len) - nv;
+    const double *pairs = (const double *)(pc->data.data + pc->data.len) - n_pairs;
+    const double *labels = (const double *)(lc->data.data + lc->data.len) - nl;
+    if (buf_reserve(&rd->rows, (size_t)n_pairs * 8)) return NOMEM;
+    int64_t *rows = (int64_t *)rd->rows.data;
+    for (int64_t p = 0; p < n_pairs; p++) {
+        double o = pairs[p];
+        if (!(o >= 0 && o < (double)nb) || o != floor(o)) return REFUSE; /* the careful reader names it */
+        double lab = labels[(int64_t)o];
+        if (!(lab >= 0 && lab < (double)rd->n_labels) || lab != floor(lab)) return REFUSE;
+        rows[p] = rd->row_of_label[(int64_t)lab];
+    }
+    int r = select_image(&rd->sel, scores, n_pairs, rows);
+    vs->data.len -= (size_t)nv * 8; /* the scores are dropped once selected */
+    return r;
+}
+
+/* scan(buffer, pos, root_field, literal, limit=-1, resume=False, select=None)
+ *   -> None (refused) or (stop, done, n_slots, columns)
+ * root_field: (key, 5 or 6, schema). With a kind-5 root, `limit` elements at most are read
+ * (-1: all) and `resume` continues after an element (the next byte is "," or "]"); `done`
+ * tells whether the list closed. columns: per field in depth-first order,
+ * (occ, items, nums, data, wmin, wmax, nonint, escaped), the first three int64 per slot.
+ * select (kind-5 root only): (scores, pairs, labels, boxes, row_of_label, valid, ncol, k), four
+ * column indices, int64 bytes (one row of `valid` per label, every row inside), uint8 bytes
+ * (rows x ncol), the table's width and k: each element's scores are reduced (Reducer) and the
+ * result gains a fifth item (cells, scores, kept per element) as bytearrays. */
+static PyObject *scan(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    Py_ssize_t pos, limit = -1;
+    PyObject *root, *select = Py_None;
+    int literal, resume = 0;
+    if (!PyArg_ParseTuple(args, "y*nOp|npO", &view, &pos, &root, &literal, &limit, &resume, &select)) return NULL;
+    Reducer rd;
+    memset(&rd, 0, sizeof(rd));
+    PyObject *result = NULL;
+    int ncols = 1;
+    Schema *sc = NULL;
+    Col *cols = NULL;
+    char *key;
+    Py_ssize_t keylen;
+    int kind;
+    PyObject *sub;
+    if (!PyTuple_Check(root) || !PyArg_ParseTuple(root, "y#iO", &key, &keylen, &kind, &sub) ||
+        (kind != K_RECORDS && kind != K_OBJECT)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "root: (key, 5 or 6, schema)");
+        goto done;
+    }
+    sc = build_schema(sub, &ncols);
+    if (!sc) goto done;
+    cols = calloc((size_t)ncols, sizeof(Col));
+    if (!cols) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int i = 0; i < ncols; i++) {
+        cols[i].wmin = INT64_MAX;
+        cols[i].wmax = -1;
+    }
+    if (select != Py_None) {
+        PyObject *rol, *valid;
+        Py_ssize_t ncol, k;
+        if (kind != K_RECORDS || !PyTuple_Check(select) ||
+            !PyArg_ParseTuple(select, "iiiiSSnn", &rd.scores, &rd.pairs, &rd.labels, &rd.boxes, &rol, &valid, &ncol, &k)) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "select: a tuple, with a list root");
+            goto done;
+        }
+        int64_t n_rows = ncol > 0 ? PyBytes_GET_SIZE(valid) / ncol : 0;
+        rd.row_of_label = (const int64_t *)PyBytes_AS_STRING(rol);
+        rd.n_labels = PyBytes_GET_SIZE(rol) / 8;
+        int bad = ncol <= 0 || PyBytes_GET_SIZE(valid) != n_rows * ncol;
+        for (int i = 0; i < 4; i++) {
+            int c = i == 0 ? rd.scores : i == 1 ? rd.pairs : i == 2 ? rd.labels : rd.boxes;
+            bad |= c < 1 || c >= ncols;
+        }
+        for (int64_t i = 0; i < rd.n_labels && !bad; i++) bad |= rd.row_of_label[i] < 0 || rd.row_of_label[i] >= n_rows;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "select: columns, labels' rows or the valid table out of shape");
+            goto done;
+        }
+        rd.on = 1;
+        rd.sel.valid = (const unsigned char *)PyBytes_AS_STRING(valid);
+        rd.sel.n_rows = n_rows;
+        rd.sel.ncol = ncol;
+        rd.sel.k = k;
+    }
+    if (pos < 0 || pos > view.len) {
+        PyErr_SetString(PyExc_ValueError, "pos outside the buffer");
+        goto done;
+    }
+    Scan s = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + pos,
+              (const unsigned char *)view.buf + view.len, literal, cols, ncols, 0, 0};
+    int r = 0, closed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    r = add_slot(&s);
+    if (!r && kind == K_OBJECT) {
+        cols[0].occ.data[0] = 1;
+        r = parse_object(&s, sc, 0);
+        closed = 1;
+    } else if (!r) {
+        /* the outermost list, element by element, up to `limit` */
+        Col *c = &cols[0];
+        *counter(&c->occ, 0) = 1;
+        if (!resume) {
+            r = expect(&s, '[');
+            if (!r) {
+                ws(&s);
+                if (s.p < s.end && *s.p == ']') {
+                    s.p++;
+                    closed = 1;
+                }
+            }
+        } else {
+            ws(&s);
+            if (s.p < s.end && *s.p == ']') {
+                s.p++;
+                closed = 1;
+            } else if (s.p < s.end && *s.p == ',') {
+                s.p++;
+            } else {
+                r = REFUSE;
+            }
+        }
+        Py_ssize_t n = 0;
+        while (!r && !closed && (limit < 0 || n < limit)) {
+            r = add_slot(&s);
+            if (r) break;
+            s.slot = (int64_t)(c->occ.len / 8) - 1;
+            s.in_unit = 1;
+            r = parse_object(&s, sc, 1);
+            if (!r && rd.on) r = reduce_record(&s, &rd);
+            s.in_unit = 0;
+            s.slot = 0;
+            if (r) break;
+            *counter(&c->items, 0) += 1;
+            n++;
+            ws(&s);
+            if (s.p < s.end && *s.p == ']') {
+                s.p++;
+                closed = 1;
+            } else if (s.p < s.end && *s.p == ',') {
+                if (limit >= 0 && n >= limit) break; /* resume at the comma */
+                s.p++;
+            } else {
+                r = REFUSE;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (r == NOMEM) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (r) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
+    PyObject *list = PyList_New(ncols);
+    if (!list) goto done;
+    for (int i = 0; i < ncols; i++) {
+        Col *c = &cols[i];
+        PyObject *t = Py_BuildValue("(NNNNLLii)", to_bytearray(&c->occ), to_bytearray(&c->items),
+                                    to_bytearray(&c->nums), to_bytearray(&c->data),
+                                    (long long)(c->wmin == INT64_MAX ? -1 : c->wmin), (long long)c->wmax,
+                                    c->nonint, c->escaped);
+        if (!t) {
+            Py_DECREF(list);
+            goto done;
+        }
+        PyList_SET_ITEM(list, i, t);
+    }
+    if (rd.on) {
+        PyObject *chosen = selection_tuple(&rd.sel);
+        if (!chosen) {
+            Py_DECREF(list);
+            goto done;
+        }
+        result = Py_BuildValue("(nOnNN)", (Py_ssize_t)(s.p - s.base), closed ? Py_True : Py_False,
+                               (Py_ssize_t)(cols[0].occ.len / 8), list, chosen);
+    } else {
+        result = Py_BuildValue("(nOnN)", (Py_ssize_t)(s.p - s.base), closed ? Py_True : Py_False,
+                               (Py_ssize_t)(cols[0].occ.len / 8), list);
+    }
+done:
+    if (cols) {
+        for (int i = 0; i < ncols; i++) {
+            free(cols[i].occ.data);
+            free(cols[i].items.data);
+            free(cols[i].nums.data);
+            free(cols[i].data.data);
+        }
+        free(cols);
+    }
+    free_schema(sc);
+    selector_free(&rd.sel);
+    free(rd.rows.data);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* parse_float(bytes) -> float or None: the scanner's number conversion on one token (tests). */
+static PyObject *parse_float(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    int literal = 0;
+    if (!PyArg_ParseTuple(args, "y*|p", &view, &literal)) return NULL;
+    Scan s = {view.buf, view.buf, (const unsigned char *)view.buf + view.len, literal, NULL, 0, 0, 0};
+    double v;
+    int isint;
+    int r = parse_number(&s, &v, &isint);
+    PyBuffer_Release(&view);
+    if (r || s.p != s.end) Py_RETURN_NONE;
+    return PyFloat_FromDouble(v);
+}
+
+/* top_valid(scores, pair_row, valid, n_columns, pairs_per_image, k)
+ *   -> (cells, scores, kept_per_image) as bytearrays (int64, float64, int64)
+ * Per image, the cells (pair * n_columns + column) of `scores` whose `valid[object of the pair]
+ * [column]` is set, ordered by score (descending; NaN last), ties by cell, the first `k`
+ * (k < 0: all): what a stable argsort of the negated scores of the valid cells keeps (QPIC's
+ * evaluator). pair_object: int64 per pair, an index into valid's rows. */
+static PyObject *top_valid(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer sb, ob, vb, pb;
+    Py_ssize_t ncol, k;
+    if (!PyArg_ParseTuple(args, "y*y*y*ny*n", &sb, &ob, &vb, &ncol, &pb, &k)) return NULL;
+    PyObject *result = NULL;
+    const double *scores = sb.buf;
+    const int64_t *prow = ob.buf, *ppi = pb.buf;
+    Py_ssize_t n_pairs = ob.len / 8, n_images = pb.len / 8;
+    Selector sel = {vb.buf, ncol > 0 ? vb.len / ncol : 0, ncol, k, NULL, 0, {0}, {0}, {0}};
+    int err = 0;
+    if (ncol <= 0 || sb.len != n_pairs * ncol * 8) {
+        PyErr_SetString(PyExc_ValueError, "top_valid: scores must be pairs x n_columns float64");
+        goto done;
+    }
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < n_images; i++) {
+        if (ppi[i] < 0) break;
+        total += ppi[i];
+    }
+    if (total != n_pairs) {
+        PyErr_SetString(PyExc_ValueError, "top_valid: pairs_per_image does not add up");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n_pairs; i++) {
+        if (prow[i] < 0 || prow[i] >= sel.n_rows) {
+            PyErr_SetString(PyExc_ValueError, "top_valid: a pair's row outside valid's rows");
+            goto done;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    int64_t pair0 = 0;
+    for (Py_ssize_t im = 0; im < n_images && !err; im++) {
+        err = select_image(&sel, scores + pair0 * ncol, ppi[im], prow + pair0);
+        pair0 += ppi[im];
+    }
+    Py_END_ALLOW_THREADS
+    if (err) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = selection_tuple(&sel);
+done:
+    selector_free(&sel);
+    PyBuffer_Release(&sb);
+    PyBuffer_Release(&ob);
+    PyBuffer_Release(&vb);
+    PyBuffer_Release(&pb);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS, "Read a JSON or Python-literal text into columns (see the module comment)."},
+    {"parse_float", parse_float, METH_VARARGS, "The scanner's conversion of one number token; None if refused."},
+    {"top_valid", top_valid, METH_VARARGS, "Per image, the best k valid cells of a pairs x columns score table."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_colscan",
+                                    "One pass from a JSON or Python-literal text into numeric columns.", -1,
+                                    methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__colscan(void) {
+    init_pow5();
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,197 @@
+"""Columns straight from a JSON (or Python-literal) text: the ``_colscan`` extension's interface.
+
+The readers of large prediction files describe the fields they want as a schema; the scanner
+reads the text once and appends every number of a field to one float64 column, with counts
+per record, so no document, tape or Python object per number is built. It refuses (``None``)
+whatever it does not prove, and the reader then takes its other paths, which accept the file or
+name the record and field of the problem. The extension is optional: built from
+``_colscan.c`` when hoibench is installed from source with a C compiler; without it (or with
+``HOIBENCH_NO_NATIVE=1``) :data:`AVAILABLE` is false and the readers use pysimdjson.
+
+Schema: :func:`field` (``key``, kind, sub-fields). The counters of a column are per *slot*:
+slot 0 holds what lies outside the outermost list of objects, slot ``1 + i`` everything inside
+its element ``i`` (an image), however deep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+try:
+    from hoibench.formats import _colscan  # type: ignore[attr-defined]
+except ImportError:  # no compiler at install time: the readers' pysimdjson paths
+    _colscan = None
+
+if os.environ.get("HOIBENCH_NO_NATIVE"):
+    _colscan = None
+
+AVAILABLE = _colscan is not None
+
+#: field kinds: a string, a number, a list of numbers, a list of rows of numbers, a list of
+#: objects (records), an object
+STR, NUM, NUMS, ROWS, RECORDS, OBJECT = 1, 2, 3, 4, 5, 6
+
+
+def field(key: str, kind: int, *sub: tuple[Any, ...], strict: bool = False) -> tuple[Any, ...]:
+    """One field of a schema; ``sub``: the fields of a ``RECORDS`` or ``OBJECT`` field's objects,
+    ``strict``: their other keys are refused (else parsed, checked and skipped)."""
+    return (key.encode(), kind, (strict, tuple(sub)) if kind in (RECORDS, OBJECT) else None)
+
+
+@dataclass
+class Column:
+    """One field's values over the text. ``occ``: times the key was met per slot; ``items``:
+    per slot, elements of its lists (rows for ``ROWS``, objects for ``RECORDS``, 1 per value
+    otherwise); ``nums``: numbers per slot; ``values``: float64 numbers, or (start, stop) byte
+    offsets of strings; ``width``: (shortest, longest) innermost list, (-1, -1) if none."""
+
+    occ: np.ndarray
+    items: np.ndarray
+    nums: np.ndarray
+    values: np.ndarray
+    width: tuple[int, int]
+    fractional: bool  # a number written with a fraction or an exponent
+    escaped: bool  # a string holding a backslash escape
+
+    def integers(self, limit: float = 2.0**53) -> np.ndarray | None:
+        """The values as int64 ids; ``None`` for a number written as a fraction or at or beyond
+        ``limit`` in size (beyond 2**53 a double no longer holds every integer)."""
+        v = self.values
+        if self.fractional or (v.size and (v.max() >= limit or v.min() <= -limit)):
+            return None
+        return v.astype(np.int64)
+
+    def strings(self, buf: Any) -> list[str] | None:
+        """The strings, decoded; ``None`` for text that is not UTF-8."""
+        mem = memoryview(buf)
+        out = []
+        try:
+            for a, b in self.values.reshape(-1, 2).tolist():
+                raw = bytes(mem[a:b])
+                out.append(json.loads(b'"' + raw + b'"') if self.escaped and b"\\" in raw else raw.decode())
+        except (UnicodeDecodeError, ValueError):
+            return None
+        return out
+
+
+@dataclass
+class Scanned:
+    """What :func:`scan` read: where it stopped, whether the root list closed, the slots and a
+    column per field, named by its path (``"images.boxes_h"``)."""
+
+    stop: int
+    done: bool
+    n_slots: int
+    columns: dict[str, Column]
+    #: with ``select``: the kept cells, their scores, and how many each element kept
+    selection: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def __getitem__(self, path: str) -> Column:
+        return self.columns[path]
+
+
+def _paths(root: tuple[Any, ...]) -> list[str]:
+    """The fields' paths in the extension's column order (depth first, the root first)."""
+    out = [root[0].decode()]
+
+    def walk(schema: Any, prefix: str) -> None:
+        for key, _, sub in schema[1]:
+            path = f"{prefix}{key.decode()}"
+            out.append(path)
+            if sub is not None:
+                walk(sub, path + ".")
+
+    walk(root[2], f"{out[0]}." if out[0] else "")
+    return out
+
+
+@dataclass
+class Select:
+    """A per-element reduction of a (pairs, columns) score table, done as each element of a
+    ``RECORDS`` root is read (a QPIC file's ``verb_scores``): the element's best ``k`` cells
+    among the valid ones, as :func:`top_valid` keeps them; the row of ``valid`` of a pair is
+    ``row_of_label[labels[pairs[pair]]]``. ``scores``, ``pairs``, ``labels``: the fields' paths;
+    ``boxes``: the ``ROWS`` field ``labels`` gives one label per row of. The element is refused
+    when a pair or label index is not an integer inside its table."""
+
+    scores: str
+    pairs: str
+    labels: str
+    boxes: str
+    row_of_label: np.ndarray
+    valid: np.ndarray
+    k: int | None
+
+
+def scan(buf: Any, pos: int, root: tuple[Any, ...], *, literal: bool = False, limit: int = -1,
+         resume: bool = False, select: Select | None = None) -> Scanned | None:
+    """Read the value at ``pos`` (a ``RECORDS`` or ``OBJECT`` root :func:`field`) into columns;
+    ``None`` when the text is anything the schema does not prove, or without the extension.
+    ``literal``: a Python repr held in a JSON string (``'...'`` strings, ``np.float32(x)``,
+    ``array([...], dtype=...)``, escaped newlines between tokens; any other escape refused).
+    A ``RECORDS`` root reads at most ``limit`` objects (all: -1); ``resume`` goes on where a
+    previous call stopped."""
+    if _colscan is None:
+        return None
+    paths = _paths(root)
+    reduce = None
+    if select is not None:
+        valid = np.ascontiguousarray(select.valid, dtype=np.uint8)
+        reduce = (*(paths.index(p) for p in (select.scores, select.pairs, select.labels, select.boxes)),
+                  np.ascontiguousarray(select.row_of_label, dtype=np.int64).tobytes(), valid.tobytes(),
+                  valid.shape[1], -1 if select.k is None else select.k)
+    got = _colscan.scan(buf, pos, root, literal, limit, resume, reduce)
+    if got is None:
+        return None
+    stop, done, n_slots, cols = got[:4]
+    chosen = None
+    if select is not None:
+        cells, scores, kept = got[4]
+        chosen = (np.frombuffer(cells, np.int64), np.frombuffer(scores, np.float64), np.frombuffer(kept, np.int64))
+    columns = {}
+    for path, (occ, items, nums, data, wmin, wmax, fractional, escaped) in zip(paths, cols):
+        is_str = path != "" and _kind(root, path) == STR
+        columns[path] = Column(np.frombuffer(occ, np.int64), np.frombuffer(items, np.int64),
+                               np.frombuffer(nums, np.int64),
+                               np.frombuffer(data, np.int64 if is_str else np.float64),
+                               (wmin, wmax), bool(fractional), bool(escaped))
+    return Scanned(stop, bool(done), n_slots, columns, chosen)
+
+
+def _kind(root: tuple[Any, ...], path: str) -> int:
+    parts = path.split(".")
+    if root[0].decode() and parts[0] == root[0].decode():
+        parts = parts[1:]
+    kind, sub = root[1], root[2]
+    for part in parts:
+        key = part.encode()
+        kind, sub = next((k, s) for name, k, s in sub[1] if name == key)
+    return kind
+
+
+def parse_float(token: bytes, *, literal: bool = False) -> float | None:
+    """The scanner's conversion of one number token (``None``: refused); for the tests."""
+    if _colscan is None:
+        raise RuntimeError("the _colscan extension is not built")
+    return _colscan.parse_float(token, literal)
+
+
+def top_valid(scores: np.ndarray, pair_row: np.ndarray, valid: np.ndarray, pairs_per_image: np.ndarray,
+              k: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per image, the best ``k`` (``None``: all) cells ``pair * columns + column`` (the pair
+    counted within its image) of a (pairs, columns) score table whose ``valid[pair_row[pair],
+    column]`` is set, best first, ties by cell: what a stable ``argsort`` of the negated valid
+    scores keeps. Returns the cells, their scores and how many each image kept."""
+    if _colscan is None:
+        raise RuntimeError("the _colscan extension is not built")
+    s = np.ascontiguousarray(scores, dtype=np.float64)
+    cells, chosen, kept = _colscan.top_valid(s, np.ascontiguousarray(pair_row, dtype=np.int64),
+                                             np.ascontiguousarray(valid, dtype=np.uint8), valid.shape[1],
+                                             np.ascontiguousarray(pairs_per_image, dtype=np.int64),
+                                             -1 if k is None else k)
+    return np.frombuffer(cells, np.int64), np.frombuffer(chosen, np.float64), np.frombuffer(kept, np.int64)
