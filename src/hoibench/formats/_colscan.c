@@ -21,6 +21,7 @@
  * outside the outermost list of objects, slot 1 + i for its element i (everything below it).
  */
 #define PY_SSIZE_T_CLEAN
+#define _GNU_SOURCE /* memmem */
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -83,6 +84,7 @@ typedef struct {
     int ncols;
     int64_t slot;  /* current counter slot */
     int in_unit;   /* inside the outermost list of objects */
+    int float64;   /* literal mode: an identifier naming float64 (np.float64(x), dtype=float64) */
 } Scan;
 
 #define REFUSE (-1)
@@ -398,6 +400,7 @@ static int ident(Scan *s) { /* a Python identifier, possibly dotted (np.float32)
     const unsigned char *p = s->p;
     if (p >= s->end || !(isalpha(*p) || *p == '_')) return REFUSE;
     while (p < s->end && (isalnum(*p) || *p == '_' || *p == '.')) p++;
+    if (p - s->p >= 7 && memmem(s->p, (size_t)(p - s->p), "float64", 7)) s->float64 = 1;
     s->p = p;
     return 0;
 }
@@ -1005,7 +1008,7 @@ static int reduce_record(Scan *s, Reducer *rd) {
 }
 
 /* scan(buffer, pos, root_field, literal, limit=-1, resume=False, select=None)
- *   -> None (refused) or (stop, done, n_slots, columns)
+ *   -> None (refused) or (stop, done, n_slots, columns, selection, float64)
  * root_field: (key, 5 or 6, schema). With a kind-5 root, `limit` elements at most are read
  * (-1: all) and `resume` continues after an element (the next byte is "," or "]"); `done`
  * tells whether the list closed. columns: per field in depth-first order,
@@ -1013,7 +1016,8 @@ static int reduce_record(Scan *s, Reducer *rd) {
  * select (kind-5 root only): (scores, pairs, labels, boxes, row_of_label, valid, ncol, k), four
  * column indices, int64 bytes (one row of `valid` per label, every row inside), uint8 bytes
  * (rows x ncol), the table's width and k: each element's scores are reduced (Reducer) and the
- * result gains a fifth item (cells, scores, kept per element) as bytearrays. */
+ * selection is (cells, scores, kept per element) as bytearrays (else None). float64: in
+ * literal mode, whether an identifier (np.float64, dtype=float64) named float64. */
 static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
@@ -1160,18 +1164,18 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
         PyList_SET_ITEM(list, i, t);
     }
+    PyObject *chosen = Py_None;
     if (rd.on) {
-        PyObject *chosen = selection_tuple(&rd.sel);
+        chosen = selection_tuple(&rd.sel);
         if (!chosen) {
             Py_DECREF(list);
             goto done;
         }
-        result = Py_BuildValue("(nOnNN)", (Py_ssize_t)(s.p - s.base), closed ? Py_True : Py_False,
-                               (Py_ssize_t)(cols[0].occ.len / 8), list, chosen);
     } else {
-        result = Py_BuildValue("(nOnN)", (Py_ssize_t)(s.p - s.base), closed ? Py_True : Py_False,
-                               (Py_ssize_t)(cols[0].occ.len / 8), list);
+        Py_INCREF(chosen);
     }
+    result = Py_BuildValue("(nOnNNO)", (Py_ssize_t)(s.p - s.base), closed ? Py_True : Py_False,
+                           (Py_ssize_t)(cols[0].occ.len / 8), list, chosen, s.float64 ? Py_True : Py_False);
 done:
     if (cols) {
         for (int i = 0; i < ncols; i++) {
@@ -1195,7 +1199,7 @@ static PyObject *parse_float(PyObject *self, PyObject *args) {
     Py_buffer view;
     int literal = 0;
     if (!PyArg_ParseTuple(args, "y*|p", &view, &literal)) return NULL;
-    Scan s = {view.buf, view.buf, (const unsigned char *)view.buf + view.len, literal, NULL, 0, 0, 0};
+    Scan s = {view.buf, view.buf, (const unsigned char *)view.buf + view.len, literal, NULL, 0, 0, 0, 0};
     double v;
     int isint;
     int r = parse_number(&s, &v, &isint);

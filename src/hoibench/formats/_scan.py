@@ -90,6 +90,8 @@ class Scanned:
     columns: dict[str, Column]
     #: with ``select``: the kept cells, their scores, and how many each element kept
     selection: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    #: literal mode: an identifier named float64 (``np.float64(x)``, ``dtype=float64``)
+    float64: bool = False
 
     def __getitem__(self, path: str) -> Column:
         return self.columns[path]
@@ -148,10 +150,10 @@ def scan(buf: Any, pos: int, root: tuple[Any, ...], *, literal: bool = False, li
     got = _colscan.scan(buf, pos, root, literal, limit, resume, reduce)
     if got is None:
         return None
-    stop, done, n_slots, cols = got[:4]
+    stop, done, n_slots, cols, selected, float64 = got
     chosen = None
-    if select is not None:
-        cells, scores, kept = got[4]
+    if selected is not None:
+        cells, scores, kept = selected
         chosen = (np.frombuffer(cells, np.int64), np.frombuffer(scores, np.float64), np.frombuffer(kept, np.int64))
     columns = {}
     for path, (occ, items, nums, data, wmin, wmax, fractional, escaped) in zip(paths, cols):
@@ -160,7 +162,7 @@ def scan(buf: Any, pos: int, root: tuple[Any, ...], *, literal: bool = False, li
                                np.frombuffer(nums, np.int64),
                                np.frombuffer(data, np.int64 if is_str else np.float64),
                                (wmin, wmax), bool(fractional), bool(escaped))
-    return Scanned(stop, bool(done), n_slots, columns, chosen)
+    return Scanned(stop, bool(done), n_slots, columns, chosen, bool(float64))
 
 
 def _kind(root: tuple[Any, ...], path: str) -> int:

@@ -567,7 +567,7 @@ def _repr_images_native(raw: bytes | mmap.mmap, path: Path) -> _ReprImages | Non
     got = _S.scan(raw, at + len(head), _REPR_ROOT, literal=True)
     if got is None:
         return None
-    gts_names = None
+    gts_names, gts = None, None
     tail = bytes(raw[got.stop:got.stop + 16])
     gts_head = b", 'gts': "
     if tail.startswith(gts_head):
@@ -606,7 +606,9 @@ def _repr_images_native(raw: bytes | mmap.mmap, path: Path) -> _ReprImages | Non
         labels = np.full(int(nb.sum()), -1, np.int64)
     flat = _ReprFlat(names, nb.copy(), nh.copy(), bbox.values.reshape(-1, 4), labels, with_boxes & is_labeled,
                      sub, obj, cat, hoi["score"].values)
-    return flat, gts_names, raw.find(b"float64") < 0
+    # float32 values unless a wrapper names float64 (np.float64(x), dtype=float64), in the
+    # predictions or the embedded ground truth, where the other readers look for the word
+    return flat, gts_names, not (got.float64 or (gts is not None and gts.float64))
 
 
 #: QPIC-file keys -> (pysimdjson buffer type, numpy dtype, a list of rows?)
