@@ -527,6 +527,7 @@ def test_a_file_one_pixel_off_gets_a_warning_naming_box_shift(case, tmp_path):
 def _read_both_ways(path, monkeypatch, **kw):
     """(fast, careful): what load_predictions makes of ``path`` with the byte-level rewrite and
     pysimdjson, and with the careful literal parser alone; each the loaded file or the error line."""
+    import hoibench.formats._scan as scan
     import hoibench.formats.predictions as mod
 
     out = []
@@ -534,6 +535,8 @@ def _read_both_ways(path, monkeypatch, **kw):
         with monkeypatch.context() as m:
             m.setattr(mod, "_SIMD", simd)
             m.setattr(mod, "_FAST", None)
+            m.setattr(scan, "_colscan", None)  # the C scanner: tests/test_colscan.py
+            m.setattr(scan, "AVAILABLE", False)
             try:
                 out.append(load_predictions(path, **kw))
             except FormatError as exc:
@@ -607,6 +610,10 @@ def test_repr_fast_path_and_careful_parser_agree(case, tmp_path, monkeypatch, va
     calls = []
     careful_reader = mod._repr_images_careful
     monkeypatch.setattr(mod, "_repr_images_careful", lambda *a: calls.append(1) or careful_reader(*a))
+    import hoibench.formats._scan as scan
+
+    monkeypatch.setattr(scan, "_colscan", None)  # the byte-level path itself (the C scanner: test_colscan.py)
+    monkeypatch.setattr(scan, "AVAILABLE", False)
     with contextlib.suppress(FormatError):
         load_predictions(path, ground_truth=gt)
     assert (not calls) == fast_reads_it, "read by the byte-level path" if not fast_reads_it else "fell through"

@@ -68,14 +68,33 @@ def test_careful_reader_agrees_with_fast_reader(tmp_path, monkeypatch):
     same(read_predictions(tmp_path / "g.json"), fast)
 
 
+@pytest.fixture(autouse=True)
+def _pysimdjson_paths(monkeypatch):
+    """These tests pin the pysimdjson, msgspec and careful paths (which path parses what), so the
+    C scanner in front of them is off; :func:`_by_every_reader` turns it on for its "native"
+    reading, which must agree with the others on every file here (tests/test_colscan.py has
+    the scanner's own tests)."""
+    import hoibench.formats._scan as scan
+
+    monkeypatch.setattr(scan, "_colscan", None)
+    monkeypatch.setattr(scan, "AVAILABLE", False)
+
+
 def _by_every_reader(path, monkeypatch, **kw) -> dict[str, object]:
-    """What pysimdjson's fast path, msgspec's (without pysimdjson) and the careful reader make of
-    ``path``: the predictions, or the error line."""
+    """What the C scanner (in front of the rest), pysimdjson's fast path, msgspec's (without
+    pysimdjson) and the careful reader make of ``path``: the predictions, or the error line."""
+    import hoibench.formats._scan as scan
     import hoibench.formats.predictions as mod
 
+    native = scan._NATIVE
+    assert native is not None or not scan.BUILT, "the C scanner is built but cannot be imported"
     out: dict[str, object] = {}
-    for label, simd, fast in (("simdjson", mod._SIMD, mod._FAST), ("msgspec", None, mod._FAST), ("careful", None, None)):
+    for label, simd, fast in (("native", mod._SIMD, mod._FAST), ("simdjson", mod._SIMD, mod._FAST),
+                              ("msgspec", None, mod._FAST), ("careful", None, None)):
         with monkeypatch.context() as m:
+            if label == "native":
+                m.setattr(scan, "_colscan", native)
+                m.setattr(scan, "AVAILABLE", native is not None)
             m.setattr(mod, "_SIMD", simd)
             m.setattr(mod, "_FAST", fast)
             try:

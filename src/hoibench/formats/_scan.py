@@ -15,19 +15,26 @@ its element ``i`` (an image), however deep.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-try:
-    from hoibench.formats import _colscan  # type: ignore[attr-defined]
+try:  # (by name: an import "from hoibench.formats" would read as one of the package itself)
+    _colscan: Any = importlib.import_module("hoibench.formats._colscan")
 except ImportError:  # no compiler at install time: the readers' pysimdjson paths
     _colscan = None
 
-if os.environ.get("HOIBENCH_NO_NATIVE"):
+#: the extension as imported (tests turn the scanner off and on through ``_colscan``)
+_NATIVE = _colscan
+#: whether this install holds a build of the extension at all (an import that fails is a bug)
+BUILT = any(Path(__file__).parent.glob("_colscan*.so")) or any(Path(__file__).parent.glob("_colscan*.pyd"))
+
+if os.environ.get("HOIBENCH_NO_NATIVE"):  # for comparisons: the readers without the scanner
     _colscan = None
 
 AVAILABLE = _colscan is not None

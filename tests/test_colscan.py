@@ -1,0 +1,310 @@
+"""The C scanner (``hoibench.formats._colscan`` through ``_scan``): exact numbers, what it refuses,
+the columns it gives, the QPIC reduction, and that the readers using it give what the other
+paths give (tests/test_predictions.py's ``_by_every_reader`` also compares it on every file
+there)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import random
+import shutil
+import struct
+from decimal import Decimal, getcontext
+
+import numpy as np
+import pytest
+
+from hoibench._exceptions import FormatError
+from hoibench.formats import _scan as S
+from hoibench.formats import load_predictions, write_predictions
+from hoibench.formats._scan import NUM, NUMS, OBJECT, RECORDS, ROWS, STR, field
+
+pytestmark = pytest.mark.skipif(not S.AVAILABLE, reason="the C scanner is not built in this install")
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler here")
+def test_the_scanner_is_built_where_a_compiler_is():
+    """``pip install`` builds the extension where a C compiler exists: a silent fallback would lose
+    the reading speed without a word."""
+    assert S.BUILT and S._NATIVE is not None
+
+
+# ----------------------------------------------------------------------------- numbers
+def _bits(x: float) -> bytes:
+    return struct.pack("<d", x)
+
+
+def _same_as_python(token: str, literal: bool = False) -> None:
+    want = float(token)
+    got = S.parse_float(token.encode(), literal=literal)
+    if not math.isfinite(want):
+        assert got is None, token  # refused: the careful reader decides
+    else:
+        assert got is not None and _bits(got) == _bits(want), (token, got, want)
+
+
+def test_numbers_are_correctly_rounded():
+    """Every path (integers, Clinger's, the verified and the exact 128-bit division, strtod) gives
+    Python's float() to the bit, on reprs of random doubles and float32s, random digit strings
+    with exponents, and exact midpoints between neighbouring doubles (ties to even)."""
+    rng = random.Random(7)
+    for _ in range(40_000):
+        x = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+        if math.isfinite(x):
+            _same_as_python(repr(x))
+        _same_as_python(repr(float(np.float32(rng.uniform(-5000, 5000)))))
+        _same_as_python(repr(rng.random()))
+        d = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 25))).lstrip("0") or "0"
+        k = rng.randint(0, len(d))
+        s = (d[:k] or "0") + ("." + d[k:] if d[k:] else "")
+        _same_as_python(s)
+        _same_as_python(f"-{s}e{rng.randint(-30, 30)}")
+    getcontext().prec = 1000
+    for _ in range(3000):
+        x = rng.uniform(1e-6, 1e6)
+        mid = (Decimal(x) + Decimal(math.nextafter(x, math.inf))) / 2
+        for text in (format(mid, ".18e"), format(mid, ".16e"), format(mid, "f")[:40]):
+            _same_as_python(text)
+    for token in ["0", "-0", "-0.0", "1e5", "1E-5", "9007199254740993", "18446744073709551615",
+                  "18446744073709551616", "123456789012345678901234", "0.000000000000000000000000001",
+                  "2.2250738585072014e-308", "4.9e-324", "1.7976931348623157e308", "1e400", "1e-400"]:
+        _same_as_python(token)
+
+
+@pytest.mark.parametrize("token", ["01", "1.", ".5", "+1", "1e", "-", "nan", "inf", "NaN", "1..2", "0x10",
+                                   "1 ", "1e+", "--1"])
+def test_what_json_does_not_allow_is_refused(token):
+    assert S.parse_float(token.encode()) is None
+
+
+def test_literal_mode_reads_numpy_1_floats():
+    assert S.parse_float(b"2.", literal=True) == 2.0
+    assert S.parse_float(b"1.e-05", literal=True) == 1e-05
+
+
+# ----------------------------------------------------------------------------- the scanner
+ROOT = field("", OBJECT, field("name", STR),
+             field("images", RECORDS, field("file_name", STR), field("boxes", ROWS), field("ids", NUMS),
+                   field("score", NUM)))
+
+
+def _scan(doc: object | str, root=ROOT, **kw) -> S.Scanned | None:
+    text = doc if isinstance(doc, str) else json.dumps(doc)
+    return S.scan(text.encode(), 0, root, **kw)
+
+
+def test_columns_count_per_image():
+    doc = {"name": "x", "extra": [{"a": [1, [2]]}, None, True, "s"],
+           "images": [{"file_name": "a\\u00e9.jpg", "boxes": [[1, 2, 3, 4], [5, 6, 7, 8]], "ids": [1, 2], "score": 0.5},
+                      {"file_name": "b.jpg", "boxes": [], "ids": [], "score": 1}]}
+    got = _scan(json.dumps(doc).replace("\\\\u00e9", "\\u00e9"))
+    assert got is not None and got.n_slots == 3
+    assert got["images"].items.tolist() == [2, 0, 0]
+    assert got["images.boxes"].items.tolist() == [0, 2, 0] and got["images.boxes"].width == (4, 4)
+    np.testing.assert_array_equal(got["images.boxes"].values, np.arange(1, 9))
+    assert got["images.ids"].nums.tolist() == [0, 2, 0] and not got["images.ids"].fractional
+    assert got["images.score"].fractional and got["images.score"].values.tolist() == [0.5, 1.0]
+    assert got["images.file_name"].strings(json.dumps(doc).replace("\\\\u00e9", "\\u00e9").encode()) == \
+        ["a\u00e9.jpg", "b.jpg"]
+    assert got["name"].occ.tolist() == [1, 0, 0]
+
+
+@pytest.mark.parametrize(("what", "text"), [
+    ("duplicate key", '{"images": [{"ids": [1], "ids": [2]}]}'),
+    ("escaped key", '{"images": [{"i\\u0064s": [1]}]}'),
+    ("boolean number", '{"images": [{"ids": [true]}]}'),
+    ("nested row", '{"images": [{"boxes": [[[1]]]}]}'),
+    ("row of a list", '{"images": [{"ids": [[1]]}]}'),
+    ("string number", '{"images": [{"score": "1"}]}'),
+    ("trailing comma", '{"images": [{"ids": [1,]}]}'),
+    ("unterminated", '{"images": [{"ids": [1]}'),
+    ("NaN", '{"images": [{"score": NaN}]}'),
+    ("bad UTF-8 skipped", '{"other": "\xff", "images": []}'),
+    ("control character", '{"other": "a\tb", "images": []}'),
+    ("bad escape", '{"other": "\\x", "images": []}'),
+    ("images not a list", '{"images": {}}'),
+    ("a list of numbers as records", '{"images": [1]}'),
+])
+def test_what_the_scanner_does_not_prove_is_refused(what, text):
+    assert S.scan(text.encode("latin-1"), 0, ROOT) is None, what
+
+
+def test_literal_mode_reads_python_reprs():
+    root = field("", RECORDS, field("filename", STR), field("bbox", NUMS), field("id", NUM), strict=True)
+    text = ("[{'filename': 'a.jpg', 'bbox': array([1.5, 2., 3.e-01,\\n       4.], dtype=float32), "
+            "'id': np.int64(3)}, {'filename': 'b.jpg', 'bbox': [np.float32(1.0), 2, 3, 4], 'id': 4}]")
+    got = S.scan(text.encode(), 0, root, literal=True)
+    assert got is not None and not got.float64
+    np.testing.assert_array_equal(got["bbox"].values, [1.5, 2, 0.3, 4, 1, 2, 3, 4])
+    assert got["id"].integers().tolist() == [3, 4]
+    assert S.scan(text.replace("float32)", "float64)").encode(), 0, root, literal=True).float64
+    assert S.scan(text.replace("'b.jpg'", "'b\\'.jpg'").encode(), 0, root, literal=True) is None
+    assert S.scan(text.replace("'id': 4", "'id': 4, 'x': 1").encode(), 0, root, literal=True) is None  # strict
+
+
+def test_records_read_in_batches_equal_one_pass():
+    doc = [{"file_name": f"{i}.jpg", "boxes": [[i, 1, 2, 3]] * (i % 3), "ids": list(range(i % 4)), "score": i}
+           for i in range(10)]
+    root = field("", RECORDS, *ROOT[2][1][1][2][1])
+    text = json.dumps(doc).encode()
+    whole = S.scan(text, 0, root)
+    parts, pos, resume = [], 0, False
+    while True:
+        got = S.scan(text, pos, root, limit=3, resume=resume)
+        parts.append(got)
+        pos, resume = got.stop, True
+        if got.done:
+            break
+    assert len(parts) == 4 and whole.done
+    for path in ("boxes", "ids", "score"):
+        np.testing.assert_array_equal(np.concatenate([p[path].values for p in parts]), whole[path].values)
+        np.testing.assert_array_equal(np.concatenate([p[path].items[1:] for p in parts]), whole[path].items[1:])
+
+
+# ----------------------------------------------------------------------------- the QPIC reduction
+def _stable_top(scores, rows, valid, per_image, k):
+    out_cells, out_kept = [], []
+    start = 0
+    for n in per_image:
+        s = scores[start:start + n]
+        cand = np.flatnonzero(valid[rows[start:start + n]])
+        order = cand[np.argsort(-s.reshape(-1)[cand], kind="stable")][:k]
+        out_cells.append(order)
+        out_kept.append(len(order))
+        start += n
+    return np.concatenate(out_cells), np.array(out_kept)
+
+
+@pytest.mark.parametrize("k", [None, 0, 1, 5, 1000])
+def test_top_valid_keeps_what_a_stable_argsort_keeps(k):
+    """Ties (scores rounded to a few values), NaN last, -0.0 equal to 0.0, images without pairs."""
+    rng = np.random.default_rng(3)
+    per_image = rng.integers(0, 6, 40)
+    scores = np.round(rng.random((per_image.sum(), 9)), 1)
+    scores[rng.random(scores.shape) < 0.05] = np.nan
+    scores[rng.random(scores.shape) < 0.05] = -0.0
+    valid = rng.random((5, 9)) < 0.5
+    rows = rng.integers(0, 5, per_image.sum())
+    cells, chosen, kept = S.top_valid(scores, rows, valid, per_image, k)
+    want_cells, want_kept = _stable_top(scores, rows, valid, per_image, 10**9 if k is None else k)
+    np.testing.assert_array_equal(kept, want_kept)
+    np.testing.assert_array_equal(cells, want_cells)
+    img = np.repeat(np.arange(len(per_image)), kept)
+    start = np.cumsum(per_image) - per_image
+    np.testing.assert_array_equal(chosen, scores.reshape(-1)[(start[img] * 9) + cells])
+
+
+# ----------------------------------------------------------------------------- the readers
+def _sample():
+    from tests.test_predictions import sample
+
+    return sample()
+
+
+def _read(path, monkeypatch, native: bool, **kw):
+    with monkeypatch.context() as m:
+        m.setattr(S, "_colscan", S._NATIVE if native else None)
+        m.setattr(S, "AVAILABLE", native)
+        try:
+            return load_predictions(path, **kw)
+        except FormatError as exc:
+            return str(exc)
+
+
+def _agree(a, b) -> None:
+    if isinstance(b, str):
+        assert a == b
+        return
+    assert not isinstance(a, str), a
+    assert a.format == b.format and a.warnings == b.warnings
+    for key in ("offsets", "boxes_h", "boxes_o", "objects", "verbs", "scores"):
+        np.testing.assert_array_equal(getattr(a.predictions, key), getattr(b.predictions, key))
+    assert list(a.predictions.file_names) == list(b.predictions.file_names)
+
+
+@pytest.mark.parametrize("fmt", ["hoibench", "generic"])
+def test_columnar_files_are_read_by_the_scanner_alone(tmp_path, monkeypatch, fmt):
+    import hoibench.formats.predictions as mod
+
+    write_predictions(_sample(), tmp_path / "p.json", format=fmt)
+    other = _read(tmp_path / "p.json", monkeypatch, native=False)
+    for name in ("_decode_by_image", "_decode_fast", "_parse_json"):
+        monkeypatch.setattr(mod, name, lambda *a, name=name: pytest.fail(f"{name} ran"))
+    _agree(_read(tmp_path / "p.json", monkeypatch, native=True), other)
+
+
+def _qpic_file(tmp_path, edit=None):
+    from tests.test_predictions import _qpic_doc
+
+    doc = _qpic_doc(n_images=6)
+    if edit is not None:
+        edit(doc)
+    path = tmp_path / "q.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_qpic_files_are_read_by_the_scanner_alone(tmp_path, monkeypatch):
+    import hoibench.formats.predictions as mod
+
+    path = _qpic_file(tmp_path)
+    others = {k: _read(path, monkeypatch, native=False, max_per_image=k) for k in (None, 7, 100)}
+    for name in ("_qpic_by_image", "_simd_parse", "_parse_json"):
+        monkeypatch.setattr(mod, name, lambda *a, name=name: pytest.fail(f"{name} ran"))
+    for k, other in others.items():
+        _agree(_read(path, monkeypatch, native=True, max_per_image=k), other)
+
+
+def _set(doc, image, key, value, index=None):
+    if index is None:
+        doc[image][key] = value
+    else:
+        doc[image][key][index] = value
+
+
+@pytest.mark.parametrize(("what", "edit"), [
+    ("object index outside the boxes", lambda d: _set(d, 2, "obj_ids", 10**6, 0)),
+    ("negative subject index", lambda d: _set(d, 3, "sub_ids", -1, 0)),
+    ("label outside COCO-80", lambda d: _set(d, 3, "labels", 80, -1)),
+    ("a label no pair uses outside COCO-80", lambda d: _set(d, 3, "labels", 80, 0)),
+    ("a fractional index", lambda d: _set(d, 2, "obj_ids", 1.5, 0)),
+    ("no verb scores in an image", lambda d: d[4].pop("verb_scores")),
+    ("a row of the wrong width", lambda d: _set(d, 2, "verb_scores", [0.1, 0.2], 0)),
+    ("an image without detections", lambda d: [_set(d, 2, k, []) for k in ("verb_scores", "sub_ids", "obj_ids")]),
+])
+def test_qpic_refusals_end_where_the_other_paths_end(tmp_path, monkeypatch, what, edit):
+    """A file the reduction refuses goes to the other readers: the same predictions, or the same
+    error line naming the record and field."""
+    path = _qpic_file(tmp_path, edit)
+    _agree(_read(path, monkeypatch, native=True), _read(path, monkeypatch, native=False))
+
+
+@pytest.mark.parametrize("variant", ["cdn numpy 2", "numpy 1 arrays and 2.", "keys reordered in one record",
+                                     "an extra key", "a list where a number belongs", "a wrapper in a file name",
+                                     "a parenthesis in a file name", "an unknown call", "a float id", "nan score",
+                                     "a quote in a file name", "bbox of 3 numbers", "box index out of range",
+                                     "label in image 1, box index in image 2", "hoi id 600 in image 2"])
+def test_repr_results_read_by_the_scanner_equal_the_careful_reader(tmp_path, monkeypatch, variant):
+    from hoibench.datasets import load_dataset
+    from tests.test_native_predictions import REPR_VARIANTS, _embedded_gts, cdn_results_json, head
+
+    gt = load_dataset("hico-det:test").subset(np.arange(0, 200, 25))
+    from tests.hico_synth import noisy_predictions
+
+    p = noisy_predictions(gt, seed=4, per_image=(110, 130))
+    edit, _ = REPR_VARIANTS[variant]
+    text = edit(json.loads(cdn_results_json(head(p, 3), _embedded_gts(gt.subset(np.arange(2))))))
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(text))
+    _agree(_read(path, monkeypatch, native=True, ground_truth=gt),
+           _read(path, monkeypatch, native=False, ground_truth=gt))
+    if variant in ("cdn numpy 2", "numpy 1 arrays and 2.", "a wrapper in a file name",
+                   "a parenthesis in a file name"):
+        import hoibench.formats.predictions as mod
+
+        monkeypatch.setattr(mod, "_repr_images_fast", lambda *a: pytest.fail("the byte-level rewrite ran"))
+        monkeypatch.setattr(mod, "_repr_images_careful", lambda *a: pytest.fail("the careful reader ran"))
+        with contextlib.suppress(FormatError):
+            _read(path, monkeypatch, native=True, ground_truth=gt)
