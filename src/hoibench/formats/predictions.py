@@ -36,7 +36,10 @@ Formats
     indices, read unchanged; columns are the ground truth's images. See
     :mod:`hoibench.formats.matlab_detections`.
 
-Reading: one parse, no Python object per number. The file is split at the braces of its images
+Reading: first the C scanner (:mod:`hoibench.formats._scan`, where it is built): one pass from the
+text into one column per field, QPIC verb scores reduced per image as they are read, CDN/GEN-VLKT
+reprs read in place; whatever it refuses goes the ways below, which give the same columns.
+Without it: one parse, no Python object per number. The file is split at the braces of its images
 (:func:`~hoibench.formats._common.image_spans`, :func:`~hoibench.formats._common.list_spans`)
 and pysimdjson parses each image by itself with one reused parser (the whole file, ``_simd_parse``,
 only when a brace in a string misleads the split); every numeric list leaves as one flat buffer
