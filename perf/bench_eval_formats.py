@@ -7,7 +7,8 @@ Issue 16's target: reading ~1M detections under 1.5 s CPU in every format (gener
 ``--matlab-out`` under 5 s. The files hold noisy detections on the full bundled test set
 (9,658 images); the CDN and GEN-VLKT ``results.json`` texts are formatted here directly in
 numpy 2's repr (what ``str()`` of their dicts prints; ``str()`` itself would take minutes).
-CPU seconds are the reliable figure on a shared machine.
+CPU seconds are the reliable figure on a shared machine. The readers use the C scanner
+(``hoibench.formats._colscan``) where it is built; ``HOIBENCH_NO_NATIVE=1`` times them without it.
 """
 
 from __future__ import annotations
