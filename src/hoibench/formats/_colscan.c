@@ -77,6 +77,8 @@ typedef struct {
     int escaped;          /* a string holding a backslash escape */
 } Col;
 
+typedef struct Reducer Reducer;
+
 typedef struct {
     const unsigned char *base, *p, *end;
     int literal;
@@ -85,6 +87,7 @@ typedef struct {
     int64_t slot;  /* current counter slot */
     int in_unit;   /* inside the outermost list of objects */
     int float64;   /* literal mode: an identifier naming float64 (np.float64(x), dtype=float64) */
+    Reducer *rd;   /* scan's `select`, applied to each element of the outermost list; or NULL */
 } Scan;
 
 #define REFUSE (-1)
@@ -304,6 +307,32 @@ static inline void ws(Scan *s) {
     s->p = p;
 }
 
+/* After an item of a list, dict or call: 1 at a comma (another item follows), 0 at `close`
+ * (the container ends), REFUSE at anything else; the comma or `close` is consumed. */
+static inline int separator(Scan *s, unsigned char close) {
+    ws(s);
+    if (s->p >= s->end) return REFUSE;
+    if (*s->p == ',') {
+        s->p++;
+        return 1;
+    }
+    if (*s->p == close) {
+        s->p++;
+        return 0;
+    }
+    return REFUSE;
+}
+
+/* Right after an opening bracket: whether the container is empty (its `close` consumed). */
+static inline int closes_at_once(Scan *s, unsigned char close) {
+    ws(s);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        return 1;
+    }
+    return 0;
+}
+
 static inline int expect(Scan *s, unsigned char c) {
     ws(s);
     if (s->p >= s->end || *s->p != c) return REFUSE;
@@ -420,11 +449,7 @@ static int number_value(Scan *s, double *v, int *isint) {
 static int skip_value(Scan *s, int depth);
 
 static int skip_items(Scan *s, unsigned char close, int depth, int is_dict) {
-    ws(s);
-    if (s->p < s->end && *s->p == close) {
-        s->p++;
-        return 0;
-    }
+    if (closes_at_once(s, close)) return 0;
     for (;;) {
         if (is_dict) {
             const unsigned char *a, *b;
@@ -433,24 +458,9 @@ static int skip_items(Scan *s, unsigned char close, int depth, int is_dict) {
             if (parse_string(s, &a, &b, &esc) || expect(s, ':')) return REFUSE;
         }
         if (skip_value(s, depth + 1)) return REFUSE;
-        ws(s);
-        if (s->p >= s->end) return REFUSE;
-        if (*s->p == ',') {
-            s->p++;
-            if (s->literal) { /* Python allows a trailing comma: (1,) */
-                ws(s);
-                if (s->p < s->end && *s->p == close) {
-                    s->p++;
-                    return 0;
-                }
-            }
-            continue;
-        }
-        if (*s->p == close) {
-            s->p++;
-            return 0;
-        }
-        return REFUSE;
+        int r = separator(s, close);
+        if (r <= 0) return r;
+        if (s->literal && closes_at_once(s, close)) return 0; /* Python allows a trailing comma: (1,) */
     }
 }
 
@@ -483,11 +493,7 @@ static int skip_value(Scan *s, int depth) {
     if (!word(s, "True") || !word(s, "False") || !word(s, "None")) return 0;
     /* a call: name(args) with positional literals or keyword=identifier/literal */
     if (ident(s) || expect(s, '(')) return REFUSE;
-    ws(s);
-    if (s->p < s->end && *s->p == ')') {
-        s->p++;
-        return 0;
-    }
+    if (closes_at_once(s, ')')) return 0;
     for (;;) {
         ws(s);
         const unsigned char *save = s->p;
@@ -509,17 +515,8 @@ static int skip_value(Scan *s, int depth) {
             s->p = save;
             if (skip_value(s, depth + 1)) return REFUSE;
         }
-        ws(s);
-        if (s->p >= s->end) return REFUSE;
-        if (*s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (*s->p == ')') {
-            s->p++;
-            return 0;
-        }
-        return REFUSE;
+        int r = separator(s, ')');
+        if (r <= 0) return r;
     }
 }
 
@@ -635,13 +632,13 @@ static PyObject *selection_tuple(Selector *sel) {
 /* The per-record reduction of a QPIC-style score table (scan's `select`): once an outermost
  * object is read, its pairs x ncol scores are replaced by their best valid cells (the row of a
  * pair: row_of_label[labels[pairs[pair]]]), so a file of 10^8 scores never holds them all. */
-typedef struct {
+struct Reducer {
     int on, scores, pairs, labels, boxes; /* column indices */
     const int64_t *row_of_label;
     int64_t n_labels;
     Selector sel;
     Buf rows; /* scratch: each pair's row of `valid` */
-} Reducer;
+};
 
 /* ------------------------------------------------------------------------------ columns */
 static inline int64_t *counter(Buf *b, int64_t slot) { return ((int64_t *)b->data) + slot; }
@@ -681,14 +678,12 @@ static int numbers_list(Scan *s, Col *c, int rows) {
     if (s->p >= s->end || *s->p != '[') return REFUSE;
     s->p++;
     int64_t n = 0, count = 0;
-    ws(s);
-    if (s->p < s->end && *s->p == ']') {
-        s->p++;
-    } else {
+    if (!closes_at_once(s, ']')) {
         for (;;) {
             if (rows == 1) {
                 int r = numbers_list(s, c, 2);
                 if (r) return r;
+                n++;
             } else {
                 /* the hot loop: plain numbers, read with local pointers */
                 const unsigned char *p = s->p, *end = s->end;
@@ -731,31 +726,11 @@ static int numbers_list(Scan *s, Col *c, int rows) {
                 }
                 if (out) c->data.len = (size_t)((char *)out - c->data.data);
                 if (nonint) c->nonint = 1;
-                s->p = p;
-                ws(s);
-                if (s->p >= s->end) return REFUSE;
-                if (*s->p == ']') {
-                    s->p++;
-                    break;
-                }
-                if (*s->p == ',') { /* a literal-mode escaped newline before a comma */
-                    s->p++;
-                    continue;
-                }
-                return REFUSE;
+                s->p = p; /* a comma after a literal-mode escaped newline goes on below */
             }
-            n++;
-            ws(s);
-            if (s->p >= s->end) return REFUSE;
-            if (*s->p == ',') {
-                s->p++;
-                continue;
-            }
-            if (*s->p == ']') {
-                s->p++;
-                break;
-            }
-            return REFUSE;
+            int r = separator(s, ']');
+            if (r < 0) return r;
+            if (r == 0) break;
         }
     }
     if (wrapped) {
@@ -780,43 +755,36 @@ static int numbers_list(Scan *s, Col *c, int rows) {
 
 static int parse_object(Scan *s, Schema *sc, int depth);
 
+static int reduce_record(Scan *s, Reducer *rd);
+
+/* One object of a list of objects; an element of the outermost such list gets a slot of its
+ * own for everything inside it (and the reduction, when scan has one). */
+static int parse_element(Scan *s, Schema *sc, int depth, int outer) {
+    if (!outer) return parse_object(s, sc, depth);
+    int64_t parent = s->slot;
+    if (add_slot(s)) return NOMEM;
+    s->slot = (int64_t)(s->cols[0].occ.len / 8) - 1;
+    s->in_unit = 1;
+    int r = parse_object(s, sc, depth);
+    if (!r && s->rd) r = reduce_record(s, s->rd);
+    s->in_unit = 0;
+    s->slot = parent;
+    return r;
+}
+
 static int parse_records(Scan *s, Field *f, int depth) {
     Col *c = &s->cols[f->col];
     int outer = !s->in_unit;
     ws(s);
     if (s->p >= s->end || *s->p != '[') return REFUSE;
     s->p++;
-    ws(s);
-    if (s->p < s->end && *s->p == ']') {
-        s->p++;
-        return 0;
-    }
-    int64_t parent = s->slot;
+    if (closes_at_once(s, ']')) return 0;
     for (;;) {
-        if (outer) {
-            if (add_slot(s)) return NOMEM;
-            s->slot = (int64_t)(c->occ.len / 8) - 1;
-            s->in_unit = 1;
-        }
-        ws(s);
-        int r = parse_object(s, f->sub, depth + 1);
-        if (outer) {
-            s->in_unit = 0;
-            s->slot = parent;
-        }
+        int r = parse_element(s, f->sub, depth + 1, outer);
         if (r) return r;
         *counter(&c->items, s->slot) += 1;
-        ws(s);
-        if (s->p >= s->end) return REFUSE;
-        if (*s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (*s->p == ']') {
-            s->p++;
-            return 0;
-        }
-        return REFUSE;
+        r = separator(s, ']');
+        if (r <= 0) return r;
     }
 }
 
@@ -867,11 +835,7 @@ static int parse_object(Scan *s, Schema *sc, int depth) {
     uint64_t seen = 0; /* schema fields met (at most 64 fields a schema) */
     const unsigned char *unknown[MAX_UNKNOWN][2];
     int n_unknown = 0;
-    ws(s);
-    if (s->p < s->end && *s->p == '}') {
-        s->p++;
-        return 0;
-    }
+    if (closes_at_once(s, '}')) return 0;
     for (;;) {
         const unsigned char *a, *b;
         int esc;
@@ -901,17 +865,8 @@ static int parse_object(Scan *s, Schema *sc, int depth) {
             n_unknown++;
             if (skip_value(s, depth + 1)) return REFUSE;
         }
-        ws(s);
-        if (s->p >= s->end) return REFUSE;
-        if (*s->p == ',') {
-            s->p++;
-            continue;
-        }
-        if (*s->p == '}') {
-            s->p++;
-            return 0;
-        }
-        return REFUSE;
+        int r = separator(s, '}');
+        if (r <= 0) return r;
     }
 }
 
@@ -1082,8 +1037,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "pos outside the buffer");
         goto done;
     }
-    Scan s = {(const unsigned char *)view.buf, (const unsigned char *)view.buf + pos,
-              (const unsigned char *)view.buf + view.len, literal, cols, ncols, 0, 0};
+    Scan s = {.base = (const unsigned char *)view.buf, .p = (const unsigned char *)view.buf + pos,
+              .end = (const unsigned char *)view.buf + view.len, .literal = literal, .cols = cols, .ncols = ncols,
+              .rd = rd.on ? &rd : NULL};
     int r = 0, closed = 0;
     Py_BEGIN_ALLOW_THREADS
     r = add_slot(&s);
@@ -1095,50 +1051,25 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         /* the outermost list, element by element, up to `limit` */
         Col *c = &cols[0];
         *counter(&c->occ, 0) = 1;
+        int sep = 1;
         if (!resume) {
             r = expect(&s, '[');
-            if (!r) {
-                ws(&s);
-                if (s.p < s.end && *s.p == ']') {
-                    s.p++;
-                    closed = 1;
-                }
-            }
+            if (!r && closes_at_once(&s, ']')) sep = 0;
         } else {
-            ws(&s);
-            if (s.p < s.end && *s.p == ']') {
-                s.p++;
-                closed = 1;
-            } else if (s.p < s.end && *s.p == ',') {
-                s.p++;
-            } else {
-                r = REFUSE;
-            }
+            sep = separator(&s, ']'); /* after the element the last call stopped at */
         }
         Py_ssize_t n = 0;
-        while (!r && !closed && (limit < 0 || n < limit)) {
-            r = add_slot(&s);
-            if (r) break;
-            s.slot = (int64_t)(c->occ.len / 8) - 1;
-            s.in_unit = 1;
-            r = parse_object(&s, sc, 1);
-            if (!r && rd.on) r = reduce_record(&s, &rd);
-            s.in_unit = 0;
-            s.slot = 0;
+        while (!r && sep > 0 && (limit < 0 || n < limit)) {
+            r = parse_element(&s, sc, 1, 1);
             if (r) break;
             *counter(&c->items, 0) += 1;
             n++;
             ws(&s);
-            if (s.p < s.end && *s.p == ']') {
-                s.p++;
-                closed = 1;
-            } else if (s.p < s.end && *s.p == ',') {
-                if (limit >= 0 && n >= limit) break; /* resume at the comma */
-                s.p++;
-            } else {
-                r = REFUSE;
-            }
+            if (limit >= 0 && n >= limit && s.p < s.end && *s.p == ',') break; /* resume at the comma */
+            sep = separator(&s, ']');
         }
+        if (!r && sep < 0) r = REFUSE;
+        closed = !r && sep == 0;
     }
     Py_END_ALLOW_THREADS
     if (r == NOMEM) {
@@ -1199,7 +1130,7 @@ static PyObject *parse_float(PyObject *self, PyObject *args) {
     Py_buffer view;
     int literal = 0;
     if (!PyArg_ParseTuple(args, "y*|p", &view, &literal)) return NULL;
-    Scan s = {view.buf, view.buf, (const unsigned char *)view.buf + view.len, literal, NULL, 0, 0, 0, 0};
+    Scan s = {.base = view.buf, .p = view.buf, .end = (const unsigned char *)view.buf + view.len, .literal = literal};
     double v;
     int isint;
     int r = parse_number(&s, &v, &isint);
