@@ -73,6 +73,15 @@ class Column:
             return None
         return v.astype(np.int64)
 
+    def starts(self) -> np.ndarray:
+        """Per element of the outermost list, where its items begin among the column's items."""
+        items = self.items[1:]
+        return np.cumsum(items) - items
+
+    def owners(self) -> np.ndarray:
+        """Per item, the element of the outermost list it lies in."""
+        return np.repeat(np.arange(len(self.items) - 1), self.items[1:])
+
     def strings(self, buf: Any) -> list[str] | None:
         """The strings, decoded; ``None`` for text that is not UTF-8."""
         mem = memoryview(buf)
@@ -104,18 +113,18 @@ class Scanned:
         return self.columns[path]
 
 
-def _paths(root: tuple[Any, ...]) -> list[str]:
-    """The fields' paths in the extension's column order (depth first, the root first)."""
-    out = [root[0].decode()]
+def _paths(root: tuple[Any, ...]) -> list[tuple[str, int]]:
+    """The fields' paths and kinds in the extension's column order (depth first, the root first)."""
+    out = [(root[0].decode(), root[1])]
 
     def walk(schema: Any, prefix: str) -> None:
-        for key, _, sub in schema[1]:
+        for key, kind, sub in schema[1]:
             path = f"{prefix}{key.decode()}"
-            out.append(path)
+            out.append((path, kind))
             if sub is not None:
                 walk(sub, path + ".")
 
-    walk(root[2], f"{out[0]}." if out[0] else "")
+    walk(root[2], f"{out[0][0]}." if out[0][0] else "")
     return out
 
 
@@ -151,7 +160,8 @@ def scan(buf: Any, pos: int, root: tuple[Any, ...], *, literal: bool = False, li
     reduce = None
     if select is not None:
         valid = np.ascontiguousarray(select.valid, dtype=np.uint8)
-        reduce = (*(paths.index(p) for p in (select.scores, select.pairs, select.labels, select.boxes)),
+        names = [path for path, _ in paths]
+        reduce = (*(names.index(p) for p in (select.scores, select.pairs, select.labels, select.boxes)),
                   np.ascontiguousarray(select.row_of_label, dtype=np.int64).tobytes(), valid.tobytes(),
                   valid.shape[1], -1 if select.k is None else select.k)
     got = _colscan.scan(buf, pos, root, literal, limit, resume, reduce)
@@ -163,24 +173,12 @@ def scan(buf: Any, pos: int, root: tuple[Any, ...], *, literal: bool = False, li
         cells, scores, kept = selected
         chosen = (np.frombuffer(cells, np.int64), np.frombuffer(scores, np.float64), np.frombuffer(kept, np.int64))
     columns = {}
-    for path, (occ, items, nums, data, wmin, wmax, fractional, escaped) in zip(paths, cols):
-        is_str = path != "" and _kind(root, path) == STR
+    for (path, kind), (occ, items, nums, data, wmin, wmax, fractional, escaped) in zip(paths, cols):
         columns[path] = Column(np.frombuffer(occ, np.int64), np.frombuffer(items, np.int64),
                                np.frombuffer(nums, np.int64),
-                               np.frombuffer(data, np.int64 if is_str else np.float64),
+                               np.frombuffer(data, np.int64 if kind == STR else np.float64),
                                (wmin, wmax), bool(fractional), bool(escaped))
     return Scanned(stop, bool(done), n_slots, columns, chosen, bool(float64))
-
-
-def _kind(root: tuple[Any, ...], path: str) -> int:
-    parts = path.split(".")
-    if root[0].decode() and parts[0] == root[0].decode():
-        parts = parts[1:]
-    kind, sub = root[1], root[2]
-    for part in parts:
-        key = part.encode()
-        kind, sub = next((k, s) for name, k, s in sub[1] if name == key)
-    return kind
 
 
 def parse_float(token: bytes, *, literal: bool = False) -> float | None:

@@ -76,7 +76,7 @@ import orjson
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import atomic_write_json, read_buffer, read_json
 from hoibench.data import HOIDataset, HOIPredictions
-from hoibench.formats import _scan
+from hoibench.formats import _scan as _S
 from hoibench.formats._common import image_spans, json_brackets, list_spans, text_brackets
 from hoibench.formats._frame import box_frame_hint
 from hoibench.formats._literal import (
@@ -246,9 +246,10 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
             name, label_space, cols = fast
             return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
     if format in (None, "qpic") and first == b"[":
-        cols = _qpic_native(raw, vocab or hico_det(), max_per_image)
+        qpic_vocab = vocab or hico_det()
+        cols = _qpic_native(raw, qpic_vocab, max_per_image)
         if cols is not None:
-            return _assemble(cols, vocab or hico_det(), p, "qpic", lenient)
+            return _assemble(cols, qpic_vocab, p, "qpic", lenient)
     settled = False  # every image parsed by itself: the whole document would decide the same
     if format in (None, "hoibench", "generic"):
         fast, settled = _decode_by_image(raw)
@@ -433,7 +434,6 @@ def _decode_by_image(raw: bytes | mmap.mmap) -> tuple[tuple[str, str | None, _Co
 # One pass from the text into columns (hoibench.formats._scan); each function gives what the
 # pysimdjson path would, or None for anything it does not prove (the other paths then decide).
 
-_S = _scan
 _COLUMNAR_ROOT = _S.field("", _S.OBJECT, _S.field("format", _S.STR), _S.field("version", _S.NUM),
                           _S.field("label_space", _S.STR),
                           _S.field("images", _S.RECORDS, _S.field("file_name", _S.STR),
@@ -506,13 +506,14 @@ def _qpic_native(raw: bytes | mmap.mmap, vocab: LabelSpace, max_per_image: int |
     anything else (triplet outputs included)."""
     if not _S.AVAILABLE:
         return None
-    valid = np.zeros((vocab.n_objects + 1, vocab.n_verbs), dtype=bool)  # last row: a label outside the space
-    valid[vocab.hoi_verb_object[:, 1], vocab.hoi_verb_object[:, 0]] = True
-    inv80 = _objects_of_coco80(vocab)
-    rows = np.where(inv80 < 0, vocab.n_objects, inv80)
+    probe = _S.scan(raw, 0, _QPIC_ROOT, limit=1)  # a triplet file is not scanned whole for nothing
+    if probe is None or probe.n_slots < 2 or probe["verb_scores"].occ[1] != 1:
+        return None
+    valid, inv80 = _valid_cells(vocab), _objects_of_coco80(vocab)
+    rows = np.where(inv80 < 0, vocab.n_objects, inv80)  # the last row of valid: a label outside the space
     got = _S.scan(raw, 0, _QPIC_ROOT, select=_S.Select("verb_scores", "obj_ids", "labels", "boxes", rows, valid,
                                                         max_per_image))
-    if got is None or got.selection is None or not _only_space_after(raw, got.stop) or got.n_slots < 2:
+    if got is None or got.selection is None or not _only_space_after(raw, got.stop):
         return None
     c = got.columns
     per = slice(1, None)
@@ -520,33 +521,27 @@ def _qpic_native(raw: bytes | mmap.mmap, vocab: LabelSpace, max_per_image: int |
     if names is None or c["hoi_scores"].occ.any() or any(
             (c[k].occ[per] != 1).any() for k in ("file_name", "labels", "boxes", "verb_scores", "sub_ids", "obj_ids")):
         return None
-    vs, boxes = c["verb_scores"], c["boxes"]
+    vs, boxes, sub_col, obj_col, label_col = (c[k] for k in ("verb_scores", "boxes", "sub_ids", "obj_ids", "labels"))
     if (vs.nums.any() and vs.width != (vocab.n_verbs, vocab.n_verbs)) or (boxes.nums.any() and boxes.width != (4, 4)):
         return None
-    labels, sub, obj = (c[k].integers() for k in ("labels", "sub_ids", "obj_ids"))
+    labels, sub, obj = label_col.integers(), sub_col.integers(), obj_col.integers()
     if labels is None or sub is None or obj is None:
         return None
     has = vs.nums[per] > 0  # images with detections: their other arrays must fit (the rest are not read)
-    n_pairs = vs.items[per]
-    if ((c["sub_ids"].items[per] != n_pairs) & has).any():
+    if ((sub_col.items[per] != vs.items[per]) & has).any():
         return None
-    box_start = np.cumsum(boxes.items[per]) - boxes.items[per]
-    sub_start = np.cumsum(c["sub_ids"].items[per]) - c["sub_ids"].items[per]
-    obj_start = np.cumsum(c["obj_ids"].items[per]) - c["obj_ids"].items[per]
-    img_of_sub = np.repeat(np.arange(len(names)), c["sub_ids"].items[per])
-    bad_sub = ((sub < 0) | (sub >= boxes.items[per][img_of_sub])) & has[img_of_sub]
-    img_of_label = np.repeat(np.arange(len(names)), c["labels"].items[per])
-    if bad_sub.any() or (((labels < 0) | (labels >= 80)) & has[img_of_label]).any():
+    in_image = sub_col.owners()
+    bad_sub = ((sub < 0) | (sub >= boxes.items[per][in_image])) & has[in_image]
+    if bad_sub.any() or (((labels < 0) | (labels >= 80)) & has[label_col.owners()]).any():
         return None  # the careful reader names the box index or the label
     cells, scores, kept = got.selection
     img = np.repeat(np.arange(len(names)), kept)
     pair, verb = np.divmod(cells, vocab.n_verbs)
-    sub_box = box_start[img] + sub[sub_start[img] + pair]
-    obj_box = box_start[img] + obj[obj_start[img] + pair]
-    label_start = np.cumsum(c["labels"].items[per]) - c["labels"].items[per]
-    objects = inv80[labels[label_start[img] + obj[obj_start[img] + pair]]]
+    obj_box = obj[obj_col.starts()[img] + pair]
     b = boxes.values.reshape(-1, 4)
-    return _Columns(names, kept.copy(), b[sub_box], b[obj_box], objects, verb, None, scores)
+    box_start = boxes.starts()[img]
+    return _Columns(names, kept.copy(), b[box_start + sub[sub_col.starts()[img] + pair]], b[box_start + obj_box],
+                    inv80[labels[label_col.starts()[img] + obj_box]], verb, None, scores)
 
 
 _REPR_ROOT = _S.field("", _S.RECORDS, _S.field("filename", _S.STR),
@@ -1054,6 +1049,14 @@ def _objects_of_coco80(vocab: LabelSpace) -> np.ndarray:
     return inv80
 
 
+def _valid_cells(vocab: LabelSpace) -> np.ndarray:
+    """Which (object, verb) cells are HOI classes, one row per object and a last, empty row for a
+    label outside the space (index -1)."""
+    valid = np.zeros((vocab.n_objects + 1, vocab.n_verbs), dtype=bool)
+    valid[vocab.hoi_verb_object[:, 1], vocab.hoi_verb_object[:, 0]] = True
+    return valid
+
+
 def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image: int | None,
                   file_names: list[str] | None = None) -> _Columns:
     """Columns of post-processor outputs, one dict per image: QPIC's/CDN's ``PostProcessHOI``
@@ -1117,8 +1120,7 @@ class _QpicSelection:
 
     def __init__(self, vocab: LabelSpace, max_per_image: int | None) -> None:
         self.nv, self.max_per_image = vocab.n_verbs, max_per_image
-        self.valid = np.zeros((vocab.n_objects + 1, self.nv), dtype=bool)  # row -1: a label outside the space
-        self.valid[vocab.hoi_verb_object[:, 1], vocab.hoi_verb_object[:, 0]] = True
+        self.valid = _valid_cells(vocab)
         self.inv80 = _objects_of_coco80(vocab)
         self.names: list[str] = []
         self.counts: list[int] = []
