@@ -17,9 +17,19 @@ import numpy as np
 import pytest
 
 from hoibench._exceptions import FormatError
+from hoibench.datasets import load_dataset
 from hoibench.formats import _scan as S
 from hoibench.formats import load_predictions, write_predictions
 from hoibench.formats._scan import NUM, NUMS, OBJECT, RECORDS, ROWS, STR, field
+from tests.hico_synth import noisy_predictions
+from tests.test_native_predictions import (
+    REPR_VARIANTS,
+    _embedded_gts,
+    _same_loaded,
+    cdn_results_json,
+    head,
+)
+from tests.test_predictions import _qpic_doc, sample
 
 pytestmark = pytest.mark.skipif(not S.AVAILABLE, reason="the C scanner is not built in this install")
 
@@ -197,12 +207,6 @@ def test_top_valid_keeps_what_a_stable_argsort_keeps(k):
 
 
 # ----------------------------------------------------------------------------- the readers
-def _sample():
-    from tests.test_predictions import sample
-
-    return sample()
-
-
 def _read(path, monkeypatch, native: bool, **kw):
     with monkeypatch.context() as m:
         m.setattr(S, "_colscan", S._NATIVE if native else None)
@@ -213,31 +217,18 @@ def _read(path, monkeypatch, native: bool, **kw):
             return str(exc)
 
 
-def _agree(a, b) -> None:
-    if isinstance(b, str):
-        assert a == b
-        return
-    assert not isinstance(a, str), a
-    assert a.format == b.format and a.warnings == b.warnings
-    for key in ("offsets", "boxes_h", "boxes_o", "objects", "verbs", "scores"):
-        np.testing.assert_array_equal(getattr(a.predictions, key), getattr(b.predictions, key))
-    assert list(a.predictions.file_names) == list(b.predictions.file_names)
-
-
 @pytest.mark.parametrize("fmt", ["hoibench", "generic"])
 def test_columnar_files_are_read_by_the_scanner_alone(tmp_path, monkeypatch, fmt):
     import hoibench.formats.predictions as mod
 
-    write_predictions(_sample(), tmp_path / "p.json", format=fmt)
+    write_predictions(sample(), tmp_path / "p.json", format=fmt)
     other = _read(tmp_path / "p.json", monkeypatch, native=False)
     for name in ("_decode_by_image", "_decode_fast", "_parse_json"):
         monkeypatch.setattr(mod, name, lambda *a, name=name: pytest.fail(f"{name} ran"))
-    _agree(_read(tmp_path / "p.json", monkeypatch, native=True), other)
+    _same_loaded(_read(tmp_path / "p.json", monkeypatch, native=True), other)
 
 
 def _qpic_file(tmp_path, edit=None):
-    from tests.test_predictions import _qpic_doc
-
     doc = _qpic_doc(n_images=6)
     if edit is not None:
         edit(doc)
@@ -254,7 +245,20 @@ def test_qpic_files_are_read_by_the_scanner_alone(tmp_path, monkeypatch):
     for name in ("_qpic_by_image", "_simd_parse", "_parse_json"):
         monkeypatch.setattr(mod, name, lambda *a, name=name: pytest.fail(f"{name} ran"))
     for k, other in others.items():
-        _agree(_read(path, monkeypatch, native=True, max_per_image=k), other)
+        _same_loaded(_read(path, monkeypatch, native=True, max_per_image=k), other)
+
+
+def test_a_triplet_file_is_not_scanned_whole_by_the_qpic_reduction(tmp_path, monkeypatch):
+    """GEN-VLKT's triplet outputs (no verb_scores) go the pysimdjson way; the scanner looks at the
+    first image only before leaving them to it."""
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_qpic_doc(n_images=4, triplet=True)))
+    other = _read(path, monkeypatch, native=False)
+    calls = []
+    scan = S.scan
+    monkeypatch.setattr(S, "scan", lambda *a, **kw: calls.append(kw.get("limit", -1)) or scan(*a, **kw))
+    _same_loaded(_read(path, monkeypatch, native=True), other)
+    assert calls == [1]
 
 
 def _set(doc, image, key, value, index=None):
@@ -278,7 +282,13 @@ def test_qpic_refusals_end_where_the_other_paths_end(tmp_path, monkeypatch, what
     """A file the reduction refuses goes to the other readers: the same predictions, or the same
     error line naming the record and field."""
     path = _qpic_file(tmp_path, edit)
-    _agree(_read(path, monkeypatch, native=True), _read(path, monkeypatch, native=False))
+    _same_loaded(_read(path, monkeypatch, native=True), _read(path, monkeypatch, native=False))
+
+
+@pytest.fixture(scope="module")
+def repr_case():
+    gt = load_dataset("hico-det:test").subset(np.arange(0, 200, 25))
+    return gt, noisy_predictions(gt, seed=4, per_image=(110, 130))
 
 
 @pytest.mark.parametrize("variant", ["cdn numpy 2", "numpy 1 arrays and 2.", "keys reordered in one record",
@@ -286,19 +296,13 @@ def test_qpic_refusals_end_where_the_other_paths_end(tmp_path, monkeypatch, what
                                      "a parenthesis in a file name", "an unknown call", "a float id", "nan score",
                                      "a quote in a file name", "bbox of 3 numbers", "box index out of range",
                                      "label in image 1, box index in image 2", "hoi id 600 in image 2"])
-def test_repr_results_read_by_the_scanner_equal_the_careful_reader(tmp_path, monkeypatch, variant):
-    from hoibench.datasets import load_dataset
-    from tests.test_native_predictions import REPR_VARIANTS, _embedded_gts, cdn_results_json, head
-
-    gt = load_dataset("hico-det:test").subset(np.arange(0, 200, 25))
-    from tests.hico_synth import noisy_predictions
-
-    p = noisy_predictions(gt, seed=4, per_image=(110, 130))
+def test_repr_results_read_by_the_scanner_equal_the_careful_reader(repr_case, tmp_path, monkeypatch, variant):
+    gt, p = repr_case
     edit, _ = REPR_VARIANTS[variant]
     text = edit(json.loads(cdn_results_json(head(p, 3), _embedded_gts(gt.subset(np.arange(2))))))
     path = tmp_path / "results.json"
     path.write_text(json.dumps(text))
-    _agree(_read(path, monkeypatch, native=True, ground_truth=gt),
+    _same_loaded(_read(path, monkeypatch, native=True, ground_truth=gt),
            _read(path, monkeypatch, native=False, ground_truth=gt))
     if variant in ("cdn numpy 2", "numpy 1 arrays and 2.", "a wrapper in a file name",
                    "a parenthesis in a file name"):
