@@ -193,7 +193,9 @@ def top_valid(scores: np.ndarray, pair_row: np.ndarray, valid: np.ndarray, pairs
     """Per image, the best ``k`` (``None``: all) cells ``pair * columns + column`` (the pair
     counted within its image) of a (pairs, columns) score table whose ``valid[pair_row[pair],
     column]`` is set, best first, ties by cell: what a stable ``argsort`` of the negated valid
-    scores keeps. Returns the cells, their scores and how many each image kept."""
+    scores keeps. Returns the cells, their scores and how many each image kept. (The selection
+    that :class:`Select` applies while scanning, callable by itself: the tests check it against
+    numpy.)"""
     if _colscan is None:
         raise RuntimeError("the _colscan extension is not built")
     s = np.ascontiguousarray(scores, dtype=np.float64)
