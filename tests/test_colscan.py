@@ -20,7 +20,7 @@ from hoibench._exceptions import FormatError
 from hoibench.datasets import load_dataset
 from hoibench.formats import _scan as S
 from hoibench.formats import load_predictions, write_predictions
-from hoibench.formats._scan import NUM, NUMS, OBJECT, RECORDS, ROWS, STR, field
+from hoibench.formats._scan import NUM, NUMS, OBJECT, RECORDS, ROWS, STR, STRS, field
 from tests.hico_synth import noisy_predictions
 from tests.test_native_predictions import (
     REPR_VARIANTS,
@@ -83,6 +83,25 @@ def test_numbers_are_correctly_rounded():
         _same_as_python(token)
 
 
+def test_numbers_in_lists_are_python_floats():
+    """The list loop's own paths (a "0.0" read at once, digits taken in runs of up to eight,
+    a number ending at the buffer's last bytes) give float() of each token, whatever follows."""
+    rng = random.Random(11)
+    makers = [lambda: "0.0", lambda: "0", lambda: "-0.0", lambda: "0.05", lambda: "0.0e5", lambda: "10.0",
+              lambda: repr(rng.random()), lambda: repr(float(np.float32(rng.uniform(-700, 700)))),
+              lambda: str(np.float32(rng.random())), lambda: str(rng.randint(0, 10**rng.randint(1, 19))),
+              lambda: "0." + "0" * rng.randint(0, 12) + str(rng.randint(1, 10**rng.randint(1, 21))),
+              lambda: str(rng.randint(1, 10**9)) + "." + str(rng.randint(0, 10**rng.randint(1, 12)))]
+    for _ in range(300):
+        tokens = [rng.choice(makers)() for _ in range(rng.randint(1, 40))]
+        seps = [rng.choice([",", ", ", " ,", ",\n  "]) for _ in tokens[1:]]
+        body = tokens[0] + "".join(sep + tok for sep, tok in zip(seps, tokens[1:]))
+        for text in (f'{{"a": [{body}]}}', f'{{"a": [{body}  ]}}'):
+            got = S.scan(text.encode(), 0, field("", OBJECT, field("a", NUMS)))
+            assert got is not None, text
+            assert [_bits(v) for v in got["a"].values.tolist()] == [_bits(float(t)) for t in tokens], text
+
+
 @pytest.mark.parametrize("token", ["01", "1.", ".5", "+1", "1e", "-", "nan", "inf", "NaN", "1..2", "0x10",
                                    "1 ", "1e+", "--1"])
 def test_what_json_does_not_allow_is_refused(token):
@@ -119,6 +138,18 @@ def test_columns_count_per_image():
     assert got["images.file_name"].strings(json.dumps(doc).replace("\\\\u00e9", "\\u00e9").encode()) == \
         ["a\u00e9.jpg", "b.jpg"]
     assert got["name"].occ.tolist() == [1, 0, 0]
+
+
+def test_lists_of_strings():
+    root = field("", OBJECT, field("names", STRS), field("images", RECORDS, field("tags", STRS)))
+    text = '{"names": ["a", "b\\u00e9", ""], "images": [{"tags": []}, {"tags": [ "x" , "y"]}]}'
+    got = S.scan(text.encode(), 0, root)
+    assert got is not None and got["names"].strings(text.encode()) == ["a", "b\u00e9", ""]
+    assert got["names"].items.tolist() == [3, 0, 0] and got["names"].escaped
+    assert got["images.tags"].items.tolist() == [0, 0, 2] and got["images.tags"].strings(text.encode()) == ["x", "y"]
+    for bad in ('{"names": ["a", 1]}', '{"names": ["a",]}', '{"names": "a"}', '{"names": [["a"]]}',
+                '{"names": ["a" "b"]}', '{"names": [null]}'):
+        assert S.scan(bad.encode(), 0, root) is None, bad
 
 
 @pytest.mark.parametrize(("what", "text"), [

@@ -318,10 +318,139 @@ def _plain_scores(im: dict) -> None:
         im[key] = [[0.0 if v is None else v for v in row] for row in im[key]]
 
 
+@pytest.fixture(autouse=True)
+def _per_image_paths(monkeypatch):
+    """These tests pin the per-image (pysimdjson) and whole-file paths, so the C scanner in
+    front of them is off; :func:`_every_reader` turns it on for the scanner's own comparison."""
+    import hoibench.formats._scan as scan
+
+    monkeypatch.setattr(scan, "_colscan", None)
+
+
 def _read_without_simdjson(path, monkeypatch) -> VCOCODetections:
     with monkeypatch.context() as m:
         m.setitem(sys.modules, "simdjson", None)  # import fails: the file is read whole
         return read_vcoco_detections(path).detections
+
+
+def _every_reader(path, monkeypatch, **kw) -> dict[str, object]:
+    """What the C scanner (in front of the rest), the per-image pysimdjson path and the whole-file
+    reader make of ``path``: (detections, records, dropped, layout), or the error line; and
+    whether the scanner's reading stood (no per-image path ran after it)."""
+    import hoibench.formats._scan as scan
+    import hoibench.formats.vcoco_predictions as mod
+
+    native = scan._NATIVE
+    assert native is not None or not scan.BUILT, "the C scanner is built but cannot be imported"
+    out: dict[str, object] = {}
+    for label in ("native", "simdjson", "whole"):
+        with monkeypatch.context() as m:
+            per_image: list[int] = []
+            m.setattr(mod, "_typed_images",
+                      lambda *a, seen=per_image, typed=mod._typed_images, **k: seen.append(1) or typed(*a, **k))
+            if label == "native":
+                m.setattr(scan, "_colscan", native)
+            if label == "whole":
+                m.setitem(sys.modules, "simdjson", None)
+            try:
+                got = read_vcoco_detections(path, **kw)
+                out[label] = (got.detections, got.records.tolist(), got.dropped, got.layout)
+            except FormatError as exc:
+                out[label] = str(exc)
+            if label == "native":
+                out["scanned"] = native is not None and not per_image
+    return out
+
+
+def _vcoco_variant(doc: dict, variant: str) -> str:
+    """The shared-role-box file ``doc`` (plain numbers) changed as ``variant`` says, as text."""
+    ims = doc["images"]
+    if variant == "indented":
+        return json.dumps(doc, indent=2)
+    if variant == "class subsets":  # columns listed in another order, some left out
+        names, roles = list(vcoco_action_names()), list(vcoco_role_classes())
+        a_keep, r_keep = list(range(N_ACT - 1, 2, -2)), list(range(0, N_ROLE, 3))
+        doc["agent_classes"] = [names[i] for i in a_keep]
+        doc["role_classes"] = [roles[i] for i in r_keep]
+        for im in ims:
+            im["agent_scores"] = [[row[i] for i in a_keep] for row in im["agent_scores"]]
+            im["role_scores"] = [[row[i] for i in r_keep] for row in im["role_scores"]]
+            im["role_objects"] = [[row[i] for i in r_keep] for row in im["role_objects"]]
+    elif variant == "empty image, ids from names":
+        ims.insert(2, {**ims[0], "image_id": 77, "person_boxes": [], "agent_scores": [], "object_boxes": [],
+                       "role_objects": [], "role_scores": []})
+        for im in ims[3:]:
+            im["file_name"] = f"COCO_val2014_{im.pop('image_id'):012d}.jpg"
+        ims[1]["image_id"] = float(ims[1]["image_id"])  # 1007.0: an integer, as the careful reader takes it
+    elif variant == "escaped class name":
+        doc["agent_classes"] = list(vcoco_action_names())
+        return json.dumps(doc).replace('"hold"', '"\\u0068old"', 1)
+    elif variant == "null score":
+        ims[1]["role_scores"][0][3] = None
+    elif variant == "dense role boxes":
+        im = ims[2]
+        objs = im.pop("object_boxes")
+        im["role_boxes"] = [[objs[j] if j >= 0 else None for j in row] for row in im.pop("role_objects")]
+    elif variant == "index past the image's objects":
+        ims[3]["role_objects"][0][1] = len(ims[3]["object_boxes"])
+    elif variant == "index past 64 bits":
+        ims[3]["role_objects"][0][1] = 2**70
+    elif variant == "index as a fraction":
+        ims[3]["role_objects"][0][1] = 0.5
+    elif variant == "row of 3 and a row of 5":
+        ims[1]["person_boxes"][0] = [1, 2, 3]
+        ims[1]["person_boxes"][1] = [0, 1, 2, 3, 4]
+    elif variant == "string image id":
+        ims[0]["image_id"] = str(ims[0]["image_id"])
+    elif variant == "unknown class":
+        doc["agent_classes"] = ["fly", *vcoco_action_names()[1:]]
+    elif variant == "inverted box":
+        ims[2]["person_boxes"][0] = [50, 50, 10, 10]
+    elif variant == "NaN literal":
+        ims[2]["agent_scores"][0][0] = float("nan")
+    elif variant == "images twice":
+        return json.dumps(doc)[:-1] + ', "images": ' + json.dumps(ims[:2]) + "}"
+    elif variant == "text after":
+        return json.dumps(doc) + " x"
+    return json.dumps(doc)
+
+
+VCOCO_VARIANTS = {  # variant: whether the scanner's reading stands
+    "plain": True, "indented": True, "class subsets": True, "empty image, ids from names": True,
+    "escaped class name": True, "inverted box": True, "null score": False, "dense role boxes": False,
+    "index past the image's objects": False, "index past 64 bits": False, "index as a fraction": False,
+    "row of 3 and a row of 5": False, "string image id": False, "unknown class": True, "NaN literal": False,
+    "images twice": False, "text after": False,
+}
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+@pytest.mark.parametrize("variant", list(VCOCO_VARIANTS))
+def test_scanner_equals_the_per_image_and_whole_file_readers(tmp_path, synthetic, file_access, monkeypatch,
+                                                             variant: str, lenient: bool) -> None:
+    """The C scanner reads the shared-role-box layout in one pass; on every file it gives what the
+    per-image and whole-file readers give (arrays, records, drops, or the same error line), and it
+    stands aside (the per-image reader decides) on what it does not prove."""
+    _, _, det = synthetic
+    write_vcoco_detections(det.subset(np.argsort(det.image_ids, kind="stable")), tmp_path / "d.json")
+    doc = json.loads((tmp_path / "d.json").read_text())
+    for im in doc["images"]:
+        _plain_scores(im)
+    (tmp_path / "v.json").write_text(_vcoco_variant(doc, variant))
+    got = _every_reader(tmp_path / "v.json", monkeypatch, lenient=lenient)
+    for label in ("native", "simdjson"):
+        if isinstance(got["whole"], str):
+            assert got[label] == got["whole"], label
+            continue
+        assert not isinstance(got[label], str), got[label]
+        _same(got[label][0], got["whole"][0])
+        assert got[label][1:] == got["whole"][1:], label
+    import hoibench.formats._scan as scan
+
+    if scan._NATIVE is not None:
+        assert got["scanned"] == VCOCO_VARIANTS[variant]
+    if variant == "inverted box":  # named, or dropped and counted
+        assert got["whole"][2] if lenient else "record 2: person_box" in got["whole"]
 
 
 def test_typed_reader_equals_the_whole_file_reader(tmp_path, synthetic, file_access, monkeypatch) -> None:

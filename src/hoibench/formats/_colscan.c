@@ -16,7 +16,7 @@
  *
  * Schema (built by hoibench.formats._scan): a field is (key: bytes, kind: int, sub: schema or
  * None); a schema is (strict: bool, fields: tuple). Kinds: 1 string, 2 number, 3 list of numbers,
- * 4 list of lists of numbers, 5 list of objects (sub), 6 object (sub). The root is a kind-5 or
+ * 4 list of lists of numbers, 5 list of objects (sub), 6 object (sub), 7 list of strings. The root is a kind-5 or
  * kind-6 field whose key is ignored. Counters are kept per "slot": slot 0 for everything
  * outside the outermost list of objects, slot 1 + i for its element i (everything below it).
  */
@@ -29,7 +29,7 @@
 #include <math.h>
 #include <ctype.h>
 
-enum { K_STR = 1, K_NUM = 2, K_NUMS1 = 3, K_NUMS2 = 4, K_RECORDS = 5, K_OBJECT = 6 };
+enum { K_STR = 1, K_NUM = 2, K_NUMS1 = 3, K_NUMS2 = 4, K_RECORDS = 5, K_OBJECT = 6, K_STRS = 7 };
 #define MAX_DEPTH 200
 #define MAX_UNKNOWN 64
 
@@ -49,8 +49,46 @@ static int buf_reserve(Buf *b, size_t extra) {
     return 0;
 }
 
-static PyObject *to_bytearray(Buf *b) {
-    return PyByteArray_FromStringAndSize(b->data ? b->data : "", (Py_ssize_t)b->len);
+/* A column handed to Python without a copy: a Block owns the Buf's memory (freed with the
+ * Block) and exposes it through the buffer protocol, so numpy.frombuffer views it in place.
+ * Copying columns out (a bytearray each) would hold every column twice at the end of a scan
+ * and fault in as many fresh pages again. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t len;
+} Block;
+
+static void block_dealloc(PyObject *self) {
+    free(((Block *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static int block_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    Block *b = (Block *)self;
+    static char empty[1];
+    return PyBuffer_FillInfo(view, self, b->data ? b->data : empty, b->len, 0, flags);
+}
+
+static PyBufferProcs block_buffer = {block_getbuffer, NULL};
+
+static PyTypeObject BlockType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "hoibench.formats._colscan.Block",
+    .tp_basicsize = sizeof(Block),
+    .tp_dealloc = block_dealloc,
+    .tp_as_buffer = &block_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Memory of one column, owned and exposed through the buffer protocol.",
+};
+
+static PyObject *to_block(Buf *b) { /* the Buf is emptied: its memory now belongs to the Block */
+    Block *o = PyObject_New(Block, &BlockType);
+    if (!o) return NULL;
+    o->data = b->data;
+    o->len = (Py_ssize_t)b->len;
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return (PyObject *)o;
 }
 
 typedef struct Schema Schema;
@@ -132,16 +170,30 @@ static inline uint64_t load8(const unsigned char *p) {
     return v;
 }
 
-static inline int eight_digits(uint64_t v) {
-    return !(((v + UINT64_C(0x4646464646464646)) | (v - UINT64_C(0x3030303030303030))) & UINT64_C(0x8080808080808080));
-}
-
 static inline uint64_t eight_value(uint64_t v) {
     const uint64_t mask = UINT64_C(0x000000FF000000FF), mul1 = UINT64_C(0x000F424000000064),
                    mul2 = UINT64_C(0x0000271000000001);
     v -= UINT64_C(0x3030303030303030);
     v = (v * 10) + (v >> 8);
     return (((v & mask) * mul1) + (((v >> 16) & mask) * mul2)) >> 32;
+}
+
+static const uint64_t POW10_INT[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+
+/* The run of ASCII digits (0 to 8) that starts the 8 bytes at p, and its value: the lowest
+ * byte flagged as not a digit ends the run (bytes below it are digits, so no carry or borrow
+ * from them reaches it); the run is shifted to the top and '0's fill below, for eight_value. */
+static inline int digit_run(const unsigned char *p, uint64_t *value) {
+    uint64_t v = load8(p);
+    uint64_t other = ((v + UINT64_C(0x4646464646464646)) | (v - UINT64_C(0x3030303030303030))) &
+                     UINT64_C(0x8080808080808080);
+    if (!other) {
+        *value = eight_value(v);
+        return 8;
+    }
+    int run = __builtin_ctzll(other) >> 3;
+    *value = run ? eight_value((v << (8 * (8 - run))) | (UINT64_C(0x3030303030303030) >> (8 * run))) : 0;
+    return run;
 }
 
 /* m / 10^k for 2^53 <= m < 2^64, 1 <= k <= 27: the floating quotient (two roundings), kept
@@ -199,10 +251,15 @@ static inline __attribute__((always_inline)) int scan_number(const unsigned char
         p++;
         if (p < end && (unsigned)(*p - '0') <= 9) return REFUSE; /* leading zero */
     } else {
-        while (nd <= 11 && end - p >= 8 && eight_digits(load8(p))) {
-            m = m * 100000000 + eight_value(load8(p));
-            nd += 8;
-            p += 8;
+        /* digits by runs of up to 8 while they fit in m (19 digits); the rest one by one */
+        while (end - p >= 8) {
+            uint64_t v;
+            int run = digit_run(p, &v);
+            if (nd + run > 19) break;
+            m = m * POW10_INT[run] + v;
+            nd += run;
+            p += run;
+            if (run < 8) break;
         }
         while (p < end && (unsigned)(*p - '0') <= 9) {
             if (nd < 19) {
@@ -220,15 +277,25 @@ static inline __attribute__((always_inline)) int scan_number(const unsigned char
         integral = 0;
         p++;
         int digits = 0;
-        for (;;) {
-            if (m != 0 && nd <= 11 && end - p >= 8 && eight_digits(load8(p))) {
-                m = m * 100000000 + eight_value(load8(p));
-                nd += 8;
-                exp10 -= 8;
-                digits += 8;
-                p += 8;
-                continue;
+        if (m == 0) { /* zeros before the first significant digit only move the point */
+            while (p < end && *p == '0') {
+                exp10--;
+                digits++;
+                p++;
             }
+        }
+        while (end - p >= 8 && (unsigned)(*p - '0') <= 9) {
+            uint64_t v;
+            int run = digit_run(p, &v);
+            if (nd + run > 19 || run < 2) break; /* a last digit is cheaper one by one */
+            m = m * POW10_INT[run] + v;
+            nd += run;
+            exp10 -= run;
+            digits += run;
+            p += run;
+            if (run < 8) break;
+        }
+        for (;;) {
             if (!(p < end && (unsigned)(*p - '0') <= 9)) break;
             digits++;
             if (m == 0 && *p == '0') {
@@ -626,7 +693,7 @@ static int select_image(Selector *sel, const double *scores, int64_t n_pairs, co
 }
 
 static PyObject *selection_tuple(Selector *sel) {
-    return Py_BuildValue("(NNN)", to_bytearray(&sel->cells), to_bytearray(&sel->scores), to_bytearray(&sel->kept));
+    return Py_BuildValue("(NNN)", to_block(&sel->cells), to_block(&sel->scores), to_block(&sel->kept));
 }
 
 /* The per-record reduction of a QPIC-style score table (scan's `select`): once an outermost
@@ -696,7 +763,11 @@ static int numbers_list(Scan *s, Col *c, int rows) {
                     while (p < end && WS[*p]) p++;
                     double v;
                     int isint;
-                    if (p < end && (*p == '-' || (unsigned)(*p - '0') <= 9)) {
+                    if (end - p >= 4 && (memcmp(p, "0.0,", 4) == 0 || memcmp(p, "0.0]", 4) == 0)) {
+                        v = 0.0; /* most of a QPIC file's verb scores */
+                        isint = 0;
+                        p += 3;
+                    } else if (p < end && (*p == '-' || (unsigned)(*p - '0') <= 9)) {
                         if (scan_number(&p, end, literal, &v, &isint)) return REFUSE;
                     } else {
                         s->p = p;
@@ -788,22 +859,37 @@ static int parse_records(Scan *s, Field *f, int depth) {
     }
 }
 
+/* A string: its (start, stop) byte offsets appended to the column, one item. */
+static int string_value(Scan *s, Col *c) {
+    const unsigned char *a, *b;
+    int esc;
+    if (parse_string(s, &a, &b, &esc)) return REFUSE;
+    if (esc) c->escaped = 1;
+    if (buf_reserve(&c->data, 16)) return NOMEM;
+    int64_t pair[2] = {a - s->base, b - s->base};
+    memcpy(c->data.data + c->data.len, pair, 16);
+    c->data.len += 16;
+    *counter(&c->items, s->slot) += 1;
+    return 0;
+}
+
 static int parse_field(Scan *s, Field *f, int depth) {
     Col *c = &s->cols[f->col];
     *counter(&c->occ, s->slot) += 1;
     ws(s);
     switch (f->kind) {
-    case K_STR: {
-        const unsigned char *a, *b;
-        int esc;
-        if (parse_string(s, &a, &b, &esc)) return REFUSE;
-        if (esc) c->escaped = 1;
-        if (buf_reserve(&c->data, 16)) return NOMEM;
-        int64_t pair[2] = {a - s->base, b - s->base};
-        memcpy(c->data.data + c->data.len, pair, 16);
-        c->data.len += 16;
-        *counter(&c->items, s->slot) += 1;
-        return 0;
+    case K_STR:
+        return string_value(s, c);
+    case K_STRS: {
+        if (expect(s, '[')) return REFUSE;
+        if (closes_at_once(s, ']')) return 0;
+        for (;;) {
+            ws(s);
+            int r = string_value(s, c);
+            if (r) return r;
+            r = separator(s, ']');
+            if (r <= 0) return r;
+        }
     }
     case K_NUM: {
         double v;
@@ -916,7 +1002,7 @@ static Schema *build_schema(PyObject *obj, int *ncols) {
         fd->keylen = keylen;
         fd->kind = kind;
         fd->col = (*ncols)++;
-        if (kind < K_STR || kind > K_OBJECT) {
+        if (kind < K_STR || kind > K_STRS) {
             PyErr_SetString(PyExc_ValueError, "field: unknown kind");
             free_schema(sc);
             return NULL;
@@ -971,7 +1057,7 @@ static int reduce_record(Scan *s, Reducer *rd) {
  * select (kind-5 root only): (scores, pairs, labels, boxes, row_of_label, valid, ncol, k), four
  * column indices, int64 bytes (one row of `valid` per label, every row inside), uint8 bytes
  * (rows x ncol), the table's width and k: each element's scores are reduced (Reducer) and the
- * selection is (cells, scores, kept per element) as bytearrays (else None). float64: in
+ * selection is (cells, scores, kept per element) as Blocks (else None). float64: in
  * literal mode, whether an identifier (np.float64, dtype=float64) named float64. */
 static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
@@ -1081,12 +1167,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         result = Py_None;
         goto done;
     }
+    Py_ssize_t n_slots = (Py_ssize_t)(cols[0].occ.len / 8); /* before the counters go to Python */
     PyObject *list = PyList_New(ncols);
     if (!list) goto done;
     for (int i = 0; i < ncols; i++) {
         Col *c = &cols[i];
-        PyObject *t = Py_BuildValue("(NNNNLLii)", to_bytearray(&c->occ), to_bytearray(&c->items),
-                                    to_bytearray(&c->nums), to_bytearray(&c->data),
+        PyObject *t = Py_BuildValue("(NNNNLLii)", to_block(&c->occ), to_block(&c->items),
+                                    to_block(&c->nums), to_block(&c->data),
                                     (long long)(c->wmin == INT64_MAX ? -1 : c->wmin), (long long)c->wmax,
                                     c->nonint, c->escaped);
         if (!t) {
@@ -1106,7 +1193,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         Py_INCREF(chosen);
     }
     result = Py_BuildValue("(nOnNNO)", (Py_ssize_t)(s.p - s.base), closed ? Py_True : Py_False,
-                           (Py_ssize_t)(cols[0].occ.len / 8), list, chosen, s.float64 ? Py_True : Py_False);
+                           n_slots, list, chosen, s.float64 ? Py_True : Py_False);
 done:
     if (cols) {
         for (int i = 0; i < ncols; i++) {
@@ -1140,7 +1227,7 @@ static PyObject *parse_float(PyObject *self, PyObject *args) {
 }
 
 /* top_valid(scores, pair_row, valid, n_columns, pairs_per_image, k)
- *   -> (cells, scores, kept_per_image) as bytearrays (int64, float64, int64)
+ *   -> (cells, scores, kept_per_image) as Blocks (int64, float64, int64)
  * Per image, the cells (pair * n_columns + column) of `scores` whose `valid[object of the pair]
  * [column]` is set, ordered by score (descending; NaN last), ties by cell, the first `k`
  * (k < 0: all): what a stable argsort of the negated scores of the valid cells keeps (QPIC's
@@ -1209,5 +1296,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_colscan",
 
 PyMODINIT_FUNC PyInit__colscan(void) {
     init_pow5();
+    if (PyType_Ready(&BlockType) < 0) return NULL;
     return PyModule_Create(&module);
 }

@@ -40,8 +40,8 @@ if os.environ.get("HOIBENCH_NO_NATIVE"):  # for comparisons: the readers without
 AVAILABLE = _colscan is not None
 
 #: field kinds: a string, a number, a list of numbers, a list of rows of numbers, a list of
-#: objects (records), an object
-STR, NUM, NUMS, ROWS, RECORDS, OBJECT = 1, 2, 3, 4, 5, 6
+#: objects (records), an object, a list of strings
+STR, NUM, NUMS, ROWS, RECORDS, OBJECT, STRS = 1, 2, 3, 4, 5, 6, 7
 
 
 def field(key: str, kind: int, *sub: tuple[Any, ...], strict: bool = False) -> tuple[Any, ...]:
@@ -54,8 +54,8 @@ def field(key: str, kind: int, *sub: tuple[Any, ...], strict: bool = False) -> t
 class Column:
     """One field's values over the text. ``occ``: times the key was met per slot; ``items``:
     per slot, elements of its lists (rows for ``ROWS``, objects for ``RECORDS``, 1 per value
-    otherwise); ``nums``: numbers per slot; ``values``: float64 numbers, or (start, stop) byte
-    offsets of strings; ``width``: (shortest, longest) innermost list, (-1, -1) if none."""
+    otherwise, 1 per string of a ``STRS`` list); ``nums``: numbers per slot; ``values``: float64
+    numbers, or (start, stop) byte offsets of strings; ``width``: (shortest, longest) innermost list, (-1, -1) if none."""
 
     occ: np.ndarray
     items: np.ndarray
@@ -176,9 +176,14 @@ def scan(buf: Any, pos: int, root: tuple[Any, ...], *, literal: bool = False, li
     for (path, kind), (occ, items, nums, data, wmin, wmax, fractional, escaped) in zip(paths, cols):
         columns[path] = Column(np.frombuffer(occ, np.int64), np.frombuffer(items, np.int64),
                                np.frombuffer(nums, np.int64),
-                               np.frombuffer(data, np.int64 if kind == STR else np.float64),
+                               np.frombuffer(data, np.int64 if kind in (STR, STRS) else np.float64),
                                (wmin, wmax), bool(fractional), bool(escaped))
     return Scanned(stop, bool(done), n_slots, columns, chosen, bool(float64))
+
+
+def only_space_after(buf: Any, stop: int) -> bool:
+    """Whether nothing but JSON whitespace follows ``stop`` (where a scan ended)."""
+    return not bytes(buf[stop:]).strip(b" \t\n\r")
 
 
 def parse_float(token: bytes, *, literal: bool = False) -> float | None:

@@ -442,14 +442,10 @@ _COLUMNAR_ROOT = _S.field("", _S.OBJECT, _S.field("format", _S.STR), _S.field("v
                                    *(_S.field(k, _S.NUMS) for k in ("objects", "verbs", "hois", "object", "verb", "hoi"))))
 
 
-def _only_space_after(raw: bytes | mmap.mmap, stop: int) -> bool:
-    return not bytes(raw[stop:]).strip(b" \t\n\r")
-
-
 def _decode_native(raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] | None:
     """:func:`_decode_simdjson` by the C scanner: the same columns, or ``None``."""
     got = _S.scan(raw, 0, _COLUMNAR_ROOT)
-    if got is None or not _only_space_after(raw, got.stop):
+    if got is None or not _S.only_space_after(raw, got.stop):
         return None
     c = got.columns
     if c["images"].occ[0] != 1:
@@ -513,7 +509,7 @@ def _qpic_native(raw: bytes | mmap.mmap, vocab: LabelSpace, max_per_image: int |
     rows = np.where(inv80 < 0, vocab.n_objects, inv80)  # the last row of valid: a label outside the space
     got = _S.scan(raw, 0, _QPIC_ROOT, select=_S.Select("verb_scores", "obj_ids", "labels", "boxes", rows, valid,
                                                         max_per_image))
-    if got is None or got.selection is None or not _only_space_after(raw, got.stop):
+    if got is None or got.selection is None or not _S.only_space_after(raw, got.stop):
         return None
     c = got.columns
     per = slice(1, None)

@@ -78,6 +78,7 @@ from hoibench.data._vcoco import (
     vcoco_role_table,
     vcoco_schema,
 )
+from hoibench.formats import _scan as _S
 from hoibench.formats._common import image_spans, json_brackets, text_brackets
 
 __all__ = [
@@ -135,6 +136,9 @@ def read_vcoco_detections(path: str | os.PathLike[str], *, lenient: bool = False
     if head[:1] == b"\x80":
         return _from_vsrl(_safe_unpickle(bytes(buf), path), path, lenient, "vsrl pickle")
     if head.lstrip()[:1] == b"{":
+        native = _native(buf, path, lenient)
+        if native is not None:
+            return native
         for split_by_braces in (True, False):
             typed = _typed_images(buf, path, split_by_braces=split_by_braces)
             if typed is None:
@@ -550,6 +554,114 @@ def _image_typed(parser: Any, object_type: type, text: msgspec.Raw, path: object
     if not (len(agent) == len(idx) == len(rsc) == n) or (idx.size and (idx.min() < -1 or idx.max() >= m)):
         return None
     return _ImageRows(_image_id(ident, path, record), pb, agent, rsc, obj, idx, None)
+
+
+_NATIVE_ROOT = _S.field("", _S.OBJECT, _S.field("agent_classes", _S.STRS), _S.field("role_classes", _S.STRS),
+                        _S.field("images", _S.RECORDS, _S.field("image_id", _S.NUM), _S.field("file_name", _S.STR),
+                                 *(_S.field(key, _S.ROWS) for key, _ in _TYPED_FIELDS)))
+
+
+def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetectionsFile | None:
+    """The hoibench layout with shared role boxes read by the C scanner in one pass, straight
+    into columns (:mod:`~hoibench.formats._scan`): what :func:`_typed_images` and
+    :func:`_assemble` make of it, or ``None`` for anything the scanner or these checks do not
+    prove (dense ``role_boxes``, nulls, a row of another width, an index out of its image,
+    an image id that is not an integer): the per-image readers then take the file and name
+    what is wrong."""
+    got = _S.scan(buf, 0, _NATIVE_ROOT)
+    if got is None or not _S.only_space_after(buf, got.stop):
+        return None
+    c = got.columns
+    if c["images"].occ[0] != 1:
+        return None
+    names = {}
+    for key in ("agent_classes", "role_classes"):
+        if c[key].occ[0]:
+            names[key] = c[key].strings(buf)
+            if names[key] is None:
+                return None
+    a_cols, r_cols = _columns(names, path)
+    per = slice(1, None)  # slot i + 1: image i
+    n_images = got.n_slots - 1
+    pb, agent, obj, idx, rsc = (c[f"images.{key}"] for key, _ in _TYPED_FIELDS)
+    n = pb.items[per]
+    for col, width, rows in ((pb, 4, n), (agent, a_cols.size, n), (obj, 4, None), (idx, r_cols.size, n),
+                             (rsc, r_cols.size, n)):
+        if (col.occ[per] != 1).any() or (rows is not None and (col.items[per] != rows).any()):
+            return None
+        if (col.nums[per] != col.items[per] * width).any() or (col.values.size and col.width != (width, width)):
+            return None
+    ids = _native_image_ids(c, buf, n_images)
+    if ids is None or not _native_indices_fit(idx, obj.items[per], n, r_cols.size):
+        return None
+    # each column is freed once converted (the float64 columns are twice the float32 arrays)
+    d, m = int(n.sum()), obj.items[per]
+    owner = np.repeat(np.arange(n_images), n)
+    objects = np.empty((int(m.sum()) + 1, 4), dtype=np.float32)
+    objects[:-1] = obj.values.reshape(-1, 4)
+    objects[-1] = np.nan  # what index -1 picks: "no role object"
+    gather = idx.values.reshape(d, r_cols.size).astype(np.int32 if len(objects) < 2**31 else np.int64)
+    np.add(gather, (np.cumsum(m) - m)[owner, None].astype(gather.dtype), out=gather, where=gather >= 0)
+    del obj, idx, c["images.object_boxes"], c["images.role_objects"]
+    rbox_listed = objects[gather]
+    del objects, gather
+    roles = vcoco_role_classes()
+    if _every_column(r_cols, len(roles)):
+        rbox = rbox_listed
+    else:
+        rbox = np.full((d, len(roles), 4), np.nan, dtype=np.float32)
+        rbox[:, r_cols] = rbox_listed
+    del rbox_listed
+    boxes = pb.values.reshape(d, 4).astype(np.float32)
+    del pb, c["images.person_boxes"]
+    agent_scores = _widen(_by_column(agent.values, d, a_cols.size), a_cols, len(vcoco_action_names()))
+    del agent, c["images.agent_scores"]
+    role_scores = _widen(_by_column(rsc.values, d, r_cols.size), r_cols, len(roles))
+    del rsc, c["images.role_scores"]
+    det = VCOCODetections(np.repeat(ids, n), boxes, agent_scores, rbox, role_scores)
+    return _checked(det, owner, path, lenient, "hoibench json", {})
+
+
+def _native_indices_fit(idx: _S.Column, objects: np.ndarray, rows: np.ndarray, width: int) -> bool:
+    """Whether every ``role_objects`` value is an integer from -1 to its image's object count
+    - 1 (``objects`` and ``rows``: per image, the objects and the detections)."""
+    if not idx.values.size:
+        return True
+    if idx.fractional:
+        return False
+    v = idx.values.reshape(-1, width)
+    return bool((v.min(axis=1) >= -1).all() and (v.max(axis=1) < np.repeat(objects, rows)).all())
+
+
+def _by_column(values: np.ndarray, rows: int, width: int) -> np.ndarray:
+    """float64 row-major values as a (rows, width) float32 array stored column by column (each
+    class contiguous, as the metric reads it; see :class:`_Stack`)."""
+    return values.reshape(rows, width).T.astype(np.float32).T
+
+
+def _native_image_ids(c: dict[str, _S.Column], buf: Any, n_images: int) -> np.ndarray | None:
+    """Each image's id: ``image_id`` (an integer, also written as one with a fraction, as
+    :func:`_image_id` takes it), else the COCO id ending ``file_name``; ``None`` when an image
+    has neither in that form (the per-image reader names it)."""
+    per = slice(1, None)
+    given, named = c["images.image_id"], c["images.file_name"]
+    ids = np.empty(n_images, dtype=np.int64)
+    has = given.occ[per].astype(bool)
+    v = given.values
+    if v.size and (not np.isfinite(v).all() or (v != np.round(v)).any() or np.abs(v).max() >= 2.0**53):
+        return None
+    ids[has] = v.astype(np.int64)
+    if not has.all():
+        names = named.strings(buf)
+        if names is None:
+            return None
+        by_image = dict(zip(np.repeat(np.arange(n_images), named.items[per]).tolist(), names))
+        for k in np.flatnonzero(~has).tolist():
+            m = _COCO_NAME.search(by_image.get(k, ""))
+            if m is None:
+                return None
+            ids[k] = int(m.group(1))
+    return ids
 
 
 def _shared_role_boxes(entry: dict[str, Any], n: int, n_cols: int, path: object, record: int) -> np.ndarray:
