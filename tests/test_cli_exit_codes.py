@@ -94,3 +94,20 @@ def test_tables_written_to_a_pipe_are_not_wrapped_or_truncated(tmp_path: Path) -
     rows = [ln for ln in r.stdout.splitlines() if ln.startswith("|")]
     assert any(name in ln for ln in rows) and "…" not in r.stdout
     assert len({ln.count("|") for ln in rows}) == 1  # every Markdown row whole
+
+
+def test_glibc_reuses_freed_memory_in_the_cli(monkeypatch) -> None:
+    """``main`` asks glibc for large blocks from its heap (reused once freed); a threshold the
+    user set is left alone, and other platforms are untouched."""
+    import platform
+
+    from hoibench.cli import reuse_freed_memory
+
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    assert reuse_freed_memory() is glibc
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "131072")
+    assert reuse_freed_memory() is False
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert reuse_freed_memory() is False

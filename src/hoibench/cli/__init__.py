@@ -76,11 +76,34 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+#: glibc's mallopt parameter for the size from which a block gets its own mmap
+_M_MMAP_THRESHOLD = -3
+
+
+def reuse_freed_memory() -> bool:
+    """Have glibc serve large blocks (up to 1 GiB) from its heap, where freed memory is reused,
+    instead of a fresh ``mmap`` per block that is unmapped when freed: every numpy temporary
+    then faults its pages in anew, ~10 us per 4 KiB page on a virtual machine (``eval hico`` on
+    1M detections: 0.4-0.8 s of system time, 0.25-0.35 s with this). The peak is unchanged.
+    Linux with glibc only; a ``MALLOC_MMAP_THRESHOLD_`` set by the user is left alone. Returns
+    whether the setting was made."""
+    if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return False
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):  # another C library (musl)
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, 1 << 30))
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Entry point of the ``hoibench`` script: one-line errors, never a traceback.
 
     Set ``HOIBENCH_DEBUG=1`` to see the traceback of an unexpected error.
     """
+    reuse_freed_memory()
     debug = os.environ.get("HOIBENCH_DEBUG") == "1"
     try:
         return cli.main(args=argv, prog_name="hoibench", standalone_mode=False)

@@ -464,7 +464,9 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return offs + np.arange(total, dtype=np.int64)
 
 
-def _frozen(a: np.ndarray | Sequence[int], dtype: type) -> np.ndarray:
-    arr = np.array(a, dtype=dtype, copy=True)
+def _frozen(a: np.ndarray | Sequence[int], dtype: type, *, copy: bool = True) -> np.ndarray:
+    """A read-only array of ``dtype``: a copy, or (``copy=False``) ``a`` itself where it already
+    has that dtype, made read-only in place (for arrays that nobody else holds)."""
+    arr = np.array(a, dtype=dtype, copy=True if copy else None)
     arr.setflags(write=False)
     return arr

@@ -1683,7 +1683,7 @@ def _assemble(c: _Columns, vocab: LabelSpace, path: Path, fmt: str, lenient: boo
         image = np.repeat(np.arange(len(c.file_names)), c.counts)
         counts, sel = np.bincount(image[keep], minlength=len(c.file_names)), keep
     preds = HOIPredictions.from_arrays(vocab, c.file_names, counts, c.boxes_h[sel], c.boxes_o[sel],
-                                       objects[sel], verbs[sel], c.scores[sel], name=str(path))
+                                       objects[sel], verbs[sel], c.scores[sel], name=str(path), copy=False)
     return LoadedPredictions(preds, fmt, dropped)
 
 
