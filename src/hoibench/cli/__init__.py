@@ -81,12 +81,14 @@ _M_MMAP_THRESHOLD = -3
 
 
 def reuse_freed_memory() -> bool:
-    """Have glibc serve large blocks (up to 1 GiB) from its heap, where freed memory is reused,
-    instead of a fresh ``mmap`` per block that is unmapped when freed: every numpy temporary
-    then faults its pages in anew, ~10 us per 4 KiB page on a virtual machine (``eval hico`` on
-    1M detections: 0.4-0.8 s of system time, 0.25-0.35 s with this). The peak is unchanged.
-    Linux with glibc only; a ``MALLOC_MMAP_THRESHOLD_`` set by the user is left alone. Returns
-    whether the setting was made."""
+    """Have glibc serve blocks up to 32 MiB from its heap, where freed memory is reused, from the
+    start. By default the threshold starts at 128 KiB and only adapts after frees, so the
+    first numpy temporaries each get a fresh ``mmap``, unmapped when freed, whose pages fault in
+    anew: ~10 us per 4 KiB page on a virtual machine (``eval hico`` on 1M detections: 0.4-0.8 s
+    of system time, 0.2-0.3 s with this). 32 MiB is glibc's own ceiling for that adaptation;
+    larger blocks keep their own mapping, returned when freed, so the peak does not grow
+    (a 1 GiB threshold took ``eval vcoco``'s from 0.85 to 1.1 GB). Linux with glibc only; a
+    ``MALLOC_MMAP_THRESHOLD_`` set by the user is left alone. Returns whether it was set."""
     if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
         return False
     import ctypes
@@ -95,7 +97,7 @@ def reuse_freed_memory() -> bool:
         mallopt = ctypes.CDLL("libc.so.6").mallopt
     except (OSError, AttributeError):  # another C library (musl)
         return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, 1 << 30))
+    return bool(mallopt(_M_MMAP_THRESHOLD, 32 << 20))
 
 
 def main(argv: list[str] | None = None) -> Any:
