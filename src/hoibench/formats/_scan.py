@@ -186,6 +186,15 @@ def only_space_after(buf: Any, stop: int) -> bool:
     return not bytes(buf[stop:]).strip(b" \t\n\r")
 
 
+def scan_document(buf: Any, root: tuple[Any, ...], *, records: str) -> dict[str, Column] | None:
+    """The columns of a whole text that is one ``root`` object holding its list ``records``
+    (the images) exactly once, with nothing but whitespace after it; ``None`` otherwise."""
+    got = scan(buf, 0, root)
+    if got is None or not only_space_after(buf, got.stop) or got.columns[records].occ[0] != 1:
+        return None
+    return got.columns
+
+
 def parse_float(token: bytes, *, literal: bool = False) -> float | None:
     """The scanner's conversion of one number token (``None``: refused); for the tests."""
     if _colscan is None:

@@ -444,11 +444,8 @@ _COLUMNAR_ROOT = _S.field("", _S.OBJECT, _S.field("format", _S.STR), _S.field("v
 
 def _decode_native(raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] | None:
     """:func:`_decode_simdjson` by the C scanner: the same columns, or ``None``."""
-    got = _S.scan(raw, 0, _COLUMNAR_ROOT)
-    if got is None or not _S.only_space_after(raw, got.stop):
-        return None
-    c = got.columns
-    if c["images"].occ[0] != 1:
+    c = _S.scan_document(raw, _COLUMNAR_ROOT, records="images")
+    if c is None:
         return None
     fmt = c["format"].strings(raw) if c["format"].occ[0] else [None]
     label_space = c["label_space"].strings(raw) if c["label_space"].occ[0] else [None]

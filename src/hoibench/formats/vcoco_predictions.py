@@ -568,11 +568,8 @@ def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetecti
     prove (dense ``role_boxes``, nulls, a row of another width, an index out of its image,
     an image id that is not an integer): the per-image readers then take the file and name
     what is wrong."""
-    got = _S.scan(buf, 0, _NATIVE_ROOT)
-    if got is None or not _S.only_space_after(buf, got.stop):
-        return None
-    c = got.columns
-    if c["images"].occ[0] != 1:
+    c = _S.scan_document(buf, _NATIVE_ROOT, records="images")
+    if c is None:
         return None
     names = {}
     for key in ("agent_classes", "role_classes"):
@@ -582,7 +579,7 @@ def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetecti
                 return None
     a_cols, r_cols = _columns(names, path)
     per = slice(1, None)  # slot i + 1: image i
-    n_images = got.n_slots - 1
+    n_images = len(c["images"].items) - 1
     pb, agent, obj, idx, rsc = (c[f"images.{key}"] for key, _ in _TYPED_FIELDS)
     n = pb.items[per]
     for col, width, rows in ((pb, 4, n), (agent, a_cols.size, n), (obj, 4, None), (idx, r_cols.size, n),
