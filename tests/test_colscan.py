@@ -20,7 +20,7 @@ from hoibench._exceptions import FormatError
 from hoibench.datasets import load_dataset
 from hoibench.formats import _scan as S
 from hoibench.formats import load_predictions, write_predictions
-from hoibench.formats._scan import NUM, NUMS, OBJECT, RECORDS, ROWS, STR, STRS, field
+from hoibench.formats._scan import NUM, NUMS, OBJECT, RECORDS, ROWS, ROWS3, STR, STRS, field
 from tests.hico_synth import noisy_predictions
 from tests.test_native_predictions import (
     REPR_VARIANTS,
@@ -149,6 +149,26 @@ def test_lists_of_strings():
     assert got["images.tags"].items.tolist() == [0, 0, 2] and got["images.tags"].strings(text.encode()) == ["x", "y"]
     for bad in ('{"names": ["a", 1]}', '{"names": ["a",]}', '{"names": "a"}', '{"names": [["a"]]}',
                 '{"names": ["a" "b"]}', '{"names": [null]}'):
+        assert S.scan(bad.encode(), 0, root) is None, bad
+
+
+def test_lists_of_rows_and_nulls():
+    """``ROWS3`` (V-COCO's role boxes: per detection a list of boxes or null), and ``null`` read
+    as NaN only where a field opts in: as a number (``nulls``), as a row (``null_row``)."""
+    root = field("", OBJECT, field("boxes", ROWS3, nulls=True, null_row=4), field("scores", ROWS, nulls=True),
+                 field("ids", NUMS))
+    text = ('{"boxes": [[[1, 2, 3, 4], null], [null, [5, null, 7, 8]], []], "scores": [[1, null], [2, 3]], '
+            '"ids": [1, 2]}')
+    got = S.scan(text.encode(), 0, root)
+    assert got is not None
+    b = got["boxes"]
+    np.testing.assert_array_equal(b.values, [1, 2, 3, 4] + [np.nan] * 8 + [5, np.nan, 7, 8])
+    assert b.items.tolist() == [3] and b.nums.tolist() == [16] and b.width == (4, 4) and b.middle == (0, 2)
+    assert b.nulls and got["scores"].nulls and not got["ids"].nulls and not got["scores"].fractional
+    np.testing.assert_array_equal(got["scores"].values, [1, np.nan, 2, 3])
+    assert got["scores"].middle == (-1, -1)
+    for bad in ('{"ids": [1, null]}', '{"scores": [null]}', '{"boxes": [null]}', '{"boxes": [[[1, [2]]]]}',
+                '{"boxes": [[[1], nul]]}', '{"scores": [[nullx]]}'):
         assert S.scan(bad.encode(), 0, root) is None, bad
 
 

@@ -387,10 +387,20 @@ def _vcoco_variant(doc: dict, variant: str) -> str:
         return json.dumps(doc).replace('"hold"', '"\\u0068old"', 1)
     elif variant == "null score":
         ims[1]["role_scores"][0][3] = None
-    elif variant == "dense role boxes":
-        im = ims[2]
-        objs = im.pop("object_boxes")
-        im["role_boxes"] = [[objs[j] if j >= 0 else None for j in row] for row in im.pop("role_objects")]
+    elif variant in ("dense role boxes in one image", "dense role boxes", "dense, a ragged row"):
+        for im in ims[2:3] if variant == "dense role boxes in one image" else ims:
+            objs = im.pop("object_boxes")
+            im["role_boxes"] = [[objs[j] if j >= 0 else None for j in row] for row in im.pop("role_objects")]
+        if variant == "dense, a ragged row":  # the right number of boxes in the image, not per row
+            im = next(im for im in ims if len(im["role_boxes"]) >= 2)
+            im["role_boxes"][1].append(im["role_boxes"][0].pop())
+        elif variant == "dense role boxes":
+            ims[1]["role_boxes"][0][2] = [1, None, 3, 4]  # a null coordinate: a bad role box
+            ims[1]["object_boxes"] = [[1, 2, 3, 4]]  # ignored without role_objects
+    elif variant == "null role object":
+        ims[3]["role_objects"][0][1] = None
+    elif variant == "null person box":
+        ims[1]["person_boxes"][0] = None
     elif variant == "index past the image's objects":
         ims[3]["role_objects"][0][1] = len(ims[3]["object_boxes"])
     elif variant == "index past 64 bits":
@@ -417,7 +427,9 @@ def _vcoco_variant(doc: dict, variant: str) -> str:
 
 VCOCO_VARIANTS = {  # variant: whether the scanner's reading stands
     "plain": True, "indented": True, "class subsets": True, "empty image, ids from names": True,
-    "escaped class name": True, "inverted box": True, "null score": False, "dense role boxes": False,
+    "escaped class name": True, "inverted box": True, "null score": True, "dense role boxes": True,
+    "dense role boxes in one image": False, "dense, a ragged row": False, "null role object": True,
+    "null person box": False,
     "index past the image's objects": False, "index past 64 bits": False, "index as a fraction": False,
     "row of 3 and a row of 5": False, "string image id": False, "unknown class": True, "NaN literal": False,
     "images twice": False, "text after": False,
@@ -651,3 +663,37 @@ def test_images_split_by_braces_equal_the_whole_file_reader(tmp_path, synthetic,
         assert spans is None  # two "images" keys: msgspec splits
     else:  # misled: an image span is not JSON, and the reader split again with msgspec
         assert spans is not None and not mod._is_json(__import__("simdjson").Parser(), spans[1][0])
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_scanner_frees_each_column_once_converted(tmp_path, synthetic, monkeypatch, share: bool) -> None:
+    """The scanner's float64 columns are twice the float32 arrays made of them: each must be gone
+    (no reference left) by the time the detections are built, or the peak grows by them all."""
+    import weakref
+
+    import hoibench.formats._scan as scan
+    import hoibench.formats.vcoco_predictions as mod
+
+    if scan._NATIVE is None:
+        pytest.skip("the C scanner is not built here")
+    monkeypatch.setattr(scan, "_colscan", scan._NATIVE)
+    _, _, det = synthetic
+    write_vcoco_detections(det.subset(np.argsort(det.image_ids, kind="stable")), tmp_path / "d.json",
+                           share_role_boxes=share)
+    refs: dict[str, weakref.ref] = {}
+    alive: list[list[str]] = []
+    scan_document, detections = scan.scan_document, mod.VCOCODetections
+
+    def spy(*a, **k):
+        got = scan_document(*a, **k)
+        refs.update({key: weakref.ref(col) for key, col in got.items() if col.values.size > 100})
+        return got
+
+    def built(*a):
+        alive.append([key for key, ref in refs.items() if ref() is not None])
+        return detections(*a)
+
+    monkeypatch.setattr(scan, "scan_document", spy)
+    monkeypatch.setattr(mod, "VCOCODetections", built)
+    mod.read_vcoco_detections(tmp_path / "d.json")
+    assert len(refs) == (5 if share else 4) and alive == [[]], (sorted(refs), alive)

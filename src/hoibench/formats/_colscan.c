@@ -16,7 +16,9 @@
  *
  * Schema (built by hoibench.formats._scan): a field is (key: bytes, kind: int, sub: schema or
  * None); a schema is (strict: bool, fields: tuple). Kinds: 1 string, 2 number, 3 list of numbers,
- * 4 list of lists of numbers, 5 list of objects (sub), 6 object (sub), 7 list of strings. The root is a kind-5 or
+ * 4 list of lists of numbers, 5 list of objects (sub), 6 object (sub), 7 list of strings, 8 list
+ * of lists of lists of numbers. A field of kind 3, 4 or 8 may take `null` for a number (read as
+ * NaN; nulls = 1) and, with null_width > 0, for an innermost list (null_width NaNs). The root is a kind-5 or
  * kind-6 field whose key is ignored. Counters are kept per "slot": slot 0 for everything
  * outside the outermost list of objects, slot 1 + i for its element i (everything below it).
  */
@@ -29,7 +31,7 @@
 #include <math.h>
 #include <ctype.h>
 
-enum { K_STR = 1, K_NUM = 2, K_NUMS1 = 3, K_NUMS2 = 4, K_RECORDS = 5, K_OBJECT = 6, K_STRS = 7 };
+enum { K_STR = 1, K_NUM = 2, K_NUMS1 = 3, K_NUMS2 = 4, K_RECORDS = 5, K_OBJECT = 6, K_STRS = 7, K_NUMS3 = 8 };
 #define MAX_DEPTH 200
 #define MAX_UNKNOWN 64
 
@@ -99,6 +101,7 @@ typedef struct {
     int kind;
     Schema *sub;
     int col; /* index into the column table */
+    int nulls, null_width; /* null taken for a number (NaN) / for an innermost list of this width */
 } Field;
 
 struct Schema {
@@ -110,9 +113,12 @@ struct Schema {
 typedef struct {
     Buf occ, items, nums; /* int64 per slot */
     Buf data;             /* float64 values, or int64 (start, stop) pairs for strings */
-    int64_t wmin, wmax;   /* lengths of the innermost lists (kinds 3 and 4) */
+    int64_t wmin, wmax;   /* lengths of the innermost lists (kinds 3, 4 and 8) */
+    int64_t mmin, mmax;   /* lengths of the middle lists (kind 8) */
     int nonint;           /* a number written with a fraction or an exponent */
     int escaped;          /* a string holding a backslash escape */
+    int nulls, null_width; /* the field's null rules (set as the field is parsed) */
+    int had_null;         /* a null was read (as NaN) */
 } Col;
 
 typedef struct Reducer Reducer;
@@ -731,9 +737,26 @@ static int add_slot(Scan *s) { /* a new slot: every counter starts at zero */
     return 0;
 }
 
-/* A list of numbers (rows = 0: kind 3; 2: a row of kind 4) or a list of such rows (rows = 1:
- * kind 4). In literal mode a list may be wrapped: array([...], dtype=float32). items counts the
- * elements of the outer list. */
+/* An innermost list given as null: null_width NaNs, a row of that width. */
+static int null_row(Scan *s, Col *c) {
+    s->p += 4;
+    for (int i = 0; i < c->null_width; i++)
+        if (push_double(c, NAN)) return NOMEM;
+    c->had_null = 1;
+    if (c->null_width < c->wmin) c->wmin = c->null_width;
+    if (c->null_width > c->wmax) c->wmax = c->null_width;
+    *counter(&c->nums, s->slot) += c->null_width;
+    return 0;
+}
+
+static inline int at_null(Scan *s) {
+    ws(s);
+    return s->end - s->p >= 4 && memcmp(s->p, "null", 4) == 0;
+}
+
+/* A list of numbers (rows = 0: kind 3; 2: a row of kind 4 or 8), a list of such rows (rows = 1:
+ * kind 4; 4: the middle level of kind 8) or a list of those (rows = 3: kind 8). In literal mode a
+ * list may be wrapped: array([...], dtype=float32). items counts the elements of the outer list. */
 static int numbers_list(Scan *s, Col *c, int rows) {
     ws(s);
     int wrapped = 0;
@@ -747,8 +770,12 @@ static int numbers_list(Scan *s, Col *c, int rows) {
     int64_t n = 0, count = 0;
     if (!closes_at_once(s, ']')) {
         for (;;) {
-            if (rows == 1) {
-                int r = numbers_list(s, c, 2);
+            if (rows == 1 || rows == 4) {
+                int r = c->null_width > 0 && at_null(s) ? null_row(s, c) : numbers_list(s, c, 2);
+                if (r) return r;
+                n++;
+            } else if (rows == 3) {
+                int r = numbers_list(s, c, 4);
                 if (r) return r;
                 n++;
             } else {
@@ -769,6 +796,11 @@ static int numbers_list(Scan *s, Col *c, int rows) {
                         p += 3;
                     } else if (p < end && (*p == '-' || (unsigned)(*p - '0') <= 9)) {
                         if (scan_number(&p, end, literal, &v, &isint)) return REFUSE;
+                    } else if (c->nulls && end - p >= 4 && memcmp(p, "null", 4) == 0) {
+                        v = NAN;
+                        isint = 1; /* no number was written with a fraction */
+                        c->had_null = 1;
+                        p += 4;
                     } else {
                         s->p = p;
                         if (number_value(s, &v, &isint)) return REFUSE;
@@ -815,12 +847,16 @@ static int numbers_list(Scan *s, Col *c, int rows) {
         }
         if (expect(s, ')')) return REFUSE;
     }
-    if (rows != 1) {
+    if (rows == 4) { /* a middle list */
+        if (n < c->mmin) c->mmin = n;
+        if (n > c->mmax) c->mmax = n;
+    }
+    if (rows == 0 || rows == 2) { /* an innermost list */
         if (n < c->wmin) c->wmin = n;
         if (n > c->wmax) c->wmax = n;
         *counter(&c->nums, s->slot) += count;
     }
-    if (rows != 2) *counter(&c->items, s->slot) += n;
+    if (rows == 0 || rows == 1 || rows == 3) *counter(&c->items, s->slot) += n; /* the outermost */
     return 0;
 }
 
@@ -876,6 +912,8 @@ static int string_value(Scan *s, Col *c) {
 static int parse_field(Scan *s, Field *f, int depth) {
     Col *c = &s->cols[f->col];
     *counter(&c->occ, s->slot) += 1;
+    c->nulls = f->nulls;
+    c->null_width = f->null_width;
     ws(s);
     switch (f->kind) {
     case K_STR:
@@ -905,6 +943,8 @@ static int parse_field(Scan *s, Field *f, int depth) {
         return numbers_list(s, c, 0);
     case K_NUMS2:
         return numbers_list(s, c, 1);
+    case K_NUMS3:
+        return numbers_list(s, c, 3);
     case K_RECORDS:
         return parse_records(s, f, depth);
     case K_OBJECT:
@@ -990,10 +1030,10 @@ static Schema *build_schema(PyObject *obj, int *ncols) {
         PyObject *f = PyTuple_GET_ITEM(fields, i);
         char *key;
         Py_ssize_t keylen;
-        int kind;
+        int kind, nulls = 0, null_width = 0;
         PyObject *sub;
-        if (!PyTuple_Check(f) || !PyArg_ParseTuple(f, "y#iO", &key, &keylen, &kind, &sub)) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "field: (key, kind, sub)");
+        if (!PyTuple_Check(f) || !PyArg_ParseTuple(f, "y#iO|ii", &key, &keylen, &kind, &sub, &nulls, &null_width)) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "field: (key, kind, sub[, nulls, null_width])");
             free_schema(sc);
             return NULL;
         }
@@ -1001,8 +1041,10 @@ static Schema *build_schema(PyObject *obj, int *ncols) {
         fd->key = key;
         fd->keylen = keylen;
         fd->kind = kind;
+        fd->nulls = nulls;
+        fd->null_width = null_width;
         fd->col = (*ncols)++;
-        if (kind < K_STR || kind > K_STRS) {
+        if (kind < K_STR || kind > K_NUMS3 || null_width < 0) {
             PyErr_SetString(PyExc_ValueError, "field: unknown kind");
             free_schema(sc);
             return NULL;
@@ -1053,7 +1095,8 @@ static int reduce_record(Scan *s, Reducer *rd) {
  * root_field: (key, 5 or 6, schema). With a kind-5 root, `limit` elements at most are read
  * (-1: all) and `resume` continues after an element (the next byte is "," or "]"); `done`
  * tells whether the list closed. columns: per field in depth-first order,
- * (occ, items, nums, data, wmin, wmax, nonint, escaped), the first three int64 per slot.
+ * (occ, items, nums, data, wmin, wmax, nonint, escaped, had_null, mmin, mmax), the first three
+ * int64 per slot (mmin, mmax: the middle lists' lengths of a kind-8 field).
  * select (kind-5 root only): (scores, pairs, labels, boxes, row_of_label, valid, ncol, k), four
  * column indices, int64 bytes (one row of `valid` per label, every row inside), uint8 bytes
  * (rows x ncol), the table's width and k: each element's scores are reduced (Reducer) and the
@@ -1076,7 +1119,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_ssize_t keylen;
     int kind;
     PyObject *sub;
-    if (!PyTuple_Check(root) || !PyArg_ParseTuple(root, "y#iO", &key, &keylen, &kind, &sub) ||
+    int root_nulls, root_width;
+    if (!PyTuple_Check(root) || !PyArg_ParseTuple(root, "y#iO|ii", &key, &keylen, &kind, &sub, &root_nulls, &root_width) ||
         (kind != K_RECORDS && kind != K_OBJECT)) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "root: (key, 5 or 6, schema)");
         goto done;
@@ -1089,8 +1133,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         goto done;
     }
     for (int i = 0; i < ncols; i++) {
-        cols[i].wmin = INT64_MAX;
-        cols[i].wmax = -1;
+        cols[i].wmin = cols[i].mmin = INT64_MAX;
+        cols[i].wmax = cols[i].mmax = -1;
     }
     if (select != Py_None) {
         PyObject *rol, *valid;
@@ -1172,10 +1216,11 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (!list) goto done;
     for (int i = 0; i < ncols; i++) {
         Col *c = &cols[i];
-        PyObject *t = Py_BuildValue("(NNNNLLii)", to_block(&c->occ), to_block(&c->items),
+        PyObject *t = Py_BuildValue("(NNNNLLiiiLL)", to_block(&c->occ), to_block(&c->items),
                                     to_block(&c->nums), to_block(&c->data),
                                     (long long)(c->wmin == INT64_MAX ? -1 : c->wmin), (long long)c->wmax,
-                                    c->nonint, c->escaped);
+                                    c->nonint, c->escaped, c->had_null,
+                                    (long long)(c->mmin == INT64_MAX ? -1 : c->mmin), (long long)c->mmax);
         if (!t) {
             Py_DECREF(list);
             goto done;

@@ -40,14 +40,17 @@ if os.environ.get("HOIBENCH_NO_NATIVE"):  # for comparisons: the readers without
 AVAILABLE = _colscan is not None
 
 #: field kinds: a string, a number, a list of numbers, a list of rows of numbers, a list of
-#: objects (records), an object, a list of strings
-STR, NUM, NUMS, ROWS, RECORDS, OBJECT, STRS = 1, 2, 3, 4, 5, 6, 7
+#: objects (records), an object, a list of strings, a list of lists of rows (V-COCO's role boxes)
+STR, NUM, NUMS, ROWS, RECORDS, OBJECT, STRS, ROWS3 = 1, 2, 3, 4, 5, 6, 7, 8
 
 
-def field(key: str, kind: int, *sub: tuple[Any, ...], strict: bool = False) -> tuple[Any, ...]:
+def field(key: str, kind: int, *sub: tuple[Any, ...], strict: bool = False, nulls: bool = False,
+          null_row: int = 0) -> tuple[Any, ...]:
     """One field of a schema; ``sub``: the fields of a ``RECORDS`` or ``OBJECT`` field's objects,
-    ``strict``: their other keys are refused (else parsed, checked and skipped)."""
-    return (key.encode(), kind, (strict, tuple(sub)) if kind in (RECORDS, OBJECT) else None)
+    ``strict``: their other keys are refused (else parsed, checked and skipped). For ``NUMS``,
+    ``ROWS`` and ``ROWS3``: ``nulls``, a ``null`` number is read as NaN (else refused);
+    ``null_row``, a ``null`` where a row is expected is read as that many NaNs (0: refused)."""
+    return (key.encode(), kind, (strict, tuple(sub)) if kind in (RECORDS, OBJECT) else None, int(nulls), null_row)
 
 
 @dataclass
@@ -64,6 +67,8 @@ class Column:
     width: tuple[int, int]
     fractional: bool  # a number written with a fraction or an exponent
     escaped: bool  # a string holding a backslash escape
+    nulls: bool = False  # a null was read (as NaN)
+    middle: tuple[int, int] = (-1, -1)  # ROWS3: (shortest, longest) list of rows, (-1, -1) if none
 
     def integers(self, limit: float = 2.0**53) -> np.ndarray | None:
         """The values as int64 ids; ``None`` for a number written as a fraction or at or beyond
@@ -118,7 +123,7 @@ def _paths(root: tuple[Any, ...]) -> list[tuple[str, int]]:
     out = [(root[0].decode(), root[1])]
 
     def walk(schema: Any, prefix: str) -> None:
-        for key, kind, sub in schema[1]:
+        for key, kind, sub, *_ in schema[1]:
             path = f"{prefix}{key.decode()}"
             out.append((path, kind))
             if sub is not None:
@@ -173,11 +178,11 @@ def scan(buf: Any, pos: int, root: tuple[Any, ...], *, literal: bool = False, li
         cells, scores, kept = selected
         chosen = (np.frombuffer(cells, np.int64), np.frombuffer(scores, np.float64), np.frombuffer(kept, np.int64))
     columns = {}
-    for (path, kind), (occ, items, nums, data, wmin, wmax, fractional, escaped) in zip(paths, cols):
+    for (path, kind), (occ, items, nums, data, wmin, wmax, fractional, escaped, nulls, mmin, mmax) in zip(paths, cols):
         columns[path] = Column(np.frombuffer(occ, np.int64), np.frombuffer(items, np.int64),
                                np.frombuffer(nums, np.int64),
                                np.frombuffer(data, np.int64 if kind in (STR, STRS) else np.float64),
-                               (wmin, wmax), bool(fractional), bool(escaped))
+                               (wmin, wmax), bool(fractional), bool(escaped), bool(nulls), (mmin, mmax))
     return Scanned(stop, bool(done), n_slots, columns, chosen, bool(float64))
 
 

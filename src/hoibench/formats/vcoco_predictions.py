@@ -558,16 +558,17 @@ def _image_typed(parser: Any, object_type: type, text: msgspec.Raw, path: object
 
 _NATIVE_ROOT = _S.field("", _S.OBJECT, _S.field("agent_classes", _S.STRS), _S.field("role_classes", _S.STRS),
                         _S.field("images", _S.RECORDS, _S.field("image_id", _S.NUM), _S.field("file_name", _S.STR),
-                                 *(_S.field(key, _S.ROWS) for key, _ in _TYPED_FIELDS)))
+                                 *(_S.field(key, _S.ROWS, nulls=True) for key, _ in _TYPED_FIELDS),
+                                 _S.field("role_boxes", _S.ROWS3, nulls=True, null_row=4)))
 
 
 def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetectionsFile | None:
-    """The hoibench layout with shared role boxes read by the C scanner in one pass, straight
-    into columns (:mod:`~hoibench.formats._scan`): what :func:`_typed_images` and
-    :func:`_assemble` make of it, or ``None`` for anything the scanner or these checks do not
-    prove (dense ``role_boxes``, nulls, a row of another width, an index out of its image,
-    an image id that is not an integer): the per-image readers then take the file and name
-    what is wrong."""
+    """The hoibench layout read by the C scanner in one pass, straight into columns
+    (:mod:`~hoibench.formats._scan`): what the per-image and whole-file readers make of it, or
+    ``None`` for anything the scanner or these checks do not prove (a row of another width, an
+    index outside its image's objects, an image id that is not an integer, shared and dense role
+    boxes in one file): those readers then take the file and name what is wrong. ``null`` is
+    NaN, a ``null`` role object -1 and a ``null`` role box "no role object", as they read it."""
     c = _S.scan_document(buf, _NATIVE_ROOT, records="images")
     if c is None:
         return None
@@ -581,27 +582,38 @@ def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetecti
     per = slice(1, None)  # slot i + 1: image i
     n_images = len(c["images"].items) - 1
     pb, agent, obj, idx, rsc = (c[f"images.{key}"] for key, _ in _TYPED_FIELDS)
+    dense = c["images.role_boxes"]
     n = pb.items[per]
-    for col, width, rows in ((pb, 4, n), (agent, a_cols.size, n), (obj, 4, None), (idx, r_cols.size, n),
-                             (rsc, r_cols.size, n)):
+    shared = bool(idx.occ[per].all())  # else every image gives dense role_boxes (no role_objects)
+    if not shared and (idx.occ[per].any() or (dense.occ[per] != 1).any() or (dense.items[per] != n).any()
+                       or (dense.nums[per] != n * r_cols.size * 4).any()
+                       or (dense.values.size and (dense.width != (4, 4) or dense.middle != (r_cols.size,) * 2))):
+        return None
+    checks = [(pb, 4, n), (agent, a_cols.size, n), (rsc, r_cols.size, n)]
+    if shared:
+        checks += [(obj, 4, None), (idx, r_cols.size, n)]
+    for col, width, rows in checks:
         if (col.occ[per] != 1).any() or (rows is not None and (col.items[per] != rows).any()):
             return None
         if (col.nums[per] != col.items[per] * width).any() or (col.values.size and col.width != (width, width)):
             return None
+    del checks, col  # they hold the columns, which are freed one by one below
     ids = _native_image_ids(c, buf, n_images)
-    if ids is None or not _native_indices_fit(idx, obj.items[per], n, r_cols.size):
+    if ids is None:
         return None
-    # each column is freed once converted (the float64 columns are twice the float32 arrays)
-    d, m = int(n.sum()), obj.items[per]
+    d = int(n.sum())
     owner = np.repeat(np.arange(n_images), n)
-    objects = np.empty((int(m.sum()) + 1, 4), dtype=np.float32)
-    objects[:-1] = obj.values.reshape(-1, 4)
-    objects[-1] = np.nan  # what index -1 picks: "no role object"
-    gather = idx.values.reshape(d, r_cols.size).astype(np.int32 if len(objects) < 2**31 else np.int64)
-    np.add(gather, (np.cumsum(m) - m)[owner, None].astype(gather.dtype), out=gather, where=gather >= 0)
-    del obj, idx, c["images.object_boxes"], c["images.role_objects"]
-    rbox_listed = objects[gather]
-    del objects, gather
+    # each column is freed once converted (the float64 columns are twice the float32 arrays)
+    if shared:
+        made = _native_shared_index(obj, idx, n, r_cols.size, owner)
+        if made is None:
+            return None
+        del obj, idx, c["images.object_boxes"], c["images.role_objects"]
+        rbox_listed = made[0][made[1]]
+        del made
+    else:
+        rbox_listed = dense.values.reshape(d, r_cols.size, 4).astype(np.float32)
+    del dense, c["images.role_boxes"]
     roles = vcoco_role_classes()
     if _every_column(r_cols, len(roles)):
         rbox = rbox_listed
@@ -619,15 +631,25 @@ def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetecti
     return _checked(det, owner, path, lenient, "hoibench json", {})
 
 
-def _native_indices_fit(idx: _S.Column, objects: np.ndarray, rows: np.ndarray, width: int) -> bool:
-    """Whether every ``role_objects`` value is an integer from -1 to its image's object count
-    - 1 (``objects`` and ``rows``: per image, the objects and the detections)."""
-    if not idx.values.size:
-        return True
-    if idx.fractional:
-        return False
+def _native_shared_index(obj: _S.Column, idx: _S.Column, rows: np.ndarray, width: int,
+                         owner: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """All images' ``object_boxes`` as float32 rows (a NaN row last) and each detection's
+    ``role_objects`` as rows of that table (-1 or null: the NaN row, "no role object"): the
+    role boxes are ``objects[index]``. ``None`` unless every index is an integer from -1 to its
+    image's object count - 1 (``rows``: detections per image)."""
+    m = obj.items[1:]
     v = idx.values.reshape(-1, width)
-    return bool((v.min(axis=1) >= -1).all() and (v.max(axis=1) < np.repeat(objects, rows)).all())
+    if idx.nulls:
+        v = np.where(np.isnan(v), -1.0, v)
+    if v.size and (idx.fractional or (v.min(axis=1) < -1).any() or (v.max(axis=1) >= np.repeat(m, rows)).any()):
+        return None
+    objects = np.empty((int(m.sum()) + 1, 4), dtype=np.float32)
+    objects[:-1] = obj.values.reshape(-1, 4)
+    objects[-1] = np.nan  # what index -1 picks: "no role object"
+    gather = v.astype(np.int32 if len(objects) < 2**31 else np.int64)
+    del v
+    np.add(gather, (np.cumsum(m) - m)[owner, None].astype(gather.dtype), out=gather, where=gather >= 0)
+    return objects, gather
 
 
 def _by_column(values: np.ndarray, rows: int, width: int) -> np.ndarray:
