@@ -172,6 +172,28 @@ def test_lists_of_rows_and_nulls():
         assert S.scan(bad.encode(), 0, root) is None, bad
 
 
+def test_float32_columns_round_as_numpy():
+    """An ``f32`` field keeps each number as float32, rounded from the exact double as numpy's
+    ``astype(np.float32)`` rounds it (ties to even, beyond the range to inf, null to NaN)."""
+    rng = random.Random(5)
+    tokens = [repr(rng.uniform(-1e4, 1e4)) for _ in range(2000)] + [repr(float(np.float32(rng.random())))
+                                                                     for _ in range(500)]
+    tokens += ["0.0", "-0.0", "1e39", "-1e39", "1e-50", "3.4028235677973366e38", "1.0000000596046448",
+               "null", "16777217", "0.1"]
+    text = '{"a": [' + ", ".join(tokens) + '], "b": [[1.5, null], null]}'
+    root = field("", OBJECT, field("a", NUMS, nulls=True, f32=True), field("b", ROWS, nulls=True, null_row=2, f32=True))
+    with np.errstate(over="ignore"):
+        want = np.array([float("nan") if t == "null" else float(t) for t in tokens]).astype(np.float32)
+    got = S.scan(text.encode(), 0, root)
+    assert got is not None and got["a"].values.dtype == np.float32
+    assert got["a"].values.tobytes() == want.tobytes()
+    np.testing.assert_array_equal(got["b"].values, np.array([1.5, np.nan, np.nan, np.nan], dtype=np.float32))
+    with pytest.raises(ValueError, match="float64"):  # the QPIC reduction reads its columns as doubles
+        S.scan(b"[]", 0, field("", RECORDS, field("s", ROWS, f32=True), field("p", NUMS), field("l", NUMS),
+                                  field("b", ROWS)),
+               select=S.Select("s", "p", "l", "b", np.zeros(1, np.int64), np.ones((1, 1), bool), 1))
+
+
 @pytest.mark.parametrize(("what", "text"), [
     ("duplicate key", '{"images": [{"ids": [1], "ids": [2]}]}'),
     ("escaped key", '{"images": [{"i\\u0064s": [1]}]}'),

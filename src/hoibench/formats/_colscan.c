@@ -18,7 +18,8 @@
  * None); a schema is (strict: bool, fields: tuple). Kinds: 1 string, 2 number, 3 list of numbers,
  * 4 list of lists of numbers, 5 list of objects (sub), 6 object (sub), 7 list of strings, 8 list
  * of lists of lists of numbers. A field of kind 3, 4 or 8 may take `null` for a number (read as
- * NaN; nulls = 1) and, with null_width > 0, for an innermost list (null_width NaNs). The root is a kind-5 or
+ * NaN; nulls = 1) and, with null_width > 0, for an innermost list (null_width NaNs); with f32
+ * its numbers are stored as float32 (the double rounded to nearest, as numpy's astype). The root is a kind-5 or
  * kind-6 field whose key is ignored. Counters are kept per "slot": slot 0 for everything
  * outside the outermost list of objects, slot 1 + i for its element i (everything below it).
  */
@@ -102,6 +103,7 @@ typedef struct {
     Schema *sub;
     int col; /* index into the column table */
     int nulls, null_width; /* null taken for a number (NaN) / for an innermost list of this width */
+    int f32;               /* numbers stored as float32 (kinds 2, 3, 4 and 8) */
 } Field;
 
 struct Schema {
@@ -118,6 +120,7 @@ typedef struct {
     int nonint;           /* a number written with a fraction or an exponent */
     int escaped;          /* a string holding a backslash escape */
     int nulls, null_width; /* the field's null rules (set as the field is parsed) */
+    int f32;               /* values stored as float32, not float64 */
     int had_null;         /* a null was read (as NaN) */
 } Col;
 
@@ -716,10 +719,16 @@ struct Reducer {
 /* ------------------------------------------------------------------------------ columns */
 static inline int64_t *counter(Buf *b, int64_t slot) { return ((int64_t *)b->data) + slot; }
 
-static inline int push_double(Col *c, double v) {
-    if (c->data.len + sizeof(double) > c->data.cap && buf_reserve(&c->data, sizeof(double))) return NOMEM;
-    memcpy(c->data.data + c->data.len, &v, sizeof(double));
-    c->data.len += sizeof(double);
+static inline int push_double(Col *c, double v) { /* as a float where the column is float32 */
+    size_t esz = c->f32 ? sizeof(float) : sizeof(double);
+    if (c->data.len + esz > c->data.cap && buf_reserve(&c->data, esz)) return NOMEM;
+    if (c->f32) {
+        float f = (float)v;
+        memcpy(c->data.data + c->data.len, &f, esz);
+    } else {
+        memcpy(c->data.data + c->data.len, &v, esz);
+    }
+    c->data.len += esz;
     return 0;
 }
 
@@ -783,9 +792,10 @@ static int numbers_list(Scan *s, Col *c, int rows) {
                 const unsigned char *p = s->p, *end = s->end;
                 int literal = s->literal, nonint = 0;
                 /* the column's end kept in locals (a store through char * could alias them) */
-                double *out = (double *)(c->data.data + c->data.len);
-                double *stop = (double *)(c->data.data + c->data.cap - c->data.cap % sizeof(double));
-                if (!c->data.data) out = stop = NULL;
+                const int f32 = c->f32;
+                const size_t esz = f32 ? sizeof(float) : sizeof(double);
+                char *out = c->data.data ? c->data.data + c->data.len : NULL;
+                char *stop = c->data.data ? c->data.data + c->data.cap - c->data.cap % esz : NULL;
                 for (;;) {
                     while (p < end && WS[*p]) p++;
                     double v;
@@ -808,12 +818,18 @@ static int numbers_list(Scan *s, Col *c, int rows) {
                     }
                     nonint |= !isint;
                     if (out >= stop) {
-                        c->data.len = out ? (size_t)((char *)out - c->data.data) : 0;
+                        c->data.len = out ? (size_t)(out - c->data.data) : 0;
                         if (buf_reserve(&c->data, 4096)) return NOMEM;
-                        out = (double *)(c->data.data + c->data.len);
-                        stop = (double *)(c->data.data + c->data.cap - c->data.cap % sizeof(double));
+                        out = c->data.data + c->data.len;
+                        stop = c->data.data + c->data.cap - c->data.cap % esz;
                     }
-                    *out++ = v;
+                    if (f32) { /* rounded to nearest as numpy's astype(float32) rounds the double */
+                        float f = (float)v;
+                        memcpy(out, &f, sizeof f);
+                    } else {
+                        memcpy(out, &v, sizeof v);
+                    }
+                    out += esz;
                     count++;
                     n++;
                     if (p < end && *p == ',') { /* compact JSON: the comma right after */
@@ -827,7 +843,7 @@ static int numbers_list(Scan *s, Col *c, int rows) {
                     }
                     break;
                 }
-                if (out) c->data.len = (size_t)((char *)out - c->data.data);
+                if (out) c->data.len = (size_t)(out - c->data.data);
                 if (nonint) c->nonint = 1;
                 s->p = p; /* a comma after a literal-mode escaped newline goes on below */
             }
@@ -914,6 +930,7 @@ static int parse_field(Scan *s, Field *f, int depth) {
     *counter(&c->occ, s->slot) += 1;
     c->nulls = f->nulls;
     c->null_width = f->null_width;
+    c->f32 = f->f32;
     ws(s);
     switch (f->kind) {
     case K_STR:
@@ -1030,10 +1047,11 @@ static Schema *build_schema(PyObject *obj, int *ncols) {
         PyObject *f = PyTuple_GET_ITEM(fields, i);
         char *key;
         Py_ssize_t keylen;
-        int kind, nulls = 0, null_width = 0;
+        int kind, nulls = 0, null_width = 0, f32 = 0;
         PyObject *sub;
-        if (!PyTuple_Check(f) || !PyArg_ParseTuple(f, "y#iO|ii", &key, &keylen, &kind, &sub, &nulls, &null_width)) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "field: (key, kind, sub[, nulls, null_width])");
+        if (!PyTuple_Check(f) ||
+            !PyArg_ParseTuple(f, "y#iO|iii", &key, &keylen, &kind, &sub, &nulls, &null_width, &f32)) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "field: (key, kind, sub[, nulls, null_width, f32])");
             free_schema(sc);
             return NULL;
         }
@@ -1043,6 +1061,7 @@ static Schema *build_schema(PyObject *obj, int *ncols) {
         fd->kind = kind;
         fd->nulls = nulls;
         fd->null_width = null_width;
+        fd->f32 = f32;
         fd->col = (*ncols)++;
         if (kind < K_STR || kind > K_NUMS3 || null_width < 0) {
             PyErr_SetString(PyExc_ValueError, "field: unknown kind");
@@ -1119,8 +1138,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Py_ssize_t keylen;
     int kind;
     PyObject *sub;
-    int root_nulls, root_width;
-    if (!PyTuple_Check(root) || !PyArg_ParseTuple(root, "y#iO|ii", &key, &keylen, &kind, &sub, &root_nulls, &root_width) ||
+    int root_nulls, root_width, root_f32;
+    if (!PyTuple_Check(root) ||
+        !PyArg_ParseTuple(root, "y#iO|iii", &key, &keylen, &kind, &sub, &root_nulls, &root_width, &root_f32) ||
         (kind != K_RECORDS && kind != K_OBJECT)) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "root: (key, 5 or 6, schema)");
         goto done;

@@ -45,12 +45,15 @@ STR, NUM, NUMS, ROWS, RECORDS, OBJECT, STRS, ROWS3 = 1, 2, 3, 4, 5, 6, 7, 8
 
 
 def field(key: str, kind: int, *sub: tuple[Any, ...], strict: bool = False, nulls: bool = False,
-          null_row: int = 0) -> tuple[Any, ...]:
+          null_row: int = 0, f32: bool = False) -> tuple[Any, ...]:
     """One field of a schema; ``sub``: the fields of a ``RECORDS`` or ``OBJECT`` field's objects,
     ``strict``: their other keys are refused (else parsed, checked and skipped). For ``NUMS``,
     ``ROWS`` and ``ROWS3``: ``nulls``, a ``null`` number is read as NaN (else refused);
-    ``null_row``, a ``null`` where a row is expected is read as that many NaNs (0: refused)."""
-    return (key.encode(), kind, (strict, tuple(sub)) if kind in (RECORDS, OBJECT) else None, int(nulls), null_row)
+    ``null_row``, a ``null`` where a row is expected is read as that many NaNs (0: refused);
+    ``f32``, the values are kept as float32 (each double rounded as ``astype(np.float32)``
+    rounds it: half the memory, for a reader that would cast them anyway)."""
+    return (key.encode(), kind, (strict, tuple(sub)) if kind in (RECORDS, OBJECT) else None, int(nulls), null_row,
+            int(f32))
 
 
 @dataclass
@@ -58,7 +61,7 @@ class Column:
     """One field's values over the text. ``occ``: times the key was met per slot; ``items``:
     per slot, elements of its lists (rows for ``ROWS``, objects for ``RECORDS``, 1 per value
     otherwise, 1 per string of a ``STRS`` list); ``nums``: numbers per slot; ``values``: float64
-    numbers, or (start, stop) byte offsets of strings; ``width``: (shortest, longest) innermost list, (-1, -1) if none."""
+    numbers (float32 for an ``f32`` field), or (start, stop) byte offsets of strings; ``width``: (shortest, longest) innermost list, (-1, -1) if none."""
 
     occ: np.ndarray
     items: np.ndarray
@@ -118,14 +121,15 @@ class Scanned:
         return self.columns[path]
 
 
-def _paths(root: tuple[Any, ...]) -> list[tuple[str, int]]:
-    """The fields' paths and kinds in the extension's column order (depth first, the root first)."""
-    out = [(root[0].decode(), root[1])]
+def _paths(root: tuple[Any, ...]) -> list[tuple[str, type]]:
+    """The fields' paths and value types in the extension's column order (depth first, the
+    root first): int64 (string offsets), float32 or float64."""
+    out: list[tuple[str, type]] = [(root[0].decode(), np.float64)]
 
     def walk(schema: Any, prefix: str) -> None:
-        for key, kind, sub, *_ in schema[1]:
+        for key, kind, sub, _, _, f32 in schema[1]:
             path = f"{prefix}{key.decode()}"
-            out.append((path, kind))
+            out.append((path, np.int64 if kind in (STR, STRS) else np.float32 if f32 else np.float64))
             if sub is not None:
                 walk(sub, path + ".")
 
@@ -166,6 +170,8 @@ def scan(buf: Any, pos: int, root: tuple[Any, ...], *, literal: bool = False, li
     if select is not None:
         valid = np.ascontiguousarray(select.valid, dtype=np.uint8)
         names = [path for path, _ in paths]
+        if any(dict(paths)[p] != np.float64 for p in (select.scores, select.pairs, select.labels)):
+            raise ValueError("select: its score, pair and label fields must be float64")
         reduce = (*(names.index(p) for p in (select.scores, select.pairs, select.labels, select.boxes)),
                   np.ascontiguousarray(select.row_of_label, dtype=np.int64).tobytes(), valid.tobytes(),
                   valid.shape[1], -1 if select.k is None else select.k)
@@ -178,10 +184,9 @@ def scan(buf: Any, pos: int, root: tuple[Any, ...], *, literal: bool = False, li
         cells, scores, kept = selected
         chosen = (np.frombuffer(cells, np.int64), np.frombuffer(scores, np.float64), np.frombuffer(kept, np.int64))
     columns = {}
-    for (path, kind), (occ, items, nums, data, wmin, wmax, fractional, escaped, nulls, mmin, mmax) in zip(paths, cols):
+    for (path, dtype), (occ, items, nums, data, wmin, wmax, fractional, escaped, nulls, mmin, mmax) in zip(paths, cols):
         columns[path] = Column(np.frombuffer(occ, np.int64), np.frombuffer(items, np.int64),
-                               np.frombuffer(nums, np.int64),
-                               np.frombuffer(data, np.int64 if kind in (STR, STRS) else np.float64),
+                               np.frombuffer(nums, np.int64), np.frombuffer(data, dtype),
                                (wmin, wmax), bool(fractional), bool(escaped), bool(nulls), (mmin, mmax))
     return Scanned(stop, bool(done), n_slots, columns, chosen, bool(float64))
 

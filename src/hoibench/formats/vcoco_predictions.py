@@ -558,8 +558,9 @@ def _image_typed(parser: Any, object_type: type, text: msgspec.Raw, path: object
 
 _NATIVE_ROOT = _S.field("", _S.OBJECT, _S.field("agent_classes", _S.STRS), _S.field("role_classes", _S.STRS),
                         _S.field("images", _S.RECORDS, _S.field("image_id", _S.NUM), _S.field("file_name", _S.STR),
-                                 *(_S.field(key, _S.ROWS, nulls=True) for key, _ in _TYPED_FIELDS),
-                                 _S.field("role_boxes", _S.ROWS3, nulls=True, null_row=4)))
+                                 # float32 where the detections keep float32; indices exact (float64)
+                                 *(_S.field(key, _S.ROWS, nulls=True, f32=not integer) for key, integer in _TYPED_FIELDS),
+                                 _S.field("role_boxes", _S.ROWS3, nulls=True, null_row=4, f32=True)))
 
 
 def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetectionsFile | None:
@@ -603,7 +604,7 @@ def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetecti
         return None
     d = int(n.sum())
     owner = np.repeat(np.arange(n_images), n)
-    # each column is freed once converted (the float64 columns are twice the float32 arrays)
+    # each column is freed once converted (a float32 column and the array made of it are each ~100 MB)
     if shared:
         made = _native_shared_index(obj, idx, n, r_cols.size, owner)
         if made is None:
@@ -612,7 +613,7 @@ def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetecti
         rbox_listed = made[0][made[1]]
         del made
     else:
-        rbox_listed = dense.values.reshape(d, r_cols.size, 4).astype(np.float32)
+        rbox_listed = dense.values.reshape(d, r_cols.size, 4)
     del dense, c["images.role_boxes"]
     roles = vcoco_role_classes()
     if _every_column(r_cols, len(roles)):
@@ -621,7 +622,7 @@ def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetecti
         rbox = np.full((d, len(roles), 4), np.nan, dtype=np.float32)
         rbox[:, r_cols] = rbox_listed
     del rbox_listed
-    boxes = pb.values.reshape(d, 4).astype(np.float32)
+    boxes = pb.values.reshape(d, 4)
     del pb, c["images.person_boxes"]
     agent_scores = _widen(_by_column(agent.values, d, a_cols.size), a_cols, len(vcoco_action_names()))
     del agent, c["images.agent_scores"]
@@ -653,8 +654,8 @@ def _native_shared_index(obj: _S.Column, idx: _S.Column, rows: np.ndarray, width
 
 
 def _by_column(values: np.ndarray, rows: int, width: int) -> np.ndarray:
-    """float64 row-major values as a (rows, width) float32 array stored column by column (each
-    class contiguous, as the metric reads it; see :class:`_Stack`)."""
+    """Row-major values as a (rows, width) float32 array stored column by column (each class
+    contiguous, as the metric reads it; see :class:`_Stack`)."""
     return values.reshape(rows, width).T.astype(np.float32).T
 
 
