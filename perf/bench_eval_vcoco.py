@@ -2,7 +2,9 @@
 
 Ground truth: the bundled ``v-coco:test`` (4,946 images, 6,276 annotated people). Detections:
 ``--per-image`` people per image (jittered copies of the annotated people, duplicates and
-background boxes), each with 26 agent scores and 25 role boxes and scores. Prints the time to
+background boxes), each with 26 agent scores and 25 role boxes and scores. Prints the whole
+``hoibench eval vcoco`` command (wall, CPU, peak RSS) on each hoibench JSON layout (shared role
+boxes, as written by default, and dense ``role_boxes`` with nulls), the time to
 read the detections (hoibench JSON and ``vsrl_eval.py`` pickle), the vectorised evaluation on
 the full set, and the baseline loop (``vsrl_eval.py``'s algorithm written plainly: per image, per
 class, per detection, with the detections grouped by image up front) on ``--baseline-images``
@@ -141,7 +143,7 @@ def baseline(det: VCOCODetections, gt: VCOCOGroundTruth) -> tuple[np.ndarray, di
     return agent, role
 
 
-def whole_command(pred: Path, repeats: int) -> None:
+def whole_command(pred: Path, repeats: int, layout: str) -> None:
     """``hoibench eval vcoco --gt v-coco:test`` in its own process, ``repeats`` times after the
     file is flushed to disk (its writeback would otherwise run during the first): wall time, CPU
     time and peak RSS of each (``/usr/bin/time -v`` where it exists, else the child's rusage)."""
@@ -166,7 +168,7 @@ def whole_command(pred: Path, repeats: int) -> None:
             cpu = ru.ru_utime + ru.ru_stime - before.ru_utime - before.ru_stime
         runs.append((time.perf_counter() - t, cpu, peak))
     walls = sorted(r[0] for r in runs)
-    print(f"whole command `hoibench eval vcoco --gt v-coco:test --pred {pred.name}`, {repeats} runs: wall "
+    print(f"whole command `hoibench eval vcoco --gt v-coco:test --pred {pred.name}` ({layout}), {repeats} runs: wall "
           f"{', '.join(f'{r[0]:.2f}' for r in runs)} s (median {walls[len(walls) // 2]:.2f} s); cpu "
           f"{', '.join(f'{r[1]:.2f}' for r in runs)} s; peak RSS {max(r[2] for r in runs):.2f} GB "
           f"(load average {os.getloadavg()[0]:.1f})")
@@ -200,8 +202,8 @@ def main() -> None:
                 print(f"read {name:16s} skipped: {len(det):,} detections > --pickle-max {args.pickle_max:,}")
                 continue
             write(det, path)
-            if k == 0:
-                whole_command(path, args.repeats)
+            if name != "vsrl pickle":
+                whole_command(path, args.repeats, name)
             t, c = time.perf_counter(), time.process_time()
             loaded = read_vcoco_detections(path).detections
             dt, dc = time.perf_counter() - t, time.process_time() - c
