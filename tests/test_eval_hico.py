@@ -402,3 +402,34 @@ def test_tied_scores_rank_by_ground_truth_image_then_file_order():
     assert tp.tolist() == [True, False]  # a.jpg's TP ranks first although b.jpg comes first in the file
     assert m.image_index.tolist() == [0, 1]
     check_loop(p, gt, "official")
+
+
+def test_fast_orderings_equal_the_argsorts_they_replace() -> None:
+    """The metric's orderings (a quicksort with ties put back, runs of one image sorted as runs,
+    a 16-bit radix sort by class over a given order) are the argsorts they replace, exactly:
+    ties, NaN, -0.0, repeated images, positions out of order, groups past 16 bits."""
+    from hoibench.evaluation._hico_map import _order_by_image, _stable_argsort_descending, _then_by
+
+    rng = np.random.default_rng(0)
+    for trial in range(400):
+        n = int(rng.integers(0, 300))
+        v = rng.integers(0, 5, n).astype(float) / 4
+        if trial % 3 == 0:
+            v[rng.random(n) < 0.2] = np.nan
+        if trial % 5 == 0:
+            v[rng.random(n) < 0.2] = -0.0
+        if trial % 7 == 0:
+            v = rng.random(n)
+        np.testing.assert_array_equal(_stable_argsort_descending(v), np.argsort(-v, kind="stable"))
+        image = rng.integers(0, 6, n)
+        if trial % 2:
+            image = np.sort(image)  # runs of one image, as files list them
+        pos = np.cumsum(rng.integers(1, 3, n)) if trial % 4 else rng.permutation(n)
+        np.testing.assert_array_equal(_order_by_image(image, pos),
+                                      np.argsort(image * (int(pos.max(initial=0)) + 1) + pos))
+        order = rng.permutation(n)
+        group = rng.integers(0, 70_000 if trial % 2 else 50, n)
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n)
+        np.testing.assert_array_equal(_then_by(order, group, 70_000 if trial % 2 else 50),
+                                      np.argsort(group * max(n, 1) + rank))

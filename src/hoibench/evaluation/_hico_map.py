@@ -320,6 +320,44 @@ def _ranks_within(keys: np.ndarray, order: np.ndarray) -> np.ndarray:
     return rank
 
 
+def _order_by_image(image: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """The argsort of ``image * (pos.max() + 1) + pos`` (by image, then by file position). Where
+    ``pos`` increases along the array (as :func:`_align` leaves it), the detections come in
+    runs of one image (a file lists them image by image): the runs are sorted, stably, by
+    image and expanded, instead of sorting every detection."""
+    n = len(image)
+    if n < 2 or not bool((pos[1:] > pos[:-1]).all()):
+        return np.argsort(image * (int(pos.max(initial=0)) + 1) + pos)
+    starts = np.r_[0, np.flatnonzero(image[1:] != image[:-1]) + 1]
+    lengths = np.diff(np.r_[starts, n])
+    b = np.argsort(image[starts], kind="stable")
+    first, lengths = starts[b], lengths[b]
+    return np.repeat(first - (np.cumsum(lengths) - lengths), lengths) + np.arange(n)
+
+
+def _stable_argsort_descending(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(-values, kind="stable")``: a quicksort, then each run of equal values (NaN
+    with NaN) put back in index order, which costs only as much as there are ties."""
+    o = np.argsort(-values)
+    v = values[o]
+    tie = (v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1]))
+    if tie.any():
+        at = np.flatnonzero(np.r_[tie, False] | np.r_[False, tie])  # positions inside a run of ties
+        run = np.cumsum(np.r_[True, ~tie])[at]
+        o[at] = o[at][np.lexsort((o[at], run))]
+    return o
+
+
+def _then_by(order: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+    """``order`` (positions into ``group``) stably re-sorted by ``group`` (values in
+    0..n_groups-1): the positions by group, then as ``order`` had them. Equal to an argsort of
+    ``group * len + rank in order``, but a radix sort (16-bit keys) where the groups fit."""
+    g = group[order]
+    if n_groups <= 1 << 16:
+        g = g.astype(np.uint16)
+    return order[np.argsort(g, kind="stable")]
+
+
 def _pair_nms(det: _Aligned, keep: np.ndarray, protocol: HICOProtocol) -> np.ndarray:
     """CDN's ``triplet_nms_filter``: greedy pair-NMS per (image, HOI class), all groups at once.
 
@@ -369,13 +407,13 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
     # image, then by position in the prediction file (MATLAB's stable sort of the per-image lists).
     n_all = len(det.scores)
     pos = det.det_index - det.det_index.min(initial=0)
-    by_image = np.argsort(det.image * (int(pos.max(initial=0)) + 1) + pos)
-    srank_order = by_image[np.argsort(-det.scores[by_image], kind="stable")]
+    by_image = _order_by_image(det.image, pos)
+    srank_order = by_image[_stable_argsort_descending(det.scores[by_image])]
     srank_all = np.empty(n_all, dtype=np.int64)
     srank_all[srank_order] = np.arange(n_all)
     keep = np.ones(n_all, dtype=bool)
     if protocol.max_per_image is not None:
-        within = np.argsort(det.image * n_all + srank_all)
+        within = _then_by(srank_order, det.image, n_img)  # by image, then score rank
         rank = _ranks_within(det.image, within)
         over = rank >= protocol.max_per_image
         if over.any():
@@ -418,7 +456,10 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
 
     key = hoi * n_img + image
     lo = np.searchsorted(g_key, key, side="left")
-    hi = np.searchsorted(g_key, key, side="right")
+    # the end of each key's run from the ground truth's own (small) table: one search, not two
+    g_end = np.searchsorted(g_key, g_key, side="right")
+    at = np.minimum(lo, len(g_key) - 1)
+    hi = np.where((lo < len(g_key)) & (g_key[at] == key), g_end[at], lo) if len(g_key) else lo
     n_cand = hi - lo
     d_rep = np.repeat(np.arange(n), n_cand)
     c_start = np.repeat(np.cumsum(n_cand) - n_cand, n_cand)
@@ -445,8 +486,9 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
         tp[winners] = True
     gt_pair = np.where(tp, g_pairs[np.where(first >= 0, first, 0)], -1)
 
-    # --- ranking for AP
-    a_order = np.argsort(hoi * n_all + srank)  # by class, then by the stable score rank
+    # --- ranking for AP: by class, then by the stable score rank
+    in_sel = np.cumsum(keep) - 1  # a kept detection's position in sel
+    a_order = _then_by(in_sel[srank_order[keep[srank_order]]], hoi, n_cls)
     class_offsets = np.searchsorted(hoi[a_order], np.arange(n_cls + 1))
     if protocol.ranking != "stable":
         # QPIC appends per image (dataset order) in its stable score order, then ranks each
