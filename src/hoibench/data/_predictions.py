@@ -106,12 +106,12 @@ class HOIPredictions:
     @functools.cached_property
     def image_index(self) -> np.ndarray:
         """Image row of every detection."""
-        return _frozen(np.repeat(np.arange(self.n_images), np.diff(self.offsets)), np.int64)
+        return _frozen(np.repeat(np.arange(self.n_images), np.diff(self.offsets)), np.int64, copy=False)
 
     @functools.cached_property
     def hois(self) -> np.ndarray:
         """HOI class of every detection (``-1`` where (verb, object) is not a class)."""
-        return _frozen(self.vocab.hoi_index(self.verbs, self.objects), np.int64)
+        return _frozen(self.vocab.hoi_index(self.verbs, self.objects), np.int64, copy=False)
 
     def index_of(self, file_name: str) -> int:
         """Row of an image by file name (``KeyError`` when absent, as :meth:`HOIDataset.index_of`)."""

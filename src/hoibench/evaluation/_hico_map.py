@@ -306,6 +306,9 @@ def _align(preds: HOIPredictions, target: HOIDataset, *, lenient: bool, det_base
         dropped["(verb, object) is no HOI class"] += int(no_class.sum())
     keep &= hoi >= 0
     idx = np.flatnonzero(keep)
+    if len(idx) == len(keep):  # every detection kept (the usual case): the arrays as they are, no copies
+        return _Aligned(image, hoi, preds.objects, preds.boxes_h, preds.boxes_o, preds.scores, idx + det_base,
+                        dropped)
     return _Aligned(image[idx], hoi[idx], preds.objects[idx], preds.boxes_h[idx], preds.boxes_o[idx],
                     preds.scores[idx], idx + det_base, dropped)
 

@@ -481,10 +481,11 @@ def _decode_native(raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] |
             return None
     if ids[k_hoi] is None and (ids[k_obj] is None or ids[k_verb] is None):
         return None
+    boxes = [c[f"images.{key}"].values.reshape(-1, 4) for key in ("boxes_h", "boxes_o")]
+    for b in boxes:
+        b += shift  # in place: the scanner's columns belong to this reader alone
     return name, (label_space[0] if name == "hoibench" else None), _Columns(
-        names, n.copy(), c["images.boxes_h"].values.reshape(-1, 4) + shift,
-        c["images.boxes_o"].values.reshape(-1, 4) + shift, ids[k_obj], ids[k_verb], ids[k_hoi],
-        c["images.scores"].values)
+        names, n.copy(), *boxes, ids[k_obj], ids[k_verb], ids[k_hoi], c["images.scores"].values)
 
 
 _QPIC_ROOT = _S.field("", _S.RECORDS, _S.field("file_name", _S.STR), _S.field("labels", _S.NUMS),
