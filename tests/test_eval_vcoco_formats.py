@@ -397,6 +397,11 @@ def _vcoco_variant(doc: dict, variant: str) -> str:
         elif variant == "dense role boxes":
             ims[1]["role_boxes"][0][2] = [1, None, 3, 4]  # a null coordinate: a bad role box
             ims[1]["object_boxes"] = [[1, 2, 3, 4]]  # ignored without role_objects
+    elif variant == "no role classes":
+        doc["role_classes"] = []
+        for im in ims:
+            for key in ("role_scores", "role_objects"):
+                im[key] = [[] for _ in im[key]]
     elif variant == "null role object":
         ims[3]["role_objects"][0][1] = None
     elif variant == "null person box":
@@ -429,7 +434,7 @@ VCOCO_VARIANTS = {  # variant: whether the scanner's reading stands
     "plain": True, "indented": True, "class subsets": True, "empty image, ids from names": True,
     "escaped class name": True, "inverted box": True, "null score": True, "dense role boxes": True,
     "dense role boxes in one image": False, "dense, a ragged row": False, "null role object": True,
-    "null person box": False,
+    "null person box": False, "no role classes": True,
     "index past the image's objects": False, "index past 64 bits": False, "index as a fraction": False,
     "row of 3 and a row of 5": False, "string image id": False, "unknown class": True, "NaN literal": False,
     "images twice": False, "text after": False,

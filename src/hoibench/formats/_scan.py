@@ -59,9 +59,10 @@ def field(key: str, kind: int, *sub: tuple[Any, ...], strict: bool = False, null
 @dataclass
 class Column:
     """One field's values over the text. ``occ``: times the key was met per slot; ``items``:
-    per slot, elements of its lists (rows for ``ROWS``, objects for ``RECORDS``, 1 per value
-    otherwise, 1 per string of a ``STRS`` list); ``nums``: numbers per slot; ``values``: float64
-    numbers (float32 for an ``f32`` field), or (start, stop) byte offsets of strings; ``width``: (shortest, longest) innermost list, (-1, -1) if none."""
+    per slot, elements of its lists (rows for ``ROWS``, lists of rows for ``ROWS3``, objects
+    for ``RECORDS``, strings for ``STRS``, 1 per value otherwise); ``nums``: numbers per slot;
+    ``values``: float64 numbers (float32 for an ``f32`` field), or (start, stop) byte offsets of
+    strings; ``width``: (shortest, longest) innermost list, (-1, -1) if none."""
 
     occ: np.ndarray
     items: np.ndarray

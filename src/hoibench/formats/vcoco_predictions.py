@@ -639,7 +639,7 @@ def _native_shared_index(obj: _S.Column, idx: _S.Column, rows: np.ndarray, width
     role boxes are ``objects[index]``. ``None`` unless every index is an integer from -1 to its
     image's object count - 1 (``rows``: detections per image)."""
     m = obj.items[1:]
-    v = idx.values.reshape(-1, width)
+    v = idx.values.reshape(len(owner), width)
     if idx.nulls:
         v = np.where(np.isnan(v), -1.0, v)
     if v.size and (idx.fractional or (v.min(axis=1) < -1).any() or (v.max(axis=1) >= np.repeat(m, rows)).any()):
