@@ -265,3 +265,100 @@ def test_hake_json_without_archive(tmp_path):
     assert ds.n_pairs == 1 and ds.widths.tolist() == [30, 0]
     assert ds.image(0).boxes.tolist() == [[0, 0, 9, 9], [4, 4, 19, 19]]
     assert ds.pair_hoi.tolist() == [0]
+
+
+def _hicodet_variant(doc: dict, variant: str) -> str:
+    anns = doc["annotation"]
+    if variant == "extra keys and spaces":
+        doc["note"] = {"x": [1, {"y": None}]}
+        anns[0]["score"] = [0.5]
+        return json.dumps(doc, indent=1)
+    if variant == "no hoi lists":
+        for a in anns:
+            a.pop("hoi", None)
+    elif variant == "hoi in some images only":
+        anns[1].pop("hoi")
+    elif variant == "hoi disagreeing":
+        anns[0]["hoi"][0] = (anns[0]["hoi"][0] + 1) % 600
+    elif variant == "ids written as 8.0":
+        anns[0]["object"] = [float(v) for v in anns[0]["object"]]
+    elif variant == "no size":
+        doc.pop("size")
+    elif variant == "sizes of 3":
+        doc["size"] = [[w, h, 3] for w, h in doc["size"]]
+    elif variant == "escaped file name":
+        return json.dumps(doc).replace('"HICO_', '"\\u0048ICO_', 1)
+    elif variant == "a verb list missing":
+        anns[2].pop("verb")
+    elif variant == "objects differ":
+        doc["objects"] = list(reversed(doc["objects"]))
+    elif variant == "a box of 3":
+        anns[0]["boxes_h"][0] = anns[0]["boxes_h"][0][:3]
+    elif variant == "one file name too many":
+        doc["filenames"].append("extra.jpg")
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("variant", ["plain", "extra keys and spaces", "no hoi lists", "hoi in some images only",
+                                     "hoi disagreeing", "ids written as 8.0", "no size", "sizes of 3",
+                                     "escaped file name", "a verb list missing", "objects differ", "a box of 3",
+                                     "one file name too many"])
+def test_hicodet_scanner_equals_the_json_reader(tmp_path, variant):
+    """The C scanner reads an instances file straight into the dataset; on every variant it
+    gives what the JSON readers give (the same arrays, or the same error line)."""
+    import hoibench.formats._scan as scan
+    from hoibench.datasets._bundled import bundled_path
+    from hoibench.formats.hicodet import _read_native
+
+    doc = json.loads(gzip_text(bundled_path("hico-det", "test")))
+    doc["annotation"], doc["filenames"], doc["size"] = (doc["annotation"][:40], doc["filenames"][:40],
+                                                        doc["size"][:40])
+    path = tmp_path / "inst.json"
+    path.write_text(_hicodet_variant(doc, variant))
+
+    def read(native: bool):
+        with pytest.MonkeyPatch.context() as m:
+            if not native:
+                m.setattr(scan, "_colscan", None)
+            try:
+                return read_hicodet(path)
+            except FormatError as exc:
+                return str(exc)
+
+    got, want = read(True), read(False)
+    if isinstance(want, str):
+        assert got == want
+    else:
+        for key in ("widths", "heights", "image_ids", "box_offsets", "boxes", "box_labels", "pair_offsets",
+                    "pair_subject", "pair_object", "pair_verb"):
+            np.testing.assert_array_equal(getattr(got, key), getattr(want, key), err_msg=key)
+        assert got.file_names == want.file_names and got.name == want.name
+    if scan._NATIVE is not None:
+        taken = _read_native(path.read_bytes(), hico_det(), str(path)) is not None
+        assert taken == (variant in ("plain", "extra keys and spaces", "no hoi lists", "ids written as 8.0",
+                                     "no size", "sizes of 3", "escaped file name"))
+
+
+def gzip_text(path) -> str:
+    import gzip
+
+    return gzip.decompress(path.read_bytes()).decode()
+
+
+@pytest.mark.parametrize("split", ["test", "train"])
+def test_bundled_hicodet_read_by_the_scanner_equals_the_json_reader(split):
+    import hoibench.formats._scan as scan
+    from hoibench._io import read_bytes, read_json
+    from hoibench.datasets._bundled import bundled_path
+    from hoibench.formats.hicodet import _read_native
+
+    path = bundled_path("hico-det", split)
+    if scan._NATIVE is None:
+        pytest.skip("the C scanner is not built here")
+    got = _read_native(read_bytes(path), hico_det(), str(path))
+    want = read_hicodet(path, data=read_json(path))
+    assert got is not None
+    for key in ("widths", "heights", "box_offsets", "boxes", "box_labels", "pair_offsets", "pair_subject",
+                "pair_object", "pair_verb"):
+        np.testing.assert_array_equal(getattr(got, key), getattr(want, key), err_msg=key)
+    assert got.file_names == want.file_names
