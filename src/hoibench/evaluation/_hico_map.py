@@ -439,12 +439,19 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
             dropped["Known-Object: object not in the image"] += int(unlabelled.sum())
         keep &= ~unlabelled
     sel = np.flatnonzero(keep)
-    image, hoi, scores = det.image[sel], det.hoi[sel], det.scores[sel]
-    off = protocol.box_offset
-    bh, bo = det.boxes_h[sel] + off, det.boxes_o[sel] + off
-    det_index = det.det_index[sel]
-    srank = srank_all[sel]
     n = len(sel)
+    every = n == n_all  # nothing dropped (the usual case): the arrays themselves, no gathered copies
+
+    def kept(a: np.ndarray) -> np.ndarray:
+        return a if every else a[sel]
+
+    image, hoi, scores = kept(det.image), kept(det.hoi), kept(det.scores)
+    off = protocol.box_offset
+    bh, bo = kept(det.boxes_h), kept(det.boxes_o)
+    if off:
+        bh, bo = bh + off, bo + off
+    det_index = kept(det.det_index)
+    srank = kept(srank_all)
 
     # --- ground truth pairs grouped by (class, image)
     g_hoi = target.pair_hoi
