@@ -54,7 +54,7 @@ def read_hicodet(path: str | os.PathLike[str], *, data: Any = None, validate: bo
     _check_vocab(data, vocab, path)
     try:
         ds = _read_fast(anns, names, sizes, vocab, str(path))
-    except (KeyError, TypeError, ValueError, IndexError):
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError):  # (a size of 1e400: inf)
         ds = None
     if ds is None:  # malformed somewhere: the careful reader names the record and field
         ds = _read_careful(anns, names, sizes, vocab, r)
