@@ -227,6 +227,24 @@ def test_literal_mode_reads_python_reprs():
     assert S.scan(text.replace("'id': 4", "'id': 4, 'x': 1").encode(), 0, root, literal=True) is None  # strict
 
 
+@pytest.mark.parametrize(("text", "read"), [
+    ("'id': np.float32(2)", True), ("'id': np.fNaN2(2)", False), ("'id': np.random.rand(2)", False),
+    ("'id': np.uint16(2)", True), ("'id': np.float128(2)", False),
+    ("'bbox': array([1, 2], dtype=float64)", True), ("'bbox': array([1, 2], dtype=complex)", False),
+    ("'x': array([1], dtype=np.int32)", True), ("'x': numpy.float_(1)", True), ("'x': eval('1')", False),
+    ("'x': array(1, 2)", False), ("'x': array()", False), ("'x': array([1], order='C')", False),
+    ("'x': float32(1, dtype=int8)", True), ("'x': np.array([1], dtype=foo)", False),
+])
+def test_literal_mode_takes_the_calls_the_careful_reader_takes(text, read):
+    """Only array(x) and numpy-type calls with one literal and ``dtype=<numpy type>`` (as
+    formats/_literal.py reads them), in a field or in a skipped value; anything else is refused."""
+    root = field("", RECORDS, field("filename", STR), field("bbox", NUMS), field("id", NUM))
+    entries = {"filename": "'filename': 'a.jpg'", "bbox": "'bbox': [1, 2]", "id": "'id': 1"}
+    entries[text.split("'")[1]] = text  # the field itself, or another key (skipped)
+    doc = "[{" + ", ".join(entries.values()) + "}]"
+    assert (S.scan(doc.encode(), 0, root, literal=True) is not None) == read, text
+
+
 def test_records_read_in_batches_equal_one_pass():
     doc = [{"file_name": f"{i}.jpg", "boxes": [[i, 1, 2, 3]] * (i % 3), "ids": list(range(i % 4)), "score": i}
            for i in range(10)]

@@ -32,6 +32,7 @@ from hoibench.formats import (
 )
 from tests.hico_synth import noisy_predictions
 from tests.test_eval_vcoco_oracle import make_synthetic
+from tests.test_native_predictions import _embedded_gts, cdn_results_json
 
 TOKENS = ["null", "1", "-1", "0.5", "[]", "[", "]", ",", "{", "}", '"x"', "1e400", "NaN", "2.0", " ", "\\u0041",
           '"', "0.0", "true", ""]
@@ -54,7 +55,8 @@ def _arrays(obj: Any, names: tuple[str, ...]) -> list[np.ndarray]:
 
 
 def _fuzz(tmp_path: Path, text: str, read: Callable[[Path], Any], arrays: Callable[[Any], list[Any]],
-          seed: int) -> None:
+          seed: int, wrap: Callable[[str], str] = lambda t: t) -> None:
+    """``EDITS`` damaged copies of ``text`` (each written through ``wrap``), read both ways."""
     rng = random.Random(seed)
     for k in range(EDITS):
         t = text
@@ -62,7 +64,7 @@ def _fuzz(tmp_path: Path, text: str, read: Callable[[Path], Any], arrays: Callab
             i = rng.randrange(len(t))
             t = t[:i] + rng.choice(TOKENS) + t[i + rng.randint(0, 6):]
         path = tmp_path / f"f{k}.json"
-        path.write_text(t)
+        path.write_text(wrap(t))
         got, want = _outcome(read, path, True), _outcome(read, path, False)
         assert got[0] == want[0], (k, got, want)
         if got[0] == "error":
@@ -77,9 +79,14 @@ def hico_gt():
     return load_dataset("hico-det:test").subset(np.arange(6))
 
 
-@pytest.mark.parametrize("fmt", ["hoibench", "generic", "qpic"])
+@pytest.mark.parametrize("fmt", ["hoibench", "generic", "qpic", "cdn"])
 def test_damaged_prediction_files_read_alike(tmp_path, hico_gt, fmt: str) -> None:
-    if fmt == "qpic":
+    wrap = _same_text
+    if fmt == "cdn":  # the Python repr inside CDN's results.json is damaged, then written as JSON
+        p = noisy_predictions(hico_gt, seed=0, per_image=(3, 5))
+        text = json.loads(cdn_results_json(p, _embedded_gts(hico_gt.subset(np.arange(2)))))
+        wrap = json.dumps
+    elif fmt == "qpic":
         rng = np.random.default_rng(0)
         text = json.dumps([{"file_name": f, "labels": [0, 1, 2], "boxes": rng.uniform(0, 100, (3, 4)).round(2).tolist(),
                             "verb_scores": rng.random((2, 117)).round(3).tolist(), "sub_ids": [0, 0],
@@ -95,7 +102,11 @@ def test_damaged_prediction_files_read_alike(tmp_path, hico_gt, fmt: str) -> Non
         p = loaded.predictions
         return [loaded.format, p.file_names, *_arrays(p, ("offsets", "boxes_h", "boxes_o", "objects", "verbs", "scores"))]
 
-    _fuzz(tmp_path, text, read, arrays, seed=len(fmt))
+    _fuzz(tmp_path, text, read, arrays, seed=len(fmt), wrap=wrap)
+
+
+def _same_text(t: str) -> str:
+    return t
 
 
 @pytest.mark.parametrize("share", [True, False])

@@ -510,11 +510,44 @@ static int ident(Scan *s) { /* a Python identifier, possibly dotted (np.float32)
     return 0;
 }
 
+/* Whether [a, b) names a numpy type the careful reader (formats/_literal.py, _DTYPES) takes:
+ * float/int/uint with 8, 16, 32 or 64 bits, float_, int_, intc, longlong, double, single, bool_,
+ * str_; bare or after one "np." or "numpy."; with `array` also "array" (a call's name). */
+static int numpy_name(const unsigned char *a, const unsigned char *b, int array) {
+    static const char *const names[] = {"float_", "int_", "intc", "longlong", "double", "single", "bool_", "str_"};
+    size_t n = (size_t)(b - a);
+    if (n > 3 && memcmp(a, "np.", 3) == 0) {
+        a += 3;
+        n -= 3;
+    } else if (n > 6 && memcmp(a, "numpy.", 6) == 0) {
+        a += 6;
+        n -= 6;
+    }
+    if (memchr(a, '.', n)) return 0;
+    if (array && n == 5 && memcmp(a, "array", 5) == 0) return 1;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == n && memcmp(a, names[i], n) == 0) return 1;
+    size_t k = n >= 5 && memcmp(a, "float", 5) == 0 ? 5 : n >= 4 && memcmp(a, "uint", 4) == 0 ? 4
+             : n >= 3 && memcmp(a, "int", 3) == 0 ? 3 : 0;
+    if (!k) return 0;
+    n -= k;
+    a += k;
+    return (n == 1 && *a == '8') || (n == 2 && (memcmp(a, "16", 2) == 0 || memcmp(a, "32", 2) == 0 ||
+                                                memcmp(a, "64", 2) == 0));
+}
+
+/* An identifier that numpy_name takes (REFUSE otherwise). */
+static int numpy_ident(Scan *s, int array) {
+    const unsigned char *a = s->p;
+    if (ident(s)) return REFUSE;
+    return numpy_name(a, s->p, array) ? 0 : REFUSE;
+}
+
 /* A number, in literal mode also wrapped as np.<type>(number). */
 static int number_value(Scan *s, double *v, int *isint) {
     ws(s);
     if (s->literal && s->p + 3 < s->end && memcmp(s->p, "np.", 3) == 0) {
-        if (ident(s) || expect(s, '(')) return REFUSE;
+        if (numpy_ident(s, 0) || expect(s, '(')) return REFUSE;
         ws(s);
         if (parse_number(s, v, isint)) return REFUSE;
         return expect(s, ')');
@@ -567,32 +600,34 @@ static int skip_value(Scan *s, int depth) {
         return skip_items(s, ')', depth, 0);
     }
     if (!word(s, "True") || !word(s, "False") || !word(s, "None")) return 0;
-    /* a call: name(args) with positional literals or keyword=identifier/literal */
-    if (ident(s) || expect(s, '(')) return REFUSE;
-    if (closes_at_once(s, ')')) return 0;
+    /* a call as the careful reader takes one: array(x) or <numpy type>(x), one positional
+     * literal and keywords dtype=<numpy type> only; anything else is refused */
+    if (numpy_ident(s, 1) || expect(s, '(')) return REFUSE;
+    int positional = 0;
     for (;;) {
         ws(s);
         const unsigned char *save = s->p;
         if (!ident(s)) {
+            const unsigned char *name_end = s->p;
             ws(s);
             if (s->p < s->end && *s->p == '=') {
+                if (name_end - save != 5 || memcmp(save, "dtype", 5) != 0) return REFUSE;
                 s->p++;
                 ws(s);
-                const unsigned char *save2 = s->p;
-                if (ident(s)) {
-                    s->p = save2;
-                    if (skip_value(s, depth + 1)) return REFUSE;
-                }
+                if (numpy_ident(s, 0)) return REFUSE;
             } else {
                 s->p = save;
                 if (skip_value(s, depth + 1)) return REFUSE;
+                positional++;
             }
         } else {
             s->p = save;
             if (skip_value(s, depth + 1)) return REFUSE;
+            positional++;
         }
         int r = separator(s, ')');
-        if (r <= 0) return r;
+        if (r < 0) return r;
+        if (r == 0) return positional == 1 ? 0 : REFUSE;
     }
 }
 
@@ -859,7 +894,7 @@ static int numbers_list(Scan *s, Col *c, int rows) {
             ws(s);
             if (word(s, "dtype") || expect(s, '=')) return REFUSE;
             ws(s);
-            if (ident(s)) return REFUSE;
+            if (numpy_ident(s, 0)) return REFUSE;
         }
         if (expect(s, ')')) return REFUSE;
     }
