@@ -90,26 +90,41 @@ def _read_native(raw: bytes, vocab: LabelSpace, name: str) -> HOIDataset | None:
             return None
     if n_images != len(names):
         return None
-    obj_v, verb_v = obj.values, verb.values
-    if not (np.all(obj_v == np.round(obj_v)) and np.all(verb_v == np.round(verb_v))):
-        return None
-    obj_i, verb_i = obj_v.astype(np.int64), verb_v.astype(np.int64)
-    if ((obj_i < 0) | (obj_i >= vocab.n_objects) | (verb_i < 0) | (verb_i >= vocab.n_verbs)).any():
+    ids = _object_verb_ids(obj.values, verb.values, vocab)
+    if ids is None:
         return None
     given = hoi.items[per]
     if hoi.values.size and ((given != counts).any() or hoi.fractional
-                            or not np.array_equal(vocab.hoi_index(verb_i, obj_i), hoi.values)):
+                            or not np.array_equal(vocab.hoi_index(ids[1], ids[0]), hoi.values)):
         return None  # some images without their classes, or classes that disagree: the JSON readers
-    total = len(obj_i)
     size, wh = c["size"], np.zeros((len(names), 2), dtype=np.int64)  # no "size": unknown (0)
     if size.occ[0] and len(names):
         w = size.width[0]
         if size.items[0] != len(names) or size.fractional or w < 2 or size.width != (w, w):
             return None  # the JSON readers take (or name) other sizes
         wh = size.values.reshape(len(names), w)[:, :2].astype(np.int64)
+    return _dataset(names, wh, counts, bh.values.reshape(-1, 4), bo.values.reshape(-1, 4), ids[0], ids[1],
+                    vocab, name)
+
+
+def _object_verb_ids(obj: np.ndarray, verb: np.ndarray, vocab: LabelSpace) -> tuple[np.ndarray, np.ndarray] | None:
+    """Object and verb ids as int64, or ``None`` unless every one is an integer of ``vocab``."""
+    if not (np.all(obj == np.round(obj)) and np.all(verb == np.round(verb))):
+        return None
+    obj_i, verb_i = obj.astype(np.int64), verb.astype(np.int64)
+    if ((obj_i < 0) | (obj_i >= vocab.n_objects) | (verb_i < 0) | (verb_i >= vocab.n_verbs)).any():
+        return None
+    return obj_i, verb_i
+
+
+def _dataset(names: list[str], wh: np.ndarray, counts: np.ndarray, bh: np.ndarray, bo: np.ndarray,
+             obj_i: np.ndarray, verb_i: np.ndarray, vocab: LabelSpace, name: str) -> HOIDataset:
+    """The dataset of checked columns: per image its pairs (``counts``), each a subject and an
+    object box (1-based in the file, 0-based here) of its own."""
+    total = len(obj_i)
     boxes = np.empty((2 * total, 4))
-    boxes[0::2] = bh.values.reshape(-1, 4) - ONE_BASED
-    boxes[1::2] = bo.values.reshape(-1, 4) - ONE_BASED
+    boxes[0::2] = bh - ONE_BASED
+    boxes[1::2] = bo - ONE_BASED
     labels = np.empty(2 * total, dtype=np.int64)
     labels[0::2] = vocab.person
     labels[1::2] = obj_i
@@ -141,13 +156,10 @@ def _read_fast(anns: list[Any], names: list[Any], sizes: list[Any], vocab: Label
 
     bh = flat("boxes_h", (total, 4))
     bo = flat("boxes_o", (total, 4))
-    obj = flat("object", (total,))
-    verb = flat("verb", (total,))
-    if not (np.all(obj == np.round(obj)) and np.all(verb == np.round(verb))):
+    ids = _object_verb_ids(flat("object", (total,)), flat("verb", (total,)), vocab)
+    if ids is None:
         return None
-    obj_i, verb_i = obj.astype(np.int64), verb.astype(np.int64)
-    if ((obj_i < 0) | (obj_i >= vocab.n_objects) | (verb_i < 0) | (verb_i >= vocab.n_verbs)).any():
-        return None
+    obj_i, verb_i = ids
     hoi_lists = [a.get("hoi", []) for a in anns]
     if any(len(h) not in (0, c) for h, c in zip(hoi_lists, counts.tolist())):
         return None
@@ -160,23 +172,7 @@ def _read_fast(anns: list[Any], names: list[Any], sizes: list[Any], vocab: Label
     if not all(isinstance(n, str) for n in names):
         return None
     wh = np.asarray(sizes, dtype=np.int64).reshape(len(names), -1)[:, :2]
-    boxes = np.empty((2 * total, 4))
-    boxes[0::2] = bh - ONE_BASED
-    boxes[1::2] = bo - ONE_BASED
-    labels = np.empty(2 * total, dtype=np.int64)
-    labels[0::2] = vocab.person
-    labels[1::2] = obj_i
-    box_offsets = np.zeros(len(names) + 1, dtype=np.int64)
-    np.cumsum(2 * counts, out=box_offsets[1:])
-    pair_offsets = np.zeros(len(names) + 1, dtype=np.int64)
-    np.cumsum(counts, out=pair_offsets[1:])
-    return HOIDataset(
-        vocab=vocab, name=name, file_names=names, widths=wh[:, 0], heights=wh[:, 1],
-        image_ids=np.full(len(names), -1, dtype=np.int64),
-        box_offsets=box_offsets, boxes=boxes, box_labels=labels, pair_offsets=pair_offsets,
-        pair_subject=np.arange(0, 2 * total, 2, dtype=np.int64),
-        pair_object=np.arange(1, 2 * total, 2, dtype=np.int64), pair_verb=verb_i,
-    )
+    return _dataset(names, wh, counts, bh, bo, obj_i, verb_i, vocab, name)
 
 
 def _read_careful(anns: list[Any], names: list[Any], sizes: list[Any], vocab: LabelSpace,
