@@ -308,6 +308,33 @@ def _read(path, monkeypatch, native: bool, **kw):
             return str(exc)
 
 
+def test_rows_of_counts_rows_that_are_all_empty():
+    root = field("", OBJECT, field("b", ROWS))
+    assert S.scan(b'{"b": [[1, 2, 3, 4], [5, 6, 7, 8]]}', 0, root)["b"].rows_of(4)
+    assert S.scan(b'{"b": []}', 0, root)["b"].rows_of(4)
+    for text in (b'{"b": [[]]}', b'{"b": [[], []]}', b'{"b": [[1, 2, 3], [4, 5, 6, 7, 8]]}', b'{"b": [[1, 2, 3, 4], []]}'):
+        assert not S.scan(text, 0, root)["b"].rows_of(4), text
+
+
+@pytest.mark.parametrize("fmt", ["hoibench", "qpic", "cdn"])
+def test_boxes_that_are_all_empty_are_named_as_without_the_scanner(tmp_path, monkeypatch, fmt):
+    """Rows that are all ``[]`` leave the scanner no width to compare; it must still stand aside
+    (it had read no boxes at all: an IndexError, or boxes of 0 rows), so the careful reader
+    names record and field."""
+    doc = {"hoibench": {"format": "hoibench-predictions", "version": 1, "label_space": "hico-det",
+                        "images": [{"file_name": "a.jpg", "boxes_h": [[]], "boxes_o": [[]], "objects": [1],
+                                    "verbs": [2], "scores": [0.5]}]},
+           "qpic": [{"file_name": "a.jpg", "labels": [0, 1], "boxes": [[], []], "verb_scores": [[0.5] * 117],
+                     "sub_ids": [0], "obj_ids": [1]}],
+           "cdn": "{'preds': [{'filename': 'a.jpg', 'predictions': [{'bbox': [], 'category_id': 0}, "
+                  "{'bbox': [], 'category_id': 1}], 'hoi_prediction': [{'subject_id': 0, 'object_id': 1, "
+                  "'category_id': 3, 'score': 0.5}]}]}"}[fmt]
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    got, want = _read(path, monkeypatch, native=True), _read(path, monkeypatch, native=False)
+    assert isinstance(want, str) and "record 0" in want and got == want
+
+
 @pytest.mark.parametrize("fmt", ["hoibench", "generic"])
 def test_columnar_files_are_read_by_the_scanner_alone(tmp_path, monkeypatch, fmt):
     import hoibench.formats.predictions as mod

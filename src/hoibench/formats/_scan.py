@@ -82,6 +82,12 @@ class Column:
             return None
         return v.astype(np.int64)
 
+    def rows_of(self, width: int) -> bool:
+        """Whether every row of a ``ROWS`` field holds exactly ``width`` numbers: in every slot
+        as many numbers as rows times ``width`` (rows that are all empty leave no width to
+        compare), and no row shorter or longer."""
+        return bool((self.nums == self.items * width).all()) and (not self.values.size or self.width == (width, width))
+
     def starts(self) -> np.ndarray:
         """Per element of the outermost list, where its items begin among the column's items."""
         items = self.items[1:]

@@ -86,7 +86,7 @@ def _read_native(raw: bytes, vocab: LabelSpace, name: str) -> HOIDataset | None:
     for col, width in ((bh, 4), (bo, 4), (obj, 0), (verb, 0)):
         if (col.occ[per] != 1).any() or (col.items[per] != counts).any():
             return None
-        if width and ((col.nums[per] != counts * width).any() or (col.values.size and col.width != (4, 4))):
+        if width and not col.rows_of(width):
             return None
     if n_images != len(names):
         return None

@@ -464,7 +464,7 @@ def _decode_native(raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] |
         return None
     for key in ("boxes_h", "boxes_o"):
         col = c[f"images.{key}"]
-        if (col.occ[per] != 1).any() or (col.items[per] != n).any() or (col.values.size and col.width != (4, 4)):
+        if (col.occ[per] != 1).any() or (col.items[per] != n).any() or not col.rows_of(4):
             return None
     k_obj, k_verb, k_hoi, shift = _KEYS[name]
     ids: dict[str, np.ndarray | None] = {}
@@ -516,7 +516,7 @@ def _qpic_native(raw: bytes | mmap.mmap, vocab: LabelSpace, max_per_image: int |
             (c[k].occ[per] != 1).any() for k in ("file_name", "labels", "boxes", "verb_scores", "sub_ids", "obj_ids")):
         return None
     vs, boxes, sub_col, obj_col, label_col = (c[k] for k in ("verb_scores", "boxes", "sub_ids", "obj_ids", "labels"))
-    if (vs.nums.any() and vs.width != (vocab.n_verbs, vocab.n_verbs)) or (boxes.nums.any() and boxes.width != (4, 4)):
+    if not vs.rows_of(vocab.n_verbs) or not boxes.rows_of(4):
         return None
     labels, sub, obj = label_col.integers(), sub_col.integers(), obj_col.integers()
     if labels is None or sub is None or obj is None:
@@ -578,7 +578,7 @@ def _repr_images_native(raw: bytes | mmap.mmap, path: Path) -> _ReprImages | Non
         return None
     nb, nh = c["predictions"].items[per], c["hoi_prediction"].items[per]
     bbox, label = c["predictions.bbox"], c["predictions.category_id"]
-    if (bbox.occ[per] != nb).any() or (bbox.values.size and bbox.width != (4, 4)):
+    if (bbox.occ[per] != nb).any() or (bbox.nums[per] != 4 * nb).any() or (bbox.values.size and bbox.width != (4, 4)):
         return None
     labeled_img = label.occ[per] == nb
     if ((label.occ[per] != 0) & ~labeled_img).any():

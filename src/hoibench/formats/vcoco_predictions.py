@@ -596,7 +596,7 @@ def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetecti
     for col, width, rows in checks:
         if (col.occ[per] != 1).any() or (rows is not None and (col.items[per] != rows).any()):
             return None
-        if (col.nums[per] != col.items[per] * width).any() or (col.values.size and col.width != (width, width)):
+        if not col.rows_of(width):
             return None
     del checks, col  # they hold the columns, which are freed one by one below
     ids = _native_image_ids(c, buf, n_images)
