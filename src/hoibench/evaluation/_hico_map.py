@@ -31,7 +31,7 @@ import dataclasses
 import logging
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -39,6 +39,7 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import HOIDataset, HOIPredictions
+from hoibench.data._vcoco import concat_ranges
 from hoibench.evaluation._ap import precision_recall, recall_thresholds, voc11_ap
 from hoibench.evaluation._fields import Fields, from_percent, json_float, result_header, to_percent
 from hoibench.evaluation._iou import IOU_CONVENTIONS, pair_iou, paired_box_iou
@@ -306,11 +307,17 @@ def _align(preds: HOIPredictions, target: HOIDataset, *, lenient: bool, det_base
         dropped["(verb, object) is no HOI class"] += int(no_class.sum())
     keep &= hoi >= 0
     idx = np.flatnonzero(keep)
-    if len(idx) == len(keep):  # every detection kept (the usual case): the arrays as they are, no copies
-        return _Aligned(image, hoi, preds.objects, preds.boxes_h, preds.boxes_o, preds.scores, idx + det_base,
-                        dropped)
-    return _Aligned(image[idx], hoi[idx], preds.objects[idx], preds.boxes_h[idx], preds.boxes_o[idx],
-                    preds.scores[idx], idx + det_base, dropped)
+    kept = _rows(idx, len(keep))
+    return _Aligned(kept(image), kept(hoi), kept(preds.objects), kept(preds.boxes_h), kept(preds.boxes_o),
+                    kept(preds.scores), idx + det_base, dropped)
+
+
+def _rows(idx: np.ndarray, n: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Selects rows ``idx`` of arrays of ``n`` rows; where ``idx`` is every row (the usual case),
+    the arrays themselves, not gathered copies."""
+    if len(idx) == n:
+        return lambda a: a
+    return lambda a: a[idx]
 
 
 def _ranks_within(keys: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -334,8 +341,7 @@ def _order_by_image(image: np.ndarray, pos: np.ndarray) -> np.ndarray:
     starts = np.r_[0, np.flatnonzero(image[1:] != image[:-1]) + 1]
     lengths = np.diff(np.r_[starts, n])
     b = np.argsort(image[starts], kind="stable")
-    first, lengths = starts[b], lengths[b]
-    return np.repeat(first - (np.cumsum(lengths) - lengths), lengths) + np.arange(n)
+    return concat_ranges(starts[b], lengths[b])
 
 
 def _stable_argsort_descending(values: np.ndarray) -> np.ndarray:
@@ -440,11 +446,7 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
         keep &= ~unlabelled
     sel = np.flatnonzero(keep)
     n = len(sel)
-    every = n == n_all  # nothing dropped (the usual case): the arrays themselves, no gathered copies
-
-    def kept(a: np.ndarray) -> np.ndarray:
-        return a if every else a[sel]
-
+    kept = _rows(sel, n_all)
     image, hoi, scores = kept(det.image), kept(det.hoi), kept(det.scores)
     off = protocol.box_offset
     bh, bo = kept(det.boxes_h), kept(det.boxes_o)
