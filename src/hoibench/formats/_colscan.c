@@ -781,15 +781,20 @@ static int add_slot(Scan *s) { /* a new slot: every counter starts at zero */
     return 0;
 }
 
+/* An innermost list of n numbers read: its width and numbers counted. */
+static inline void innermost_done(Scan *s, Col *c, int64_t n) {
+    if (n < c->wmin) c->wmin = n;
+    if (n > c->wmax) c->wmax = n;
+    *counter(&c->nums, s->slot) += n;
+}
+
 /* An innermost list given as null: null_width NaNs, a row of that width. */
 static int null_row(Scan *s, Col *c) {
     s->p += 4;
     for (int i = 0; i < c->null_width; i++)
         if (push_double(c, NAN)) return NOMEM;
     c->had_null = 1;
-    if (c->null_width < c->wmin) c->wmin = c->null_width;
-    if (c->null_width > c->wmax) c->wmax = c->null_width;
-    *counter(&c->nums, s->slot) += c->null_width;
+    innermost_done(s, c, c->null_width);
     return 0;
 }
 
@@ -811,7 +816,7 @@ static int numbers_list(Scan *s, Col *c, int rows) {
     }
     if (s->p >= s->end || *s->p != '[') return REFUSE;
     s->p++;
-    int64_t n = 0, count = 0;
+    int64_t n = 0;
     if (!closes_at_once(s, ']')) {
         for (;;) {
             if (rows == 1 || rows == 4) {
@@ -865,7 +870,6 @@ static int numbers_list(Scan *s, Col *c, int rows) {
                         memcpy(out, &v, sizeof v);
                     }
                     out += esz;
-                    count++;
                     n++;
                     if (p < end && *p == ',') { /* compact JSON: the comma right after */
                         p++;
@@ -902,11 +906,7 @@ static int numbers_list(Scan *s, Col *c, int rows) {
         if (n < c->mmin) c->mmin = n;
         if (n > c->mmax) c->mmax = n;
     }
-    if (rows == 0 || rows == 2) { /* an innermost list */
-        if (n < c->wmin) c->wmin = n;
-        if (n > c->wmax) c->wmax = n;
-        *counter(&c->nums, s->slot) += count;
-    }
+    if (rows == 0 || rows == 2) innermost_done(s, c, n);
     if (rows == 0 || rows == 1 || rows == 3) *counter(&c->items, s->slot) += n; /* the outermost */
     return 0;
 }
