@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import FormatError
-from hoibench._io import atomic_write_json, read_bytes, read_json
+from hoibench._io import atomic_write_json, parse_json, read_bytes
 from hoibench.data import DatasetBuilder, HOIDataset
 from hoibench.formats import _scan as _S
 from hoibench.formats._common import RecordReader, check_dataset
@@ -38,7 +38,7 @@ def read_hicodet(path: str | os.PathLike[str], *, data: Any = None, validate: bo
         ds = _read_native(raw, hico_det(), str(path))
         if ds is not None:
             return check_dataset(ds, path) if validate else ds
-        data = read_json(path)
+        data = parse_json(raw, path)  # the bytes already read, not the file again
     r = RecordReader(path)
     if not looks_like_hicodet(data):
         raise FormatError("not a hicodet instances file (needs 'annotation' and 'filenames')", file=path)
