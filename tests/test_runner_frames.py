@@ -133,3 +133,129 @@ def test_the_data_url_on_the_wire_is_the_prepared_png(tmp_path: Path):
 def test_image_workers_is_checked(tmp_path: Path):
     with pytest.raises(ValueError, match="image_workers must be one of"):
         MCQRunner(ScriptedBackend(lambda req: "A"), images=tmp_path, image_workers="gpu")
+
+
+# --------------------------------------------------------------------------- the frame store
+
+
+def _store_images(tmp_path: Path) -> Path:
+    images = tmp_path / "images"
+    images.mkdir()
+    for k, size in enumerate([(61, 47), (640, 480), (333, 500)]):
+        _photo(*size, seed=k).save(images / f"im{k}.jpg", quality=90)
+    return images
+
+
+def _sent_with(images: Path, out: Path, frames, **kw) -> dict[str, bytes]:
+    """The image bytes each question's request carried, and the answers file written."""
+    from hoibench.runners.mcq import FrameCache
+
+    sent: dict[str, bytes] = {}
+
+    def reply(req):
+        sent[req.meta["question_id"]] = req.messages[0].parts[0].read_bytes()
+        return "A"
+
+    MCQRunner(ScriptedBackend(reply, model=MODEL), images=images, model=MODEL, progress=False,
+              frames=FrameCache(store=frames), **kw).run(_questions(3), out)
+    return sent
+
+
+def test_png_is_whole_refuses_torn_damaged_and_resized_files():
+    from hoibench.runners.mcq._frames import png_is_whole
+
+    data = encode_png(_photo(30, 20, seed=4))
+    assert png_is_whole(data, 30, 20)
+    assert not png_is_whole(data, 20, 30)  # another size
+    assert not png_is_whole(data[:-1], 30, 20)  # torn at the end
+    assert not png_is_whole(data[: len(data) // 2], 30, 20)
+    assert not png_is_whole(data + b"x", 30, 20)  # something after the end
+    flipped = bytearray(data)
+    flipped[60] ^= 1  # a bit inside the image data: its CRC no longer matches
+    assert not png_is_whole(bytes(flipped), 30, 20)
+    assert not png_is_whole(b"", 30, 20)
+
+
+def test_a_frame_store_serves_later_runs_the_same_bytes(tmp_path: Path):
+    """A second run over the same images prepares nothing and sends the very bytes (and writes the
+    very answers file) of a run without the store; other frame settings or a changed image are
+    never served a stored frame."""
+    from hoibench.runners.mcq import FrameStore
+
+    images = _store_images(tmp_path)
+    plain = _sent_with(images, tmp_path / "plain.jsonl", None)
+    first = FrameStore(tmp_path / "frames")
+    assert _sent_with(images, tmp_path / "a.jsonl", first) == plain
+    assert (first.hits, first.writes) == (0, 3)
+    assert len(list((tmp_path / "frames").rglob("*.png"))) == 3
+
+    again = FrameStore(tmp_path / "frames")
+    assert _sent_with(images, tmp_path / "b.jsonl", again) == plain
+    assert (again.hits, again.writes) == (3, 0)
+    for name in ("a.jsonl", "b.jsonl"):
+        assert (tmp_path / name).read_bytes() == (tmp_path / "plain.jsonl").read_bytes()
+
+    other = FrameStore(tmp_path / "frames")  # other pixel bounds: another frame, not the stored one
+    bounded = _sent_with(images, tmp_path / "c.jsonl", other, max_pixels=100_000)
+    assert (other.hits, other.writes) == (0, 3) and bounded != plain
+    assert _sent_with(images, tmp_path / "c2.jsonl", None, max_pixels=100_000) == bounded
+
+    _photo(640, 480, seed=99).save(images / "im1.jpg", quality=90)  # new content, same name
+    changed = FrameStore(tmp_path / "frames")
+    sent = _sent_with(images, tmp_path / "d.jsonl", changed)
+    assert (changed.hits, changed.writes) == (2, 1)
+    assert sent == _sent_with(images, tmp_path / "d2.jsonl", None)
+
+
+def test_a_damaged_stored_frame_is_prepared_again(tmp_path: Path, caplog):
+    from hoibench.runners.mcq import FrameStore
+
+    images = _store_images(tmp_path)
+    plain = _sent_with(images, tmp_path / "plain.jsonl", None)
+    _sent_with(images, tmp_path / "a.jsonl", FrameStore(tmp_path / "frames"))
+    files = sorted((tmp_path / "frames").rglob("*.png"), key=lambda p: p.stat().st_size)
+    files[0].write_bytes(files[0].read_bytes()[:-5])  # torn
+    big = bytearray(files[2].read_bytes())
+    big[len(big) // 2] ^= 0xFF  # damaged inside
+    files[2].write_bytes(bytes(big))
+    store = FrameStore(tmp_path / "frames")
+    assert _sent_with(images, tmp_path / "b.jsonl", store) == plain
+    assert (store.hits, store.rejected, store.writes) == (1, 2, 2)
+    assert "not a whole prepared frame" in caplog.text
+    again = FrameStore(tmp_path / "frames")  # rewritten whole
+    assert _sent_with(images, tmp_path / "c.jsonl", again) == plain and again.hits == 3
+
+
+def test_a_frame_store_that_cannot_be_written_warns_once_and_the_run_goes_on(tmp_path: Path, caplog):
+    from hoibench.runners.mcq import FrameStore
+
+    images = _store_images(tmp_path)
+    plain = _sent_with(images, tmp_path / "plain.jsonl", None)
+    store = FrameStore(tmp_path / "frames")
+    (tmp_path / "blocker").write_text("a file where the frames' subfolder should be")
+    store.path = lambda key: tmp_path / "blocker" / f"{key}.png"  # type: ignore[method-assign]
+    assert _sent_with(images, tmp_path / "a.jsonl", store) == plain
+    assert store.writes == 0 and caplog.text.count("cannot write prepared frames there") == 1
+    assert not list((tmp_path / "frames").iterdir())
+
+
+def test_cli_frame_cache_reports_what_it_reused(tmp_path: Path, capsys):
+    from hoibench.cli import main
+    from hoibench.formats.questions import write_questions
+    from hoibench.testing import FakeChatServer, request_image
+
+    images = _store_images(tmp_path)
+    qpath = tmp_path / "q.jsonl"
+    write_questions(qpath, _questions(3), header={"seed": 0})
+    sent = []
+    for k in range(2):
+        with FakeChatServer(lambda b: "A") as server:
+            main(["mcq", "run", "--questions", str(qpath), "--images", str(images), "--model", MODEL,
+                  "--base-url", server.url, "--out", str(tmp_path / f"a{k}.jsonl"), "--no-progress", "--json",
+                  "--frame-cache", str(tmp_path / "frames")])
+            sent.append(sorted(request_image(b) for b in server.bodies))
+        report = json.loads(capsys.readouterr().out)
+        assert report["ok"] == 3
+        assert report["frame_cache"] == {"folder": str(tmp_path / "frames"), "reused": 3 * k,
+                                         "written": 3 * (1 - k), "rejected": 0}
+    assert sent[0] == sent[1] and len(sent[0]) == 3

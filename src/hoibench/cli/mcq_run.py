@@ -46,6 +46,10 @@ def _file_id(path: str) -> str:
 @click.option("--image-workers", type=click.Choice(IMAGE_WORKERS), default="auto", show_default=True,
               help="Where resized images are prepared: threads (auto on up to 4 CPUs: less CPU per image) "
                    "or worker processes (auto above). The bytes sent are the same either way.")
+@click.option("--frame-cache", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Keep the resized frames (qwen2.5/qwen3 conventions) in DIR by image content and frame "
+                   "settings, so later runs (other models of the family, prompts, seeds, shards) do not "
+                   "prepare them again; the bytes sent are the same.")
 @click.option("--engine-kwargs", default=None, metavar="JSON",
               help="Offline engine options: vllm.LLM keywords for --backend vllm (e.g. "
                    "'{\"tensor_parallel_size\": 2, \"max_model_len\": 8192, \"limit_mm_per_prompt\": "
@@ -99,7 +103,8 @@ def _file_id(path: str) -> str:
 @click.option("--no-progress", is_flag=True)
 @json_option("Summary")
 def run(questions_path: str, images: str, follow_symlinks: bool, model: str, backend: str, base_urls: tuple[str, ...],
-        concurrency: int, routing: str, batch_size: int, image_workers: str, engine_kwargs: str | None, min_pixels: int | None,
+        concurrency: int, routing: str, batch_size: int, image_workers: str, frame_cache: str | None,
+        engine_kwargs: str | None, min_pixels: int | None,
         max_pixels: int | None, shard: str | None, extra_body: str | None, setting: str | None, box_convention: str,
         detections: str | None, limit: int | None, out: str, cache: str | None, template: str,
         answer_format: str, seed: int, permutation: int, n_orders: int, max_tokens: int,
@@ -171,7 +176,7 @@ def run(questions_path: str, images: str, follow_symlinks: bool, model: str, bac
                              processor_kwargs=pixels)
     cache_path = cache if cache is not None else str(out) + ".cache.sqlite"
     cached = CachedBackend(inner, ResponseCache(cache_path, exclusive=True))
-    frames = FrameCache()
+    frames = FrameCache(store=frame_cache)
     dets = load_detections(detections) if detections else None
     orders = list(range(permutation, permutation + n_orders))
     outs = [out] if n_orders == 1 else [_order_path(out, k) for k in orders]
@@ -191,10 +196,17 @@ def run(questions_path: str, images: str, follow_symlinks: bool, model: str, bac
             summaries.append(runner.run(qlist, order_out, overwrite=overwrite, questions_file=questions_path))
     finally:
         cached.cache.close()
-    if not emit_json(summaries[0].as_dict() if n_orders == 1 else {"orders": [x.as_dict() for x in summaries]},
-                     as_json):
+    report = summaries[0].as_dict() if n_orders == 1 else {"orders": [x.as_dict() for x in summaries]}
+    store = frames.store
+    if store is not None:
+        report["frame_cache"] = {"folder": str(store.root), "reused": store.hits, "written": store.writes,
+                                 "rejected": store.rejected}
+    if not emit_json(report, as_json):
         for summary in summaries:
             _print_summary(summary, model, backend)
+        if store is not None:
+            console.print(f"frame cache {store.root}: {store.hits} frame(s) reused, {store.writes} written"
+                          + (f", {store.rejected} damaged file(s) prepared again" if store.rejected else ""))
         if n_orders > 1:
             answers = " ".join(f"--answers {o}" for o in outs)
             console.print(f"position sensitivity: hoibench mcq score --questions {questions_path} {answers}")

@@ -13,7 +13,7 @@ from hoibench.runners.mcq._boxes import (
     smart_resize,
 )
 from hoibench.runners.mcq._detections import load_detections, match_person
-from hoibench.runners.mcq._frames import PNG_ENCODER, encode_png, frame_png
+from hoibench.runners.mcq._frames import PNG_ENCODER, FrameStore, encode_png, frame_png
 from hoibench.runners.mcq._parsing import (
     DetectionParse,
     LetterParse,
@@ -47,6 +47,7 @@ __all__ = [
     "SINGLE_TURN_CONVENTIONS",
     "DetectionParse",
     "FrameCache",
+    "FrameStore",
     "LetterParse",
     "MCQRunner",
     "ModelFrame",

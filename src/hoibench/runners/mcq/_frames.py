@@ -16,16 +16,24 @@ release the interpreter lock while they work.
 The CPU-heavy step runs in worker *processes* for large runs (:func:`frame_pool`,
 :func:`frame_file`); each worker reads the file itself (the path travels, not the bytes), checks it
 against the sha256 the runner keys the frame by, and returns the PNG with its own sha256.
+
+:class:`FrameStore` keeps prepared frames on disk between runs (``mcq run --frame-cache DIR``): a
+sweep of one model family over the same images, a rerun with another prompt or seed, each shard of
+a split run, prepares every image once in all.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
+import logging
 import multiprocessing
 import os
 import struct
+import tempfile
+import threading
 import zlib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -34,10 +42,14 @@ from typing import Any
 
 import numpy as np
 
-from hoibench._exceptions import ValidationError
+from hoibench._exceptions import ConfigError, ValidationError
+from hoibench._io import dumps_json, ensure_dir
 from hoibench.runners.mcq._boxes import ModelFrame, model_frame
 
-__all__ = ["PNG_ENCODER", "PreparedFile", "encode_png", "frame_file", "frame_png", "frame_pool", "resize_rgb"]
+__all__ = ["PNG_ENCODER", "FrameStore", "PreparedFile", "encode_png", "frame_file", "frame_png", "frame_pool",
+           "resize_rgb"]
+
+log = logging.getLogger(__name__)
 
 try:  # ISA-L's deflate: 3-20x faster than zlib's at the same size on these frames
     from isal import isal_zlib as _isal_zlib
@@ -124,7 +136,121 @@ def frame_file(source: str | Path | bytes, convention: str, *, sha256: str | Non
         if not frame.resized:
             return PreparedFile(frame)
         data = encode_png(resize_rgb(im, frame.sent_width, frame.sent_height))
-    return PreparedFile(frame, data, hashlib.sha256(data).hexdigest(), base64.b64encode(data).decode("ascii"))
+    return _prepared(frame, data)
+
+
+def _prepared(frame: ModelFrame, png: bytes) -> PreparedFile:
+    return PreparedFile(frame, png, hashlib.sha256(png).hexdigest(), base64.b64encode(png).decode("ascii"))
+
+
+def png_is_whole(data: bytes, width: int, height: int) -> bool:
+    """Whether ``data`` is a complete PNG as :func:`encode_png` writes it at ``width`` x ``height``:
+    the signature, an RGB 8-bit header of that size first, every chunk whole with its CRC right,
+    image data, and the end chunk last (a torn or damaged file fails one of these)."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return False
+    pos, kinds, view = 8, [], memoryview(data)
+    while pos + 12 <= len(data):
+        (length,) = struct.unpack_from(">I", data, pos)
+        end = pos + 12 + length
+        if end > len(data):
+            return False
+        (crc,) = struct.unpack_from(">I", data, end - 4)
+        if zlib.crc32(view[pos + 4:end - 4]) != crc:
+            return False
+        kinds.append(bytes(view[pos + 4:pos + 8]))
+        if kinds[-1] == b"IEND":
+            break
+        pos = end
+    return (pos + 12 == len(data) and len(kinds) >= 3 and kinds[0] == b"IHDR" and kinds[-1] == b"IEND"
+            and b"IDAT" in kinds and data[16:26] == struct.pack(">IIBB", width, height, 8, 2))
+
+
+class FrameStore:
+    """Prepared frames on disk, shared by runs and processes (``mcq run --frame-cache DIR``).
+
+    A frame's file is named by sha256 of everything that decides its bytes: the image file's
+    sha256, the convention, the pixel bounds, the encoder (:data:`PNG_ENCODER`) and Pillow's
+    version (its resize). So a frame is reused only for the same image content prepared the same
+    way, and the bytes sent are those :func:`frame_file` would make. Files are written under a
+    temporary name and renamed (several shards may write one folder); a file read back is used
+    only when :func:`png_is_whole` at the expected size, else it is prepared and written again
+    (counted in :attr:`rejected`). Not synced to disk: a file a crash tore is caught on reading.
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = ensure_dir(Path(root))
+        self.hits = self.writes = self.rejected = 0
+        self._lock = threading.Lock()
+        self._write_failed = False
+
+    @staticmethod
+    def key(image_sha256: str, convention: str, *, min_pixels: int, max_pixels: int) -> str:
+        from PIL import __version__ as pillow
+
+        spec = {"image": image_sha256, "convention": convention, "min_pixels": min_pixels,
+                "max_pixels": max_pixels, "encoder": PNG_ENCODER, "pillow": pillow}
+        return hashlib.sha256(dumps_json(spec, sort_keys=True)).hexdigest()
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.png"
+
+    def load(self, source: bytes, convention: str, *, sha256: str, min_pixels: int,
+             max_pixels: int) -> PreparedFile | None:
+        """The stored preparation of the image file ``source`` (its bytes; ``sha256`` their digest),
+        or ``None`` when there is none (or none that is whole). Reads only the image's header."""
+        from PIL import Image
+
+        with Image.open(io.BytesIO(source)) as im:
+            frame = model_frame(convention, im.width, im.height, min_pixels=min_pixels, max_pixels=max_pixels)
+        if not frame.resized:
+            return PreparedFile(frame)
+        path = self.path(self.key(sha256, convention, min_pixels=min_pixels, max_pixels=max_pixels))
+        try:
+            data = path.read_bytes()
+        except (FileNotFoundError, NotADirectoryError):  # not prepared yet
+            return None
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read this prepared frame ({exc.strerror or exc}); "
+                              f"check the --frame-cache folder {self.root}") from None
+        if not png_is_whole(data, frame.sent_width, frame.sent_height):
+            log.warning("%s: not a whole prepared frame of %dx%d; preparing it again", path,
+                        frame.sent_width, frame.sent_height)
+            with self._lock:
+                self.rejected += 1
+            return None
+        with self._lock:
+            self.hits += 1
+        return _prepared(frame, data)
+
+    def save(self, prepared: PreparedFile, convention: str, *, sha256: str, min_pixels: int,
+             max_pixels: int) -> None:
+        """Keep ``prepared`` (of the image file whose digest is ``sha256``). A folder that cannot be
+        written is reported once and then left alone: the run's answers do not depend on it."""
+        if prepared.png is None or self._write_failed:
+            return
+        path = self.path(self.key(sha256, convention, min_pixels=min_pixels, max_pixels=max_pixels))
+        tmp = None
+        try:
+            path.parent.mkdir(exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(prepared.png)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+            tmp = None
+            with self._lock:
+                self.writes += 1
+        except OSError as exc:
+            with self._lock:
+                first, self._write_failed = not self._write_failed, True
+            if first:
+                log.warning("%s: cannot write prepared frames there (%s); the run goes on without "
+                            "keeping them", self.root, exc.strerror or exc)
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
 
 
 def frame_pool() -> ProcessPoolExecutor:

@@ -47,7 +47,7 @@ from hoibench.runners.mcq._boxes import (
     resolve_box_convention,
 )
 from hoibench.runners.mcq._detections import match_person
-from hoibench.runners.mcq._frames import PreparedFile, frame_file, frame_pool
+from hoibench.runners.mcq._frames import FrameStore, PreparedFile, frame_file, frame_pool
 from hoibench.runners.mcq._parsing import parse_detection, parse_image_size, parse_letters
 from hoibench.runners.mcq._prompts import (
     ANSWER_FORMATS,
@@ -104,10 +104,12 @@ class FrameCache:
     """Prepared images by content: the sha256 of the file's bytes and the frame settings → the
     bytes to send and their frame, so that the K orders of ``--permutations`` (one runner each,
     sharing one cache) and every stage of setting 3 prepare an image once. Bounded by
-    ``max_bytes`` (least recently used out first)."""
+    ``max_bytes`` (least recently used out first). ``store``: a :class:`FrameStore` (or its
+    folder) that keeps resized frames on disk for later runs too."""
 
-    def __init__(self, max_bytes: int = 1 << 30) -> None:
+    def __init__(self, max_bytes: int = 1 << 30, *, store: FrameStore | str | Path | None = None) -> None:
         self.max_bytes = max_bytes
+        self.store = store if store is None or isinstance(store, FrameStore) else FrameStore(store)
         self.hits = 0
         self._items: dict[tuple[Any, ...], tuple[ModelFrame | None, ImagePart, int, int]] = {}
         self._bytes = 0
@@ -311,8 +313,14 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
     def _encode(self, path: Path, raw: bytes, digest: str) -> tuple[ModelFrame | None, ImagePart, int, int]:
         if self.box_convention in _RESIZING:
             # everything but the hash in one worker call: size, frame, resize, PNG and its sha256;
-            # the server sees a size it will not change again
-            prep = self._prepare(path, raw, digest)
+            # the server sees a size it will not change again. A frame store serves it when it can.
+            store = self.frames.store
+            bounds = {"min_pixels": self.min_pixels, "max_pixels": self.max_pixels}
+            prep = None if store is None else store.load(raw, self.box_convention, sha256=digest, **bounds)
+            if prep is None:
+                prep = self._prepare(path, raw, digest)
+                if store is not None:
+                    store.save(prep, self.box_convention, sha256=digest, **bounds)
             frame = prep.frame
             width, height = frame.width, frame.height
             if prep.png is not None:
