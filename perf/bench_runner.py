@@ -108,13 +108,16 @@ def runner(url: str, img_dir: Path, concurrency: int, cache: Path, convention: s
 class CPUMeter:
     """CPU seconds of this process, its descendants (the image workers) and the fake server
     while the block runs (polled: workers end with the run), for per-question CPU budgets that a
-    busy shared machine does not distort the way it distorts wall-clock rates."""
+    busy shared machine does not distort the way it distorts wall-clock rates. ``poll=False``
+    where no worker process runs: a sample at each end, no thread taking the interpreter lock
+    from the runner every 50 ms (each sample scans /proc; the bare clients run unmetered)."""
 
-    def __init__(self, server_pid: int | None = None) -> None:
+    def __init__(self, server_pid: int | None = None, *, poll: bool = True) -> None:
         import psutil
 
         self._psutil = psutil
         self.server_pid = server_pid
+        self.poll = poll
         self.seconds: dict[str, float] = {}
 
     def _sample(self) -> dict[int, tuple[str, float]]:
@@ -137,8 +140,9 @@ class CPUMeter:
         self._start = self._sample()
         self._last = dict(self._start)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._poll, daemon=True)
-        self._thread.start()
+        self._thread = threading.Thread(target=self._poll, daemon=True) if self.poll else None
+        if self._thread is not None:
+            self._thread.start()
         return self
 
     def _poll(self) -> None:
@@ -147,7 +151,8 @@ class CPUMeter:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         self._last.update(self._sample())
         for pid, (role, t) in self._last.items():
             self.seconds[role] = self.seconds.get(role, 0.0) + t - self._start.get(pid, (role, 0.0))[1]
@@ -161,7 +166,8 @@ def run_runner(url: str, img_dir: Path, qs, out: Path, concurrency: int, convent
                server_pid: int | None = None, frame_store: Path | None = None) -> tuple[float, str, float]:
     """Seconds, the CPU line, and CPU seconds per question in all (runner, workers, server)."""
     r = runner(url, img_dir, concurrency, out.with_suffix(".sqlite"), convention, frame_store)
-    with CPUMeter(server_pid) as cpu:
+    workers = not r._threads_only(len({q.file_name for q in qs}))  # image worker processes to poll
+    with CPUMeter(server_pid, poll=workers) as cpu:
         t0 = time.perf_counter()
         s = r.run(qs, out)
         dt = time.perf_counter() - t0
@@ -180,7 +186,7 @@ def prepare_alone(img_dir: Path, qs) -> tuple[float, float]:
                   image_workers=IMAGE_WORKERS)
     r.check(qs)
     r._no_pool = r._threads_only(len(qs))  # as a run decides
-    with CPUMeter() as cpu:
+    with CPUMeter(poll=not r._no_pool) as cpu:
         t0 = time.perf_counter()
         with ThreadPoolExecutor(max_workers=max(4, 2 * (os.cpu_count() or 1))) as pool:  # as the runner
             list(pool.map(r._prepare_image, qs))

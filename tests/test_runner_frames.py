@@ -259,3 +259,15 @@ def test_cli_frame_cache_reports_what_it_reused(tmp_path: Path, capsys):
         assert report["frame_cache"] == {"folder": str(tmp_path / "frames"), "reused": 3 * k,
                                          "written": 3 * (1 - k), "rejected": 0}
     assert sent[0] == sent[1] and len(sent[0]) == 3
+
+
+def test_base64_text_is_the_standard_librarys_with_or_without_pybase64(monkeypatch):
+    import base64
+    import os
+
+    from hoibench import _io
+
+    data = [b"", b"a", b"ab", b"abc", os.urandom(700_001)]
+    fast = [_io.base64_text(d) for d in data]
+    monkeypatch.setattr(_io, "_b64_text", None)
+    assert [_io.base64_text(d) for d in data] == fast == [base64.b64encode(d).decode("ascii") for d in data]

@@ -10,7 +10,6 @@ data-parallel server or router is the simplest.
 from __future__ import annotations
 
 import asyncio
-import base64
 import functools
 import hashlib
 import os
@@ -25,6 +24,7 @@ from typing import Any
 import orjson
 
 from hoibench._exceptions import ConfigError, MissingExtraError
+from hoibench._io import base64_text
 from hoibench.models._backend import (
     BackendStats,
     BackendUnavailable,
@@ -49,7 +49,7 @@ def _image_url(part: ImagePart, memo: dict[Any, str]) -> str:
     key = part.digest or id(part)
     url = memo.get(key)
     if url is None:
-        b64 = part.b64 if part.b64 is not None else base64.b64encode(part.read_bytes()).decode("ascii")
+        b64 = part.b64 if part.b64 is not None else base64_text(part.read_bytes())
         url = f"data:{part.mime};base64,{b64}"
         memo[key] = url
     return url
