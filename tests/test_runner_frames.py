@@ -271,3 +271,28 @@ def test_base64_text_is_the_standard_librarys_with_or_without_pybase64(monkeypat
     fast = [_io.base64_text(d) for d in data]
     monkeypatch.setattr(_io, "_b64_text", None)
     assert [_io.base64_text(d) for d in data] == fast == [base64.b64encode(d).decode("ascii") for d in data]
+
+
+def test_a_stored_frames_key_holds_everything_that_decides_its_bytes(monkeypatch):
+    import PIL
+
+    from hoibench.runners.mcq import FrameStore, _frames
+
+    def key(**kw):
+        args = {"image_sha256": "a" * 64, "convention": "qwen2.5", "min_pixels": 3136, "max_pixels": 12845056}
+        args.update(kw)
+        sha, conv = args.pop("image_sha256"), args.pop("convention")
+        return FrameStore.key(sha, conv, **args)
+
+    base = key()
+    assert key() == base
+    others = [key(image_sha256="b" * 64), key(convention="qwen3"), key(min_pixels=3137), key(max_pixels=100_000)]
+    monkeypatch.setattr(_frames, "_DEFLATE_VERSION", "isal 0.0")
+    others.append(key())
+    monkeypatch.undo()
+    monkeypatch.setattr(_frames, "PNG_ENCODER", "png:other")
+    others.append(key())
+    monkeypatch.undo()
+    monkeypatch.setattr(PIL, "__version__", "0.0")
+    others.append(key())
+    assert len({base, *others}) == 1 + len(others)

@@ -51,11 +51,15 @@ __all__ = ["PNG_ENCODER", "FrameStore", "PreparedFile", "encode_png", "frame_fil
 log = logging.getLogger(__name__)
 
 try:  # ISA-L's deflate: 3-20x faster than zlib's at the same size on these frames
+    import isal
     from isal import isal_zlib as _isal_zlib
 except ImportError:  # pragma: no cover - a platform without an isal wheel
     _isal_zlib = None
 
 _crc32 = zlib.crc32 if _isal_zlib is None else _isal_zlib.crc32  # ISA-L's: ~20x zlib's on a frame
+#: the deflater's version, part of a stored frame's key (another version may write other bytes)
+_DEFLATE_VERSION = (f"zlib {zlib.ZLIB_RUNTIME_VERSION}" if _isal_zlib is None
+                    else f"isal {getattr(isal, '__version__', '?')}")
 
 #: what :func:`encode_png` writes, for records that name the encoder (a change would change bytes)
 PNG_ENCODER = "png:sub+zlib1-rle" if _isal_zlib is None else "png:sub+igzip1"
@@ -171,8 +175,8 @@ class FrameStore:
     """Prepared frames on disk, shared by runs and processes (``mcq run --frame-cache DIR``).
 
     A frame's file is named by sha256 of everything that decides its bytes: the image file's
-    sha256, the convention, the pixel bounds, the encoder (:data:`PNG_ENCODER`) and Pillow's
-    version (its resize). So a frame is reused only for the same image content prepared the same
+    sha256, the convention, the pixel bounds, the encoder (:data:`PNG_ENCODER`), the deflater's
+    and Pillow's versions (the compressed bytes, the resize). So a frame is reused only for the same image content prepared the same
     way, and the bytes sent are those :func:`frame_file` would make. Files are written under a
     temporary name and renamed (several shards may write one folder); a file read back is used
     only when :func:`png_is_whole` at the expected size, else it is prepared and written again
@@ -190,7 +194,7 @@ class FrameStore:
         from PIL import __version__ as pillow
 
         spec = {"image": image_sha256, "convention": convention, "min_pixels": min_pixels,
-                "max_pixels": max_pixels, "encoder": PNG_ENCODER, "pillow": pillow}
+                "max_pixels": max_pixels, "encoder": PNG_ENCODER, "deflate": _DEFLATE_VERSION, "pillow": pillow}
         return hashlib.sha256(dumps_json(spec, sort_keys=True)).hexdigest()
 
     def path(self, key: str) -> Path:
