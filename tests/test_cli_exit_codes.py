@@ -5,6 +5,7 @@ every command, tables written to a pipe neither wrapped nor truncated."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -111,3 +112,30 @@ def test_glibc_reuses_freed_memory_in_the_cli(monkeypatch) -> None:
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_")
     monkeypatch.setattr(sys, "platform", "darwin")
     assert reuse_freed_memory() is False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+def test_freed_heap_memory_is_kept_for_the_next_array() -> None:
+    """With the CLI's allocator settings an array freed at the heap's top is reused by the next
+    one instead of being handed back and faulted in again (a user's ``MALLOC_TRIM_THRESHOLD_``,
+    here glibc's own 128 KiB, is left alone and shows the difference)."""
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("not glibc")
+    code = ("import resource, numpy as np\n"
+            "from hoibench.cli import reuse_freed_memory\n"
+            "reuse_freed_memory()\n"
+            "f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+            "for _ in range(10):\n"
+            "    a = np.ones(20 << 20, dtype=np.uint8)\n"
+            "    del a\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)\n")
+
+    def faults(**env: str) -> int:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+        return int(subprocess.run([sys.executable, "-c", code], env={**environ, **env}, check=True,
+                                  capture_output=True, text=True).stdout)
+
+    kept, handed_back = faults(), faults(MALLOC_TRIM_THRESHOLD_="131072")
+    assert kept * 3 < handed_back, (kept, handed_back)
