@@ -80,8 +80,9 @@ def _one_line(exc: BaseException) -> str:
 #: memory at the top of the heap is kept for reuse instead of being handed back to the kernel
 _M_MMAP_THRESHOLD = -3
 _M_TRIM_THRESHOLD = -1
-#: the free memory kept at the heap's top (glibc's default, 128 KiB once the thresholds are set)
-_TRIM_KEEP = 128 << 20
+#: the free memory kept at the heap's top (glibc: 128 KiB once a threshold is set; 32 MiB gave
+#: ``eval hico`` 74k page faults, 48 MiB 68k, 64 and 128 MiB 63k)
+_TRIM_KEEP = 64 << 20
 
 
 def reuse_freed_memory() -> bool:
@@ -95,7 +96,7 @@ def reuse_freed_memory() -> bool:
 
     Setting a threshold also stops glibc adapting its trim threshold, which stays at 128 KiB: every
     free at the top of the heap above that went back to the kernel and was faulted in again by
-    the next array. Up to 128 MiB of it is kept instead (``eval hico`` on 1M detections: 88k ->
+    the next array. Up to 64 MiB of it is kept instead (``eval hico`` on 1M detections: 88k ->
     63k page faults, the same peak). Linux with glibc only; a ``MALLOC_MMAP_THRESHOLD_`` or
     ``MALLOC_TRIM_THRESHOLD_`` set by the user is left alone. Returns whether the first was set."""
     if not sys.platform.startswith("linux"):
