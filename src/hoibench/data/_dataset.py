@@ -28,7 +28,7 @@ import numpy as np
 from hoibench._exceptions import ValidationError
 from hoibench.vocab import LabelSpace
 
-__all__ = ["HOIDataset", "HOIImage"]
+__all__ = ["HOIDataset", "HOIImage", "concat_ranges"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -368,8 +368,8 @@ class HOIDataset:
         idx = idx.astype(np.int64)
         nb = np.diff(self.box_offsets)[idx]
         npairs = np.diff(self.pair_offsets)[idx]
-        box_sel = _ranges(self.box_offsets[idx], nb)
-        pair_sel = _ranges(self.pair_offsets[idx], npairs)
+        box_sel = concat_ranges(self.box_offsets[idx], nb)
+        pair_sel = concat_ranges(self.pair_offsets[idx], npairs)
         box_offsets = _offsets(nb)
         # a pair's boxes move with its own copy of the image (an image given twice is two
         # images, each pointing at its own boxes): shift by the image's old and new box start
@@ -455,13 +455,15 @@ class HOIDataset:
         return out
 
 
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + c)`` for every (s, c), vectorised."""
+def concat_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + c)`` for each (start, count), without a Python loop."""
+    counts = np.asarray(counts, dtype=np.int64)
     total = int(counts.sum())
     if total == 0:
         return np.zeros(0, dtype=np.int64)
-    offs = np.repeat(starts - _offsets(counts)[:-1], counts)
-    return offs + np.arange(total, dtype=np.int64)
+    ends = np.cumsum(counts)
+    rep = np.repeat(np.asarray(starts, dtype=np.int64) - (ends - counts), counts)
+    return rep + np.arange(total, dtype=np.int64)
 
 
 def _frozen(a: np.ndarray | Sequence[int], dtype: type, *, copy: bool = True) -> np.ndarray:

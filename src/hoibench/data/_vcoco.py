@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ValidationError
+from hoibench.data._dataset import concat_ranges
 from hoibench.vocab import vcoco_actions
 
 __all__ = [
@@ -22,7 +23,6 @@ __all__ = [
     "EXCLUDED_FROM_24",
     "VCOCODetections",
     "VCOCOGroundTruth",
-    "concat_ranges",
     "vcoco_action_names",
     "vcoco_role_action",
     "vcoco_role_classes",
@@ -320,12 +320,3 @@ DETECTION_PROBLEMS = {
 
 
 # --------------------------------------------------------------------------- kernels
-def concat_ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + c)`` for each (start, count), without a Python loop."""
-    counts = np.asarray(counts, dtype=np.int64)
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    ends = np.cumsum(counts)
-    rep = np.repeat(np.asarray(starts, dtype=np.int64) - (ends - counts), counts)
-    return rep + np.arange(total, dtype=np.int64)

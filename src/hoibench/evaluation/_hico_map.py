@@ -39,7 +39,7 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import HOIDataset, HOIPredictions
-from hoibench.data._vcoco import concat_ranges
+from hoibench.data._dataset import concat_ranges
 from hoibench.evaluation._ap import precision_recall, recall_thresholds, voc11_ap
 from hoibench.evaluation._fields import Fields, from_percent, json_float, result_header, to_percent
 from hoibench.evaluation._iou import IOU_CONVENTIONS, pair_iou, paired_box_iou

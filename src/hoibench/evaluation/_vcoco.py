@@ -33,10 +33,10 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import VCOCODetections, VCOCOGroundTruth
+from hoibench.data._dataset import concat_ranges
 from hoibench.data._vcoco import (
     EXCLUDED_FROM_24,
     columns_contiguous,
-    concat_ranges,
     vcoco_action_names,
     vcoco_role_action,
     vcoco_role_classes,
