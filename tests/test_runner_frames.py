@@ -296,3 +296,18 @@ def test_a_stored_frames_key_holds_everything_that_decides_its_bytes(monkeypatch
     monkeypatch.setattr(PIL, "__version__", "0.0")
     others.append(key())
     assert len({base, *others}) == 1 + len(others)
+
+
+def test_a_frame_store_fills_and_serves_with_worker_processes(tmp_path: Path, monkeypatch):
+    """Frames prepared in worker processes are stored by the runner's process, and a later run
+    with worker processes is served from the store: the same bytes as threads without a store."""
+    from hoibench.runners.mcq import FrameStore, _run
+
+    images = _store_images(tmp_path)
+    plain = _sent_with(images, tmp_path / "plain.jsonl", None, image_workers="threads")
+    monkeypatch.setattr(_run, "_POOL_MIN_IMAGES", 0)  # 3 images are enough to start the workers
+    first = FrameStore(tmp_path / "frames")
+    assert _sent_with(images, tmp_path / "a.jsonl", first, image_workers="processes") == plain
+    again = FrameStore(tmp_path / "frames")
+    assert _sent_with(images, tmp_path / "b.jsonl", again, image_workers="processes") == plain
+    assert (first.writes, again.hits, again.writes) == (3, 3, 0)
