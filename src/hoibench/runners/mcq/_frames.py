@@ -24,14 +24,12 @@ a split run, prepares every image once in all.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import logging
 import multiprocessing
 import os
 import struct
-import tempfile
 import threading
 import zlib
 from concurrent.futures import ProcessPoolExecutor
@@ -42,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
-from hoibench._io import base64_text, dumps_json, ensure_dir
+from hoibench._io import atomic_write_bytes, base64_text, dumps_json, ensure_dir
 from hoibench.runners.mcq._boxes import ModelFrame, model_frame
 
 __all__ = ["PNG_ENCODER", "FrameStore", "PreparedFile", "encode_png", "frame_file", "frame_png", "frame_pool",
@@ -177,10 +175,11 @@ class FrameStore:
     A frame's file is named by sha256 of everything that decides its bytes: the image file's
     sha256, the convention, the pixel bounds, the encoder (:data:`PNG_ENCODER`), the deflater's
     and Pillow's versions (the compressed bytes, the resize). So a frame is reused only for the same image content prepared the same
-    way, and the bytes sent are those :func:`frame_file` would make. Files are written under a
-    temporary name and renamed (several shards may write one folder); a file read back is used
-    only when :func:`png_is_whole` at the expected size, else it is prepared and written again
-    (counted in :attr:`rejected`). Not synced to disk: a file a crash tore is caught on reading.
+    way, and the bytes sent are those :func:`frame_file` would make. Files are written as every
+    hoibench output is (:func:`~hoibench._io.atomic_write_bytes`: a temporary name, synced, then
+    renamed; several shards may write one folder); a file read back is used only when
+    :func:`png_is_whole` at the expected size, else it is prepared and written again (counted in
+    :attr:`rejected`).
     """
 
     def __init__(self, root: str | Path) -> None:
@@ -200,17 +199,18 @@ class FrameStore:
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.png"
 
-    def load(self, source: bytes, convention: str, *, sha256: str, min_pixels: int,
+    def load(self, key: str, source: bytes, convention: str, *, min_pixels: int,
              max_pixels: int) -> PreparedFile | None:
-        """The stored preparation of the image file ``source`` (its bytes; ``sha256`` their digest),
-        or ``None`` when there is none (or none that is whole). Reads only the image's header."""
+        """The stored preparation under ``key`` (:meth:`key`) of the image file ``source`` (its
+        bytes), or ``None`` when there is none (or none that is whole). Reads only the image's
+        header."""
         from PIL import Image
 
         with Image.open(io.BytesIO(source)) as im:
             frame = model_frame(convention, im.width, im.height, min_pixels=min_pixels, max_pixels=max_pixels)
         if not frame.resized:
             return PreparedFile(frame)
-        path = self.path(self.key(sha256, convention, min_pixels=min_pixels, max_pixels=max_pixels))
+        path = self.path(key)
         try:
             data = path.read_bytes()
         except (FileNotFoundError, NotADirectoryError):  # not prepared yet
@@ -228,34 +228,22 @@ class FrameStore:
             self.hits += 1
         return _prepared(frame, data)
 
-    def save(self, prepared: PreparedFile, convention: str, *, sha256: str, min_pixels: int,
-             max_pixels: int) -> None:
-        """Keep ``prepared`` (of the image file whose digest is ``sha256``). A folder that cannot be
-        written is reported once and then left alone: the run's answers do not depend on it."""
+    def save(self, key: str, prepared: PreparedFile) -> None:
+        """Keep ``prepared`` under ``key`` (:meth:`key`). A folder that cannot be written is
+        reported once and then left alone: the run's answers do not depend on it."""
         if prepared.png is None or self._write_failed:
             return
-        path = self.path(self.key(sha256, convention, min_pixels=min_pixels, max_pixels=max_pixels))
-        tmp = None
         try:
-            path.parent.mkdir(exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(prepared.png)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-            tmp = None
-            with self._lock:
-                self.writes += 1
-        except OSError as exc:
+            atomic_write_bytes(self.path(key), prepared.png)
+        except ConfigError as exc:  # what atomic_write makes of an OSError, naming the file
             with self._lock:
                 first, self._write_failed = not self._write_failed, True
             if first:
                 log.warning("%s: cannot write prepared frames there (%s); the run goes on without "
-                            "keeping them", self.root, exc.strerror or exc)
-        finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+                            "keeping them", self.root, exc)
+            return
+        with self._lock:
+            self.writes += 1
 
 
 def frame_pool() -> ProcessPoolExecutor:

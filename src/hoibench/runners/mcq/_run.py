@@ -314,13 +314,15 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         if self.box_convention in _RESIZING:
             # everything but the hash in one worker call: size, frame, resize, PNG and its sha256;
             # the server sees a size it will not change again. A frame store serves it when it can.
-            store = self.frames.store
+            store, key, prep = self.frames.store, "", None
             bounds = {"min_pixels": self.min_pixels, "max_pixels": self.max_pixels}
-            prep = None if store is None else store.load(raw, self.box_convention, sha256=digest, **bounds)
+            if store is not None:
+                key = store.key(digest, self.box_convention, **bounds)
+                prep = store.load(key, raw, self.box_convention, **bounds)
             if prep is None:
                 prep = self._prepare(path, raw, digest)
                 if store is not None:
-                    store.save(prep, self.box_convention, sha256=digest, **bounds)
+                    store.save(key, prep)
             frame = prep.frame
             width, height = frame.width, frame.height
             if prep.png is not None:
