@@ -11,6 +11,7 @@ import math
 import random
 import shutil
 import struct
+import sys
 from decimal import Decimal, getcontext
 
 import numpy as np
@@ -430,3 +431,147 @@ def test_repr_results_read_by_the_scanner_equal_the_careful_reader(repr_case, tm
         monkeypatch.setattr(mod, "_repr_images_careful", lambda *a: pytest.fail("the careful reader ran"))
         with contextlib.suppress(FormatError):
             _read(path, monkeypatch, native=True, ground_truth=gt)
+
+
+# ----------------------------------------------------------------------------- two threads
+#: the second thread exists on every platform but Windows (the same columns either way)
+HALVES = sys.platform != "win32"
+
+
+def _same_scan(a: S.Scanned | None, b: S.Scanned | None) -> None:
+    """Everything one scan gives equal to the other's, to the byte (NaN included)."""
+    assert (a is None) == (b is None)
+    if a is None or b is None:
+        return
+    assert (a.stop, a.done, a.n_slots, a.float64) == (b.stop, b.done, b.n_slots, b.float64)
+    assert a.columns.keys() == b.columns.keys()
+    for path, ca in a.columns.items():
+        cb = b.columns[path]
+        for name in ("occ", "items", "nums", "values"):
+            x, y = getattr(ca, name), getattr(cb, name)
+            assert x.dtype == y.dtype and x.tobytes() == y.tobytes(), (path, name)
+        assert (ca.width, ca.fractional, ca.escaped, ca.nulls, ca.middle) == \
+            (cb.width, cb.fractional, cb.escaped, cb.nulls, cb.middle), path
+    assert (a.selection is None) == (b.selection is None)
+    for x, y in zip(a.selection or (), b.selection or ()):
+        assert x.tobytes() == y.tobytes()
+
+
+def _every_split(text: bytes, pos: int, root, **kw) -> int:
+    """Scans ``text`` with every byte offset as ``split``: each equal to the one-thread scan.
+    Returns how many used the second thread's columns."""
+    one = S.scan(text, pos, root, **kw)
+    used = 0
+    for split in range(len(text) + 1):
+        got = S.scan(text, pos, root, split=split, **kw)
+        _same_scan(got, one)
+        used += got is not None and got.halves
+    return used
+
+
+def _images_doc(n: int = 7) -> dict:
+    """Images whose first key is repeated in nested objects and strings, and elements the first
+    thread must read past (unknown nested lists of objects, an empty image, escapes, nulls)."""
+    images = []
+    for i in range(n):
+        im = {"file_name": f"{i}}}, {{\"file_name\": \u00e9.jpg", "boxes": [[i, 1.5, 2, 3e-3]] * (i % 3),
+              "ids": list(range(i % 4)), "score": i / 7,
+              "extra": [{"file_name": 1}, {"file_name": [2]}, {"x": [{"file_name": "y"}, {"file_name": "z"}]}]}
+        if i == 4:
+            im = {"file_name": "empty.jpg", "score": 0}
+        images.append(im)
+    return {"name": "x", "images": images, "after": [{"file_name": "z"}, {"file_name": "w"}]}
+
+
+def test_every_split_of_a_document_gives_the_one_thread_columns():
+    """Wherever the second thread starts (inside a string, a number, a nested list of objects
+    whose elements open with the same key, the list after the images, past the end), the
+    columns are those of one thread; at a real boundary they are its."""
+    text = json.dumps(_images_doc(), indent=1).encode()
+    used = _every_split(text, 0, ROOT)
+    assert used >= 6 if HALVES else used == 0  # one boundary after each image but the last
+
+
+def test_every_split_of_a_list_root_with_the_qpic_reduction():
+    """A list root with the per-image reduction: the second thread's kept cells, scores and
+    counts appended to the first's, for every offset."""
+    doc = _qpic_doc(n_images=6)
+    text = json.dumps(doc).encode()
+    root = field("", RECORDS, *(field(k, NUMS) for k in ("labels", "sub_ids", "obj_ids")),
+                 field("boxes", ROWS), field("verb_scores", ROWS), field("file_name", STR))
+    valid = np.random.default_rng(0).random((81, 117)) < 0.6
+    for k in (None, 3):
+        select = S.Select("verb_scores", "obj_ids", "labels", "boxes", np.arange(81), valid, k)
+        used = _every_split(text, 0, root, select=select)
+        assert used >= 5 if HALVES else used == 0
+
+
+def test_every_split_of_a_python_repr():
+    """Literal mode: ``'...'`` keys, ``\\n`` between tokens, nested lists of objects under each
+    image (their boundaries are never taken for the images')."""
+    text = json.dumps(str({"preds": [
+        {"filename": f"{i}.jpg",
+         "predictions": [{"bbox": [1.0, 2, 3, 4], "category_id": 1}] * 2,
+         "hoi_prediction": [{"subject_id": 0, "object_id": 1, "category_id": i, "score": 0.5}]}
+        for i in range(5)]}).replace("}, {'filename'", "},\n {'filename'")).encode()
+    assert text.count(b"},\\n {'filename'") == 4
+    head = b"{'preds': "
+    at = text.index(head) + len(head)
+    from hoibench.formats.predictions import _REPR_ROOT
+
+    assert S.scan(text, at, _REPR_ROOT, literal=True) is not None
+    used = _every_split(text, at, _REPR_ROOT, literal=True)
+    assert used >= 4 if HALVES else used == 0
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_bad_element_on_either_side_of_the_split_is_refused_as_by_one_thread(where):
+    doc = _images_doc(12)
+    doc["images"][2 if where == "before" else 9]["ids"] = [1, True]
+    text = json.dumps(doc).encode()
+    assert S.scan(text, 0, ROOT) is None
+    assert all(S.scan(text, 0, ROOT, split=s) is None for s in range(0, len(text), 7))
+
+
+def test_large_columns_are_joined_as_one():
+    """Columns of several MiB on both sides (the second thread's pages moved, not copied, on
+    Linux) hold every value in order."""
+    rng = np.random.default_rng(1)
+    images = [{"file_name": f"{i}.jpg", "boxes": np.round(rng.random((50, 4)) * 640, 2).tolist(),
+               "ids": rng.integers(0, 600, 50).tolist(), "score": float(i)} for i in range(4000)]
+    text = json.dumps({"name": "big", "images": images}).encode()
+    one = S.scan(text, 0, ROOT)
+    two = S.scan(text, 0, ROOT, split=len(text) // 3)
+    _same_scan(two, one)
+    assert two.halves == HALVES and one["images.boxes"].values.nbytes > 4 << 20
+    np.testing.assert_array_equal(two["images.boxes"].values.reshape(-1, 4)[-50:], images[-1]["boxes"])
+
+
+def test_halfway_shares_only_a_large_text(monkeypatch):
+    assert S.halfway(b"x" * 100) is None
+    monkeypatch.setattr(S, "SPLIT_MIN_BYTES", 10)
+    assert S.halfway(b"x" * 100, 20) == 60
+    monkeypatch.setattr(S.os, "cpu_count", lambda: 1)
+    assert S.halfway(b"x" * 100) is None
+
+
+@pytest.mark.parametrize("fmt", ["hoibench", "qpic", "cdn"])
+def test_the_readers_share_a_file_between_two_threads(tmp_path, monkeypatch, fmt):
+    """Each reader of large files passes ``split``; what it reads is the same with one thread."""
+    gt = load_dataset("hico-det:test").subset(np.arange(0, 120, 6))
+    p = noisy_predictions(gt, seed=2, per_image=(20, 40))
+    path = tmp_path / "p.json"
+    if fmt == "hoibench":
+        write_predictions(p, path)
+    elif fmt == "qpic":
+        path = _qpic_file(tmp_path)
+    else:
+        path.write_text(cdn_results_json(p, _embedded_gts(gt)))
+    kw = {"ground_truth": gt} if fmt == "cdn" else {}
+    one = _read(path, monkeypatch, native=True, **kw)
+    seen = []
+    scan = S.scan
+    monkeypatch.setattr(S, "SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(S, "scan", lambda *a, **k: (lambda got: seen.append(got and got.halves) or got)(scan(*a, **k)))
+    _same_loaded(_read(path, monkeypatch, native=True, **kw), one)
+    assert any(seen) == HALVES

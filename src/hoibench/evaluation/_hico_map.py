@@ -449,9 +449,6 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
     kept = _rows(sel, n_all)
     image, hoi, scores = kept(det.image), kept(det.hoi), kept(det.scores)
     off = protocol.box_offset
-    bh, bo = kept(det.boxes_h), kept(det.boxes_o)
-    if off:
-        bh, bo = bh + off, bo + off
     det_index = kept(det.det_index)
     srank = kept(srank_all)
 
@@ -477,7 +474,14 @@ def _match(det: _Aligned, target: HOIDataset, protocol: HICOProtocol,
     d_rep = np.repeat(np.arange(n), n_cand)
     c_start = np.repeat(np.cumsum(n_cand) - n_cand, n_cand)
     g_rep = np.repeat(lo, n_cand) + (np.arange(len(d_rep)) - c_start)
-    ov = pair_iou(bh[d_rep], bo[d_rep], gh[g_rep], go[g_rep], convention=protocol.iou)
+    # the candidates' boxes gathered from the aligned arrays in one step (through sel), not the
+    # kept detections' boxes first: two fewer copies of 32 MB per 1M detections
+    rows = sel[d_rep] if n < n_all else d_rep
+    bh, bo = det.boxes_h[rows], det.boxes_o[rows]
+    if off:
+        bh += off
+        bo += off
+    ov = pair_iou(bh, bo, gh[g_rep], go[g_rep], convention=protocol.iou)
     ov = np.where(np.isnan(ov), 0.0, ov)
     best = np.full(n, -np.inf)
     np.maximum.at(best, d_rep, ov)

@@ -31,20 +31,69 @@
 #include <string.h>
 #include <math.h>
 #include <ctype.h>
+#include <stddef.h>
 
 enum { K_STR = 1, K_NUM = 2, K_NUMS1 = 3, K_NUMS2 = 4, K_RECORDS = 5, K_OBJECT = 6, K_STRS = 7, K_NUMS3 = 8 };
 #define MAX_DEPTH 200
 #define MAX_UNKNOWN 64
 
+/* A growing byte buffer. On Linux, one of 1 MiB or more is a private mapping of its own, grown
+ * by mremap (the pages move, nothing is copied) and joinable to another without a copy (see
+ * buf_append); a smaller one is malloc'ed. */
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#define MAPPED_FROM ((size_t)1 << 20)
+#endif
+
 typedef struct {
     char *data;
     size_t len, cap; /* bytes */
+    int mapped;      /* data is a mapping of cap bytes (else malloc'ed) */
 } Buf;
+
+static void mem_free(char *data, size_t cap, int mapped) {
+#if defined(__linux__)
+    if (mapped) {
+        munmap(data, cap);
+        return;
+    }
+#endif
+    (void)cap, (void)mapped;
+    free(data);
+}
+
+static void buf_free(Buf *b) {
+    mem_free(b->data, b->cap, b->mapped);
+    memset(b, 0, sizeof(Buf));
+}
+
+#if defined(__linux__)
+/* The buffer moved to (or grown as) a mapping of `cap` bytes, a multiple of the page size. */
+static int buf_map(Buf *b, size_t cap) {
+    char *d;
+    if (b->mapped) {
+        d = mremap(b->data, b->cap, cap, MREMAP_MAYMOVE);
+    } else {
+        d = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (d != MAP_FAILED && b->len) memcpy(d, b->data, b->len);
+        if (d != MAP_FAILED) free(b->data);
+    }
+    if (d == MAP_FAILED) return -1;
+    b->data = d;
+    b->cap = cap;
+    b->mapped = 1;
+    return 0;
+}
+#endif
 
 static int buf_reserve(Buf *b, size_t extra) {
     if (b->len + extra <= b->cap) return 0;
     size_t cap = b->cap ? b->cap : 65536;
     while (cap < b->len + extra) cap *= 2;
+#if defined(__linux__)
+    if (cap >= MAPPED_FROM) return buf_map(b, cap); /* cap: 64 KiB times a power of two */
+#endif
     char *d = realloc(b->data, cap);
     if (!d) return -1;
     b->data = d;
@@ -60,10 +109,13 @@ typedef struct {
     PyObject_HEAD
     char *data;
     Py_ssize_t len;
+    size_t cap;
+    int mapped;
 } Block;
 
 static void block_dealloc(PyObject *self) {
-    free(((Block *)self)->data);
+    Block *b = (Block *)self;
+    mem_free(b->data, b->cap, b->mapped);
     Py_TYPE(self)->tp_free(self);
 }
 
@@ -89,8 +141,9 @@ static PyObject *to_block(Buf *b) { /* the Buf is emptied: its memory now belong
     if (!o) return NULL;
     o->data = b->data;
     o->len = (Py_ssize_t)b->len;
-    b->data = NULL;
-    b->len = b->cap = 0;
+    o->cap = b->cap;
+    o->mapped = b->mapped;
+    memset(b, 0, sizeof(Buf));
     return (PyObject *)o;
 }
 
@@ -125,6 +178,7 @@ typedef struct {
 } Col;
 
 typedef struct Reducer Reducer;
+typedef struct Half Half;
 
 typedef struct {
     const unsigned char *base, *p, *end;
@@ -135,6 +189,9 @@ typedef struct {
     int in_unit;   /* inside the outermost list of objects */
     int float64;   /* literal mode: an identifier naming float64 (np.float64(x), dtype=float64) */
     Reducer *rd;   /* scan's `select`, applied to each element of the outermost list; or NULL */
+    Py_ssize_t split_from; /* scan's `split`: where to look for the second half's start; -1: none */
+    Half *half;    /* the second half of the outermost list, read by another thread; or NULL */
+    int halves;    /* the second half's columns were used */
 } Scan;
 
 #define REFUSE (-1)
@@ -688,9 +745,9 @@ typedef struct {
 
 static void selector_free(Selector *sel) {
     free(sel->heap);
-    free(sel->cells.data);
-    free(sel->scores.data);
-    free(sel->kept.data);
+    buf_free(&sel->cells);
+    buf_free(&sel->scores);
+    buf_free(&sel->kept);
 }
 
 static int select_image(Selector *sel, const double *scores, int64_t n_pairs, const int64_t *pair_row) {
@@ -915,6 +972,10 @@ static int parse_object(Scan *s, Schema *sc, int depth);
 
 static int reduce_record(Scan *s, Reducer *rd);
 
+static void half_start(Scan *s, Schema *sc, int depth, int rec_col);
+static int half_land(Scan *s);
+static void half_abandon(Scan *s);
+
 /* One object of a list of objects; an element of the outermost such list gets a slot of its
  * own for everything inside it (and the reduction, when scan has one). */
 static int parse_element(Scan *s, Schema *sc, int depth, int outer) {
@@ -937,12 +998,20 @@ static int parse_records(Scan *s, Field *f, int depth) {
     if (s->p >= s->end || *s->p != '[') return REFUSE;
     s->p++;
     if (closes_at_once(s, ']')) return 0;
+    if (outer) half_start(s, f->sub, depth + 1, f->col);
     for (;;) {
         int r = parse_element(s, f->sub, depth + 1, outer);
         if (r) return r;
         *counter(&c->items, s->slot) += 1;
+        if (outer && s->half) {
+            r = half_land(s); /* 1: the other thread read the rest of the list, through its `]` */
+            if (r) return r < 0 ? r : 0;
+        }
         r = separator(s, ']');
-        if (r <= 0) return r;
+        if (r <= 0) {
+            if (outer) half_abandon(s);
+            return r;
+        }
     }
 }
 
@@ -1144,8 +1213,272 @@ static int reduce_record(Scan *s, Reducer *rd) {
     return r;
 }
 
-/* scan(buffer, pos, root_field, literal, limit=-1, resume=False, select=None)
- *   -> None (refused) or (stop, done, n_slots, columns, selection, float64)
+
+/* ------------------------------------------------------------------------------ two halves */
+/* The outermost list of objects read by two threads (scan's `split`): a second thread starts at
+ * a comma past `split` that looks like the boundary of two elements ("}" before it, "{" after
+ * it) and reads the elements from there to the list's end into columns of its own, while this
+ * thread reads from the start. The guess is only used when this thread, reading the list
+ * itself, ends an element exactly at that comma: then the text after it is what this thread
+ * would have read next, the same way, and the other thread's columns are appended to its own.
+ * Otherwise (the comma lay inside a string, a nested list or another list; the other thread
+ * refused) its work is dropped and this thread reads on alone: the result never depends on the
+ * guess. */
+#if defined(_WIN32)
+#define HAVE_HALVES 0
+#else
+#define HAVE_HALVES 1
+#include <pthread.h>
+#endif
+
+struct Half {
+    Scan s; /* the second thread's state: columns (and reducer) of its own */
+    Reducer rd;
+    Schema *sc;
+    int depth, rec_col;
+    size_t split; /* offset of the comma the first thread must end an element at */
+    int r;        /* the second thread's result: 0, the list read through its `]` */
+    int abandon;  /* set once its work cannot be used */
+#if HAVE_HALVES
+    pthread_t th;
+#endif
+    int joined;
+};
+
+/* p after whitespace (and literal mode's "\n") backwards: the byte before it, or -1. */
+static int byte_before(const Scan *s, const unsigned char **p) {
+    const unsigned char *q = *p;
+    while (q > s->base) {
+        if (WS[q[-1]]) q--;
+        else if (s->literal && q - s->base >= 2 && q[-1] == 'n' && q[-2] == '\\') q -= 2;
+        else break;
+    }
+    *p = q > s->base ? q - 1 : q;
+    return q > s->base ? q[-1] : -1;
+}
+
+/* The comma of the first "}, {<key>" at or after p within `limit`, where <key> is the first
+ * element's first key with its quotes (nested objects start with other keys), or "}, {" when
+ * it has none; NULL when there is none. */
+static const unsigned char *element_boundary(const Scan *s, const unsigned char *p, const unsigned char *limit,
+                                             const unsigned char *key, size_t keylen) {
+    for (;;) {
+        const unsigned char *q = memmem(p, (size_t)(limit - p), keylen ? key : (const unsigned char *)"{", keylen ? keylen : 1);
+        if (!q) return NULL;
+        p = q + 1;
+        const unsigned char *at = q;
+        if (keylen && byte_before(s, &at) != '{') continue;
+        if (byte_before(s, &at) != ',') continue;
+        const unsigned char *comma = at;
+        if (byte_before(s, &at) == '}') return comma;
+    }
+}
+
+static void *half_run(void *arg) {
+    Half *h = arg;
+    Scan *s = &h->s;
+    int r = add_slot(s);
+    int sep = r ? 0 : separator(s, ']'); /* the comma */
+    while (!r && sep > 0) {
+        if (__atomic_load_n(&h->abandon, __ATOMIC_RELAXED)) {
+            r = REFUSE;
+            break;
+        }
+        r = parse_element(s, h->sc, h->depth, 1);
+        if (r) break;
+        *counter(&s->cols[h->rec_col].items, 0) += 1;
+        sep = separator(s, ']');
+    }
+    if (!r && sep < 0) r = REFUSE;
+    h->r = r;
+    return NULL;
+}
+
+static void cols_free(Col *cols, int ncols) {
+    if (!cols) return;
+    for (int i = 0; i < ncols; i++) {
+        buf_free(&cols[i].occ);
+        buf_free(&cols[i].items);
+        buf_free(&cols[i].nums);
+        buf_free(&cols[i].data);
+    }
+    free(cols);
+}
+
+static Col *cols_new(int ncols) {
+    Col *cols = calloc((size_t)ncols, sizeof(Col));
+    if (!cols) return NULL;
+    for (int i = 0; i < ncols; i++) {
+        cols[i].wmin = cols[i].mmin = INT64_MAX;
+        cols[i].wmax = cols[i].mmax = -1;
+    }
+    return cols;
+}
+
+static void half_join(Half *h) {
+    if (h->joined) return;
+#if HAVE_HALVES
+    pthread_join(h->th, NULL);
+#endif
+    h->joined = 1;
+}
+
+/* The list's first element is being read: start the second thread (once per scan). */
+static void half_start(Scan *s, Schema *sc, int depth, int rec_col) {
+#if HAVE_HALVES
+    if (s->split_from < 0 || s->half) return;
+    const unsigned char *p = s->base + s->split_from, *limit;
+    s->split_from = -1;
+    if (p < s->p) p = s->p;
+    limit = s->end - p > (1 << 20) ? p + (1 << 20) : s->end; /* a boundary within 1 MiB, or none */
+    const unsigned char *key = s->p, *key_end;
+    ws(s);
+    key = s->p + 1; /* the first key, quotes included: after "{" and whitespace */
+    while (key < s->end && (WS[*key] || (s->literal && *key == '\\' && key + 1 < s->end && key[1] == 'n')))
+        key += WS[*key] ? 1 : 2;
+    key_end = key < s->end && (*key == '"' || *key == '\'') ? memchr(key + 1, *key, (size_t)(s->end - key - 1)) : NULL;
+    size_t keylen = key_end && key_end - key < 256 && !memchr(key, '\\', (size_t)(key_end - key)) ? (size_t)(key_end - key + 1) : 0;
+    p = element_boundary(s, p, limit, key, keylen);
+    if (!p) return;
+    Half *h = calloc(1, sizeof(Half));
+    if (!h) return;
+    h->s = (Scan){.base = s->base, .p = p, .end = s->end, .literal = s->literal, .ncols = s->ncols,
+                  .split_from = -1, .cols = cols_new(s->ncols)};
+    if (!h->s.cols) {
+        free(h);
+        return;
+    }
+    if (s->rd) { /* the same reduction, into a selection of its own */
+        h->rd = *s->rd;
+        memset(&h->rd.sel.heap, 0, sizeof(Selector) - offsetof(Selector, heap));
+        memset(&h->rd.rows, 0, sizeof(Buf));
+        h->s.rd = &h->rd;
+    }
+    h->sc = sc;
+    h->depth = depth;
+    h->rec_col = rec_col;
+    h->split = (size_t)(p - s->base);
+    if (pthread_create(&h->th, NULL, half_run, h)) {
+        cols_free(h->s.cols, h->s.ncols);
+        free(h);
+        return;
+    }
+    s->half = h;
+#else
+    (void)s, (void)sc, (void)depth, (void)rec_col;
+#endif
+}
+
+static void half_abandon(Scan *s) {
+    if (!s->half) return;
+    __atomic_store_n(&s->half->abandon, 1, __ATOMIC_RELAXED);
+    half_join(s->half);
+}
+
+static void half_free(Scan *s) {
+    Half *h = s->half;
+    if (!h) return;
+    half_abandon(s);
+    cols_free(h->s.cols, h->s.ncols);
+    selector_free(&h->rd.sel);
+    buf_free(&h->rd.rows);
+    free(h);
+    s->half = NULL;
+}
+
+#if defined(__linux__)
+/* src's mapping moved (mremap, no copy) to the first page boundary after dst's bytes, then its
+ * bytes shifted back onto them (less than a page): no fresh page is touched, where a copy would
+ * fault in as many pages as src holds (~10 us each on a virtual machine). src is emptied. */
+static int buf_splice(Buf *dst, Buf *src) {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), head = (dst->len + page - 1) / page * page;
+    if (!dst->mapped || dst->cap < head + src->cap) {
+        if (buf_map(dst, head + src->cap)) return -1;
+    }
+    if (mremap(src->data, src->cap, src->cap, MREMAP_MAYMOVE | MREMAP_FIXED, dst->data + head) == MAP_FAILED)
+        return -1;
+    memmove(dst->data + dst->len, dst->data + head, src->len);
+    dst->len += src->len;
+    memset(src, 0, sizeof(Buf));
+    return 0;
+}
+#endif
+
+static int buf_append(Buf *dst, Buf *src, size_t from) { /* src's bytes from `from` on */
+    size_t n = src->len - from;
+    if (!n) return 0;
+    if (!dst->len && !from) { /* nothing to keep: take the memory over */
+        buf_free(dst);
+        *dst = *src;
+        memset(src, 0, sizeof(Buf));
+        return 0;
+    }
+#if defined(__linux__)
+    if (!from && src->mapped && !buf_splice(dst, src)) return 0;
+#endif
+    if (buf_reserve(dst, n)) return NOMEM;
+    memcpy(dst->data + dst->len, src->data + from, n);
+    dst->len += n;
+    return 0;
+}
+
+/* The other thread's columns after this thread's: its slot 0 added to the list's slot, its
+ * elements' slots appended. */
+static int half_merge(Scan *s, Half *h) {
+    for (int i = 0; i < s->ncols; i++) {
+        Col *c = &s->cols[i], *o = &h->s.cols[i];
+        Buf *mine[3] = {&c->occ, &c->items, &c->nums}, *theirs[3] = {&o->occ, &o->items, &o->nums};
+        for (int k = 0; k < 3; k++) {
+            *counter(mine[k], s->slot) += *counter(theirs[k], 0);
+            if (buf_append(mine[k], theirs[k], 8)) return NOMEM;
+        }
+        if (o->data.len) {
+            c->f32 = o->f32;
+            c->nulls = o->nulls;
+            c->null_width = o->null_width;
+        }
+        if (buf_append(&c->data, &o->data, 0)) return NOMEM;
+        buf_free(&o->data); /* at once: the merge's peak holds one column twice at most */
+        if (o->wmin < c->wmin) c->wmin = o->wmin;
+        if (o->wmax > c->wmax) c->wmax = o->wmax;
+        if (o->mmin < c->mmin) c->mmin = o->mmin;
+        if (o->mmax > c->mmax) c->mmax = o->mmax;
+        c->nonint |= o->nonint;
+        c->escaped |= o->escaped;
+        c->had_null |= o->had_null;
+    }
+    s->float64 |= h->s.float64;
+    if (s->rd && (buf_append(&s->rd->sel.cells, &h->rd.sel.cells, 0) ||
+                  buf_append(&s->rd->sel.scores, &h->rd.sel.scores, 0) ||
+                  buf_append(&s->rd->sel.kept, &h->rd.sel.kept, 0)))
+        return NOMEM;
+    return 0;
+}
+
+/* After an element of the outermost list: 1 when this thread stands at the other's start and
+ * has taken its columns (the list is read through its `]`), NOMEM, or 0 (read on). */
+static int half_land(Scan *s) {
+    Half *h = s->half;
+    if (h->joined) return 0;
+    ws(s);
+    size_t at = (size_t)(s->p - s->base);
+    if (at < h->split) return 0;
+    if (at > h->split) { /* the guess was not a boundary of this list */
+        half_abandon(s);
+        return 0;
+    }
+    half_join(h);
+    if (h->r == NOMEM) return NOMEM;
+    if (h->r) return 0; /* refused: reading on alone meets the same refusal and says so */
+    int r = half_merge(s, h);
+    if (r) return r;
+    s->p = h->s.p;
+    s->halves = 1;
+    return 1;
+}
+
+/* scan(buffer, pos, root_field, literal, limit=-1, resume=False, select=None, split=-1)
+ *   -> None (refused) or (stop, done, n_slots, columns, selection, float64, halves)
  * root_field: (key, 5 or 6, schema). With a kind-5 root, `limit` elements at most are read
  * (-1: all) and `resume` continues after an element (the next byte is "," or "]"); `done`
  * tells whether the list closed. columns: per field in depth-first order,
@@ -1155,14 +1488,18 @@ static int reduce_record(Scan *s, Reducer *rd) {
  * column indices, int64 bytes (one row of `valid` per label, every row inside), uint8 bytes
  * (rows x ncol), the table's width and k: each element's scores are reduced (Reducer) and the
  * selection is (cells, scores, kept per element) as Blocks (else None). float64: in
- * literal mode, whether an identifier (np.float64, dtype=float64) named float64. */
+ * literal mode, whether an identifier (np.float64, dtype=float64) named float64.
+ * split (-1: none): the outermost list is read in two halves, the second by another thread from
+ * the first boundary of two elements after that offset ("two halves" above); halves: whether
+ * its columns were used (the result is the same either way). */
 static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
-    Py_ssize_t pos, limit = -1;
+    Py_ssize_t pos, limit = -1, split = -1;
     PyObject *root, *select = Py_None;
     int literal, resume = 0;
-    if (!PyArg_ParseTuple(args, "y*nOp|npO", &view, &pos, &root, &literal, &limit, &resume, &select)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*nOp|npOn", &view, &pos, &root, &literal, &limit, &resume, &select, &split))
+        return NULL;
     Reducer rd;
     memset(&rd, 0, sizeof(rd));
     PyObject *result = NULL;
@@ -1182,14 +1519,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     sc = build_schema(sub, &ncols);
     if (!sc) goto done;
-    cols = calloc((size_t)ncols, sizeof(Col));
+    cols = cols_new(ncols);
     if (!cols) {
         PyErr_NoMemory();
         goto done;
-    }
-    for (int i = 0; i < ncols; i++) {
-        cols[i].wmin = cols[i].mmin = INT64_MAX;
-        cols[i].wmax = cols[i].mmax = -1;
     }
     if (select != Py_None) {
         PyObject *rol, *valid;
@@ -1224,7 +1557,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     }
     Scan s = {.base = (const unsigned char *)view.buf, .p = (const unsigned char *)view.buf + pos,
               .end = (const unsigned char *)view.buf + view.len, .literal = literal, .cols = cols, .ncols = ncols,
-              .rd = rd.on ? &rd : NULL};
+              .rd = rd.on ? &rd : NULL, .split_from = limit < 0 && split >= 0 && split <= view.len ? split : -1};
     int r = 0, closed = 0;
     Py_BEGIN_ALLOW_THREADS
     r = add_slot(&s);
@@ -1244,11 +1577,18 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             sep = separator(&s, ']'); /* after the element the last call stopped at */
         }
         Py_ssize_t n = 0;
+        if (sep > 0) half_start(&s, sc, 1, 0);
         while (!r && sep > 0 && (limit < 0 || n < limit)) {
             r = parse_element(&s, sc, 1, 1);
             if (r) break;
             *counter(&c->items, 0) += 1;
             n++;
+            if (s.half) {
+                int landed = half_land(&s);
+                if (landed < 0) r = landed;
+                if (landed > 0) sep = 0; /* the other thread read the rest, through the list's `]` */
+                if (landed) break;
+            }
             ws(&s);
             if (limit >= 0 && n >= limit && s.p < s.end && *s.p == ',') break; /* resume at the comma */
             sep = separator(&s, ']');
@@ -1256,6 +1596,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         if (!r && sep < 0) r = REFUSE;
         closed = !r && sep == 0;
     }
+    half_free(&s);
     Py_END_ALLOW_THREADS
     if (r == NOMEM) {
         PyErr_NoMemory();
@@ -1292,21 +1633,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     } else {
         Py_INCREF(chosen);
     }
-    result = Py_BuildValue("(nOnNNO)", (Py_ssize_t)(s.p - s.base), closed ? Py_True : Py_False,
-                           n_slots, list, chosen, s.float64 ? Py_True : Py_False);
+    result = Py_BuildValue("(nOnNNOO)", (Py_ssize_t)(s.p - s.base), closed ? Py_True : Py_False,
+                           n_slots, list, chosen, s.float64 ? Py_True : Py_False, s.halves ? Py_True : Py_False);
 done:
-    if (cols) {
-        for (int i = 0; i < ncols; i++) {
-            free(cols[i].occ.data);
-            free(cols[i].items.data);
-            free(cols[i].nums.data);
-            free(cols[i].data.data);
-        }
-        free(cols);
-    }
+    cols_free(cols, ncols);
     free_schema(sc);
     selector_free(&rd.sel);
-    free(rd.rows.data);
+    buf_free(&rd.rows);
     PyBuffer_Release(&view);
     return result;
 }

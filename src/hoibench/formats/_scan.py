@@ -123,6 +123,8 @@ class Scanned:
     selection: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     #: literal mode: an identifier named float64 (``np.float64(x)``, ``dtype=float64``)
     float64: bool = False
+    #: with ``split``: a second thread's columns were used (the same columns either way)
+    halves: bool = False
 
     def __getitem__(self, path: str) -> Column:
         return self.columns[path]
@@ -163,13 +165,16 @@ class Select:
 
 
 def scan(buf: Any, pos: int, root: tuple[Any, ...], *, literal: bool = False, limit: int = -1,
-         resume: bool = False, select: Select | None = None) -> Scanned | None:
+         resume: bool = False, select: Select | None = None, split: int | None = None) -> Scanned | None:
     """Read the value at ``pos`` (a ``RECORDS`` or ``OBJECT`` root :func:`field`) into columns;
     ``None`` when the text is anything the schema does not prove, or without the extension.
     ``literal``: a Python repr held in a JSON string (``'...'`` strings, ``np.float32(x)``,
     ``array([...], dtype=...)``, escaped newlines between tokens; any other escape refused).
     A ``RECORDS`` root reads at most ``limit`` objects (all: -1); ``resume`` goes on where a
-    previous call stopped."""
+    previous call stopped. ``split`` (with ``limit=-1``): the outermost list of objects is read
+    by two threads, the second from the first boundary of two elements found after that byte
+    offset; its columns are used only when the first thread, reading on, ends an element exactly
+    there, so the result is the same as without it, whatever the offset (see :func:`halfway`)."""
     if _colscan is None:
         return None
     paths = _paths(root)
@@ -182,10 +187,10 @@ def scan(buf: Any, pos: int, root: tuple[Any, ...], *, literal: bool = False, li
         reduce = (*(names.index(p) for p in (select.scores, select.pairs, select.labels, select.boxes)),
                   np.ascontiguousarray(select.row_of_label, dtype=np.int64).tobytes(), valid.tobytes(),
                   valid.shape[1], -1 if select.k is None else select.k)
-    got = _colscan.scan(buf, pos, root, literal, limit, resume, reduce)
+    got = _colscan.scan(buf, pos, root, literal, limit, resume, reduce, -1 if split is None else split)
     if got is None:
         return None
-    stop, done, n_slots, cols, selected, float64 = got
+    stop, done, n_slots, cols, selected, float64, halves = got
     chosen = None
     if selected is not None:
         cells, scores, kept = selected
@@ -195,7 +200,18 @@ def scan(buf: Any, pos: int, root: tuple[Any, ...], *, literal: bool = False, li
         columns[path] = Column(np.frombuffer(occ, np.int64), np.frombuffer(items, np.int64),
                                np.frombuffer(nums, np.int64), np.frombuffer(data, dtype),
                                (wmin, wmax), bool(fractional), bool(escaped), bool(nulls), (mmin, mmax))
-    return Scanned(stop, bool(done), n_slots, columns, chosen, bool(float64))
+    return Scanned(stop, bool(done), n_slots, columns, chosen, bool(float64), bool(halves))
+
+
+#: texts shorter than this are read by one thread (a second one would cost more than it saves)
+SPLIT_MIN_BYTES = 8 << 20
+
+
+def halfway(buf: Any, pos: int = 0) -> int | None:
+    """The ``split`` for :func:`scan` that shares a large text between two threads (the middle
+    of what lies after ``pos``), or ``None`` for a short text or a machine with one core."""
+    n = len(buf) - pos
+    return pos + n // 2 if n >= SPLIT_MIN_BYTES and (os.cpu_count() or 1) > 1 else None
 
 
 def only_space_after(buf: Any, stop: int) -> bool:
@@ -203,10 +219,12 @@ def only_space_after(buf: Any, stop: int) -> bool:
     return not bytes(buf[stop:]).strip(b" \t\n\r")
 
 
-def scan_document(buf: Any, root: tuple[Any, ...], *, records: str) -> dict[str, Column] | None:
+def scan_document(buf: Any, root: tuple[Any, ...], *, records: str, split: int | None = None
+                  ) -> dict[str, Column] | None:
     """The columns of a whole text that is one ``root`` object holding its list ``records``
-    (the images) exactly once, with nothing but whitespace after it; ``None`` otherwise."""
-    got = scan(buf, 0, root)
+    (the images) exactly once, with nothing but whitespace after it; ``None`` otherwise.
+    ``split``: as for :func:`scan`."""
+    got = scan(buf, 0, root, split=split)
     if got is None or not only_space_after(buf, got.stop) or got.columns[records].occ[0] != 1:
         return None
     return got.columns

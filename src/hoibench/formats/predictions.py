@@ -444,7 +444,7 @@ _COLUMNAR_ROOT = _S.field("", _S.OBJECT, _S.field("format", _S.STR), _S.field("v
 
 def _decode_native(raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] | None:
     """:func:`_decode_simdjson` by the C scanner: the same columns, or ``None``."""
-    c = _S.scan_document(raw, _COLUMNAR_ROOT, records="images")
+    c = _S.scan_document(raw, _COLUMNAR_ROOT, records="images", split=_S.halfway(raw))
     if c is None:
         return None
     fmt = c["format"].strings(raw) if c["format"].occ[0] else [None]
@@ -506,7 +506,7 @@ def _qpic_native(raw: bytes | mmap.mmap, vocab: LabelSpace, max_per_image: int |
     valid, inv80 = _valid_cells(vocab), _objects_of_coco80(vocab)
     rows = np.where(inv80 < 0, vocab.n_objects, inv80)  # the last row of valid: a label outside the space
     got = _S.scan(raw, 0, _QPIC_ROOT, select=_S.Select("verb_scores", "obj_ids", "labels", "boxes", rows, valid,
-                                                        max_per_image))
+                                                        max_per_image), split=_S.halfway(raw))
     if got is None or got.selection is None or not _S.only_space_after(raw, got.stop):
         return None
     c = got.columns
@@ -556,7 +556,7 @@ def _repr_images_native(raw: bytes | mmap.mmap, path: Path) -> _ReprImages | Non
     at, end = raw.find(head, 0, 64), raw.rfind(b"}", max(0, len(raw) - 64))
     if at < 0 or end < 0 or raw[:at].strip() != b'"' or raw[end + 1:].strip() != b'"':
         return None
-    got = _S.scan(raw, at + len(head), _REPR_ROOT, literal=True)
+    got = _S.scan(raw, at + len(head), _REPR_ROOT, literal=True, split=_S.halfway(raw, at + len(head)))
     if got is None:
         return None
     gts_names, gts = None, None

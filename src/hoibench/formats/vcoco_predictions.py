@@ -570,7 +570,7 @@ def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetecti
     index outside its image's objects, an image id that is not an integer, shared and dense role
     boxes in one file): those readers then take the file and name what is wrong. ``null`` is
     NaN, a ``null`` role object -1 and a ``null`` role box "no role object", as they read it."""
-    c = _S.scan_document(buf, _NATIVE_ROOT, records="images")
+    c = _S.scan_document(buf, _NATIVE_ROOT, records="images", split=_S.halfway(buf))
     if c is None:
         return None
     names = {}
