@@ -1226,9 +1226,13 @@ static int reduce_record(Scan *s, Reducer *rd) {
  * guess. */
 #if defined(_WIN32)
 #define HAVE_HALVES 0
+#define FLAG_SET(x) ((x) = 1)
+#define FLAG_GET(x) (x)
 #else
 #define HAVE_HALVES 1
 #include <pthread.h>
+#define FLAG_SET(x) __atomic_store_n(&(x), 1, __ATOMIC_RELAXED)
+#define FLAG_GET(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #endif
 
 struct Half {
@@ -1245,6 +1249,7 @@ struct Half {
     int joined;
 };
 
+#if HAVE_HALVES
 /* p after whitespace (and literal mode's "\n") backwards: the byte before it, or -1. */
 static int byte_before(const Scan *s, const unsigned char **p) {
     const unsigned char *q = *p;
@@ -1280,7 +1285,7 @@ static void *half_run(void *arg) {
     int r = add_slot(s);
     int sep = r ? 0 : separator(s, ']'); /* the comma */
     while (!r && sep > 0) {
-        if (__atomic_load_n(&h->abandon, __ATOMIC_RELAXED)) {
+        if (FLAG_GET(h->abandon)) {
             r = REFUSE;
             break;
         }
@@ -1293,6 +1298,7 @@ static void *half_run(void *arg) {
     h->r = r;
     return NULL;
 }
+#endif
 
 static void cols_free(Col *cols, int ncols) {
     if (!cols) return;
@@ -1371,7 +1377,7 @@ static void half_start(Scan *s, Schema *sc, int depth, int rec_col) {
 
 static void half_abandon(Scan *s) {
     if (!s->half) return;
-    __atomic_store_n(&s->half->abandon, 1, __ATOMIC_RELAXED);
+    FLAG_SET(s->half->abandon);
     half_join(s->half);
 }
 
