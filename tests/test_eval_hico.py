@@ -405,7 +405,7 @@ def test_tied_scores_rank_by_ground_truth_image_then_file_order():
 
 
 def test_fast_orderings_equal_the_argsorts_they_replace() -> None:
-    """The metric's orderings (a quicksort with ties put back, runs of one image sorted as runs,
+    """The metric's orderings (a radix sort of the scores' bits, runs of one image sorted as runs,
     a 16-bit radix sort by class over a given order) are the argsorts they replace, exactly:
     ties, NaN, -0.0, repeated images, positions out of order, groups past 16 bits."""
     from hoibench.evaluation._hico_map import _order_by_image, _stable_argsort_descending, _then_by
@@ -420,6 +420,16 @@ def test_fast_orderings_equal_the_argsorts_they_replace() -> None:
             v[rng.random(n) < 0.2] = -0.0
         if trial % 7 == 0:
             v = rng.random(n)
+        if trial % 11 == 0:  # float32 values of either sign and every magnitude: the 32-bit key
+            v = (rng.standard_normal(n) * 10.0 ** rng.integers(-40, 39, n)).astype(np.float32).astype(float)
+        if trial % 13 == 0:  # doubles of every magnitude, infinities, a float32 tie among them: the 64-bit key
+            v = rng.standard_normal(n) * 10.0 ** rng.integers(-310, 300, n)
+            v[rng.random(n) < 0.1] = np.inf
+            v[rng.random(n) < 0.1] = -np.inf
+            v[rng.random(n) < 0.1] = 0.5
+        if trial % 17 == 0:
+            v[rng.random(n) < 0.3] = np.float64(np.float32(0.1))
+            v[rng.random(n) < 0.1] = np.nan
         np.testing.assert_array_equal(_stable_argsort_descending(v), np.argsort(-v, kind="stable"))
         image = rng.integers(0, 6, n)
         if trial % 2:
