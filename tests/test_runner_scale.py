@@ -231,6 +231,24 @@ def _trickle_server() -> tuple[socket.socket, threading.Thread]:
     return sock, t
 
 
+def test_a_stalled_request_gives_its_slot_back(tmp_path, images):
+    """With one slot, a request far slower than the usual reply (the stall timer: four times the
+    moving average, at least 0.5 s) lets the others through instead of holding the slot: the
+    requests after it reach the server while it is still being answered; every answer arrives
+    once."""
+    arrived: list[float] = []
+
+    def handler(body):
+        arrived.append(time.monotonic())  # the fourth request stalls (the average is known by then)
+        return FakeReply("A", delay=3.0 if len(arrived) == 4 else 0.1)
+
+    with FakeChatServer(handler) as server:
+        s, _ = _run([server.url], images, _questions(13), tmp_path / "a.jsonl", concurrency=1, timeout=10.0)
+    assert s.ok == 13 and server.count == 13 and s.retries == 0
+    during = [t for t in arrived[4:] if t < arrived[3] + 3.0]
+    assert len(during) >= 6, (len(during), [round(t - arrived[3], 2) for t in arrived[4:]])
+
+
 def test_a_trickling_reply_is_cut_at_the_timeout(tmp_path, images):
     sock, _ = _trickle_server()
     try:

@@ -123,6 +123,13 @@ def _image_digest(request: ChatRequest) -> str | None:
     return None
 
 
+def _cancelling() -> bool:
+    """Whether the running task itself is being cancelled (Python 3.11+; before, a cancel that
+    meets a timed-out attempt reads as the timeout, and the next await sees the cancel)."""
+    task = asyncio.current_task()
+    return bool(task is not None and getattr(task, "cancelling", lambda: 0)())
+
+
 def _consume(task: asyncio.Future[Any]) -> None:
     """Retrieve a cancelled attempt's outcome (no "exception was never retrieved" noise)."""
     if not task.cancelled():
@@ -439,27 +446,42 @@ class _OpenAISession(ChatSession):
 
     async def _attempt(self, s: _Server, body: bytes) -> str:
         """One attempt within the total deadline; a stalled attempt (far slower than the usual
-        reply) gives its concurrency slot back so that healthy servers stay busy."""
-        task = asyncio.ensure_future(asyncio.wait_for(self._post(s, body), self.b.timeout))
-        released = False
+        reply) gives its concurrency slot back so that healthy servers stay busy.
+
+        Both limits are timers on the event loop (one task per attempt, no ``wait_for`` or
+        ``wait``, which cost two more tasks and a waiter per request at hundreds of requests a
+        second)."""
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(self._post(s, body))
+        state = {"released": False, "timed_out": False}
+
+        def stalled() -> None:
+            if not task.done():
+                state["released"] = True
+                self._slots.release()
+
+        def deadline() -> None:
+            if not task.done():
+                state["timed_out"] = True
+                task.cancel()
+
+        timers = [loop.call_later(self.b.timeout, deadline)]
+        if self._latency:
+            timers.append(loop.call_later(max(0.5, 4 * self._latency), stalled))
         try:
-            while True:
-                stall = max(0.5, 4 * self._latency) if self._latency else None
-                done, _ = await asyncio.wait({task}, timeout=stall)
-                if done:
-                    break
-                if not released:
-                    released = True
-                    self._slots.release()
             try:
-                return task.result()
-            except asyncio.TimeoutError as exc:
+                return await task
+            except asyncio.CancelledError as exc:
+                if not state["timed_out"] or _cancelling():
+                    raise  # this request was cancelled (the run stops), not timed out
                 raise _Retry(f"Timeout: no complete reply within {self.b.timeout:g} s ({s.url})") from exc
         finally:
+            for t in timers:
+                t.cancel()
             if not task.done():
                 task.cancel()
                 task.add_done_callback(_consume)
-            if released:
+            if state["released"]:
                 await self._slots.acquire()
 
     async def complete(self, request: ChatRequest) -> ChatResponse:

@@ -318,7 +318,10 @@ async def _stream_async(task: ChatTask[T, R], todo: Sequence[T], backend: ChatBa
             futures = {name: loop.run_in_executor(pool, build) for name, build in task.prepare(group).items()}
             prepared = {name: await fut for name, fut in futures.items()}
             for batch in task.batches(group, prepared, emit):
-                if batch.requests:
+                if len(batch.requests) == 1:  # the usual batch (one question): no gather, no task
+                    sent += 1
+                    await one(session, batch, 0)
+                elif batch.requests:
                     sent += len(batch.requests)
                     await asyncio.gather(*(one(session, batch, i) for i in range(len(batch.requests))))
         finally:
