@@ -235,6 +235,10 @@ def test_literal_mode_reads_python_reprs():
     ("'x': array([1], dtype=np.int32)", True), ("'x': numpy.float_(1)", True), ("'x': eval('1')", False),
     ("'x': array(1, 2)", False), ("'x': array()", False), ("'x': array([1], order='C')", False),
     ("'x': float32(1, dtype=int8)", True), ("'x': np.array([1], dtype=foo)", False),
+    # numpy 2's wrappers, read at once (float32, int64) or by name, spaces or not
+    ("'id': np.float32( 2.5 )", True), ("'id': np.float32 (2.5)", True), ("'id': np.int64(7)", True),
+    ("'id': np.float32(x)", False), ("'id': np.float32()", False), ("'id': np.float32(2", False),
+    ("'id': np.float32x(2)", False), ("'id': np.int64(2)(3)", False), ("'bbox': [np.float32(1), np.int64(2)]", True),
 ])
 def test_literal_mode_takes_the_calls_the_careful_reader_takes(text, read):
     """Only array(x) and numpy-type calls with one literal and ``dtype=<numpy type>`` (as

@@ -604,7 +604,16 @@ static int numpy_ident(Scan *s, int array) {
 static int number_value(Scan *s, double *v, int *isint) {
     ws(s);
     if (s->literal && s->p + 3 < s->end && memcmp(s->p, "np.", 3) == 0) {
-        if (numpy_ident(s, 0) || expect(s, '(')) return REFUSE;
+        /* the wrappers numpy 2 prints for every number of a CDN/GEN-VLKT file, at once; any
+         * other name through numpy_ident */
+        const unsigned char *p = s->p + 3;
+        if (s->end - p > 8 && memcmp(p, "float32(", 8) == 0) {
+            s->p = p + 8;
+        } else if (s->end - p > 6 && memcmp(p, "int64(", 6) == 0) {
+            s->p = p + 6;
+        } else if (numpy_ident(s, 0) || expect(s, '(')) {
+            return REFUSE;
+        }
         ws(s);
         if (parse_number(s, v, isint)) return REFUSE;
         return expect(s, ')');
