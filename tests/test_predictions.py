@@ -500,10 +500,16 @@ def test_generic_file_with_any_format_value_is_parsed_once(tmp_path, monkeypatch
     np.testing.assert_array_equal(loaded.predictions.verbs, p.verbs)
 
 
+@pytest.mark.parametrize("mapped", [False, True])
 @pytest.mark.parametrize("compress", [False, True])
-def test_mat_cells_read_back_and_scipy_empty_cells(tmp_path, compress: bool) -> None:
-    """hoibench's zero-length empty cells (compressed or not) and scipy's 0 x 0 ones read the same."""
+def test_mat_cells_read_back_and_scipy_empty_cells(tmp_path, monkeypatch, compress: bool, mapped: bool) -> None:
+    """hoibench's zero-length empty cells (compressed or not) and scipy's 0 x 0 ones read the same,
+    from the file's bytes or from a map of it (what a large file gets)."""
     scipy_io = pytest.importorskip("scipy.io")
+    if mapped:
+        import hoibench._io
+
+        monkeypatch.setattr(hoibench._io, "_MAP_AT", 0)
     rng = np.random.default_rng(0)
     cell = np.sort(rng.choice(40 * 7, 25))
     rows = rng.random((25, 9))

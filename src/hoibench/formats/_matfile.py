@@ -20,11 +20,11 @@ from __future__ import annotations
 import os
 import zlib
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from hoibench._io import atomic_write_bytes, read_bytes
+from hoibench._io import atomic_write_bytes, read_buffer
 
 __all__ = ["Cells", "read_cells", "write_cells"]
 
@@ -97,7 +97,7 @@ def write_cells(path: str | os.PathLike[str], name: str, shape: tuple[int, int],
     atomic_write_bytes(Path(path), _header("MATLAB 5.0 MAT-file, written by hoibench") + element)
 
 
-def _variables(raw: bytes) -> dict[str, memoryview] | None:
+def _variables(raw: Any) -> dict[str, memoryview] | None:
     """Top-level matrix elements by name (decompressed), or None for a file not handled."""
     if len(raw) < 128 or raw[126:128] != b"IM":
         return None
@@ -127,7 +127,7 @@ def _variables(raw: bytes) -> dict[str, memoryview] | None:
 
 def read_cells(path: str | os.PathLike[str], name: str) -> Cells | None:
     """The cell array ``name`` of ``path`` as flat double rows, or None (file not handled here)."""
-    variables = _variables(read_bytes(path))
+    variables = _variables(read_buffer(path))  # large files mapped, not copied (a fault per page)
     if variables is None or name not in variables:
         return None
     data = variables[name]
