@@ -250,6 +250,32 @@ def test_literal_mode_takes_the_calls_the_careful_reader_takes(text, read):
     assert (S.scan(doc.encode(), 0, root, literal=True) is not None) == read, text
 
 
+@pytest.mark.parametrize("sep", [",", ", ", " ,"])
+@pytest.mark.parametrize("f32", [False, True])
+def test_runs_of_zeros_read_as_every_other_number(sep, f32):
+    """Runs of ``0.0`` (QPIC's verb scores: four compact or two spaced at once) of every length,
+    broken by other numbers, ``0``, ``-0.0``, ``0.05``, at a list's end, and long enough to grow
+    the column: the same values as json.loads gives, rounded as float32 where asked."""
+    rng = np.random.default_rng(5)
+    others = ["1.5", "0", "-0.0", "0.05", "0.0e0", "00.0"[1:]]
+    rows = []
+    for n in [*range(40), 20_000]:
+        row = ["0.0"] * n
+        for _ in range(int(rng.integers(0, 3))):
+            if row:
+                row[int(rng.integers(0, len(row)))] = str(rng.choice(others))
+        rows.append("[" + sep.join(row) + "]")
+    text = '{"name": "x", "images": [{"rows": [' + ",".join(rows) + "]}]}"
+    root = field("", OBJECT, field("images", RECORDS, field("rows", ROWS, f32=f32)))
+    got = S.scan(text.encode(), 0, root)
+    want = np.array([v for r in json.loads(text)["images"][0]["rows"] for v in r], dtype=np.float64)
+    assert got is not None
+    values = got["images.rows"].values
+    np.testing.assert_array_equal(values, want.astype(np.float32) if f32 else want)
+    assert np.array_equal(np.signbit(values), np.signbit(want))  # -0.0 kept where written
+    assert got["images.rows"].fractional and got["images.rows"].nums.tolist() == [0, len(want)]
+
+
 def test_records_read_in_batches_equal_one_pass():
     doc = [{"file_name": f"{i}.jpg", "boxes": [[i, 1, 2, 3]] * (i % 3), "ids": list(range(i % 4)), "score": i}
            for i in range(10)]

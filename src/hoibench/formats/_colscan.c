@@ -902,10 +902,32 @@ static int numbers_list(Scan *s, Col *c, int rows) {
                 const size_t esz = f32 ? sizeof(float) : sizeof(double);
                 char *out = c->data.data ? c->data.data + c->data.len : NULL;
                 char *stop = c->data.data ? c->data.data + c->data.cap - c->data.cap % esz : NULL;
+                const uint64_t zeros = load8((const unsigned char *)"0.0,0.0,"),
+                               zeros_sp = load8((const unsigned char *)"0.0, 0.0");
                 for (;;) {
                     while (p < end && WS[*p]) p++;
                     double v;
                     int isint;
+                    /* four "0.0," in a row (a QPIC file's verb scores are 99 % zeros), at once */
+                    if (end - p >= 16 && out && stop - out >= (ptrdiff_t)(4 * esz) && load8(p) == zeros &&
+                        load8(p + 8) == zeros) {
+                        memset(out, 0, 4 * esz);
+                        out += 4 * esz;
+                        n += 4;
+                        nonint = 1;
+                        p += 16;
+                        continue;
+                    }
+                    /* two "0.0, " (json.dump's default separators) */
+                    if (end - p >= 10 && out && stop - out >= (ptrdiff_t)(2 * esz) && load8(p) == zeros_sp &&
+                        p[8] == ',' && p[9] == ' ') {
+                        memset(out, 0, 2 * esz);
+                        out += 2 * esz;
+                        n += 2;
+                        nonint = 1;
+                        p += 10;
+                        continue;
+                    }
                     if (end - p >= 4 && (memcmp(p, "0.0,", 4) == 0 || memcmp(p, "0.0]", 4) == 0)) {
                         v = 0.0; /* most of a QPIC file's verb scores */
                         isint = 0;
