@@ -1368,9 +1368,8 @@ static void half_start(Scan *s, Schema *sc, int depth, int rec_col) {
     s->split_from = -1;
     if (p < s->p) p = s->p;
     limit = s->end - p > (1 << 20) ? p + (1 << 20) : s->end; /* a boundary within 1 MiB, or none */
-    const unsigned char *key = s->p, *key_end;
     ws(s);
-    key = s->p + 1; /* the first key, quotes included: after "{" and whitespace */
+    const unsigned char *key = s->p + 1, *key_end; /* the first key, quotes included: after "{" */
     while (key < s->end && (WS[*key] || (s->literal && *key == '\\' && key + 1 < s->end && key[1] == 'n')))
         key += WS[*key] ? 1 : 2;
     key_end = key < s->end && (*key == '"' || *key == '\'') ? memchr(key + 1, *key, (size_t)(s->end - key - 1)) : NULL;
