@@ -908,24 +908,16 @@ static int numbers_list(Scan *s, Col *c, int rows) {
                     while (p < end && WS[*p]) p++;
                     double v;
                     int isint;
-                    /* four "0.0," in a row (a QPIC file's verb scores are 99 % zeros), at once */
-                    if (end - p >= 16 && out && stop - out >= (ptrdiff_t)(4 * esz) && load8(p) == zeros &&
-                        load8(p + 8) == zeros) {
-                        memset(out, 0, 4 * esz);
-                        out += 4 * esz;
-                        n += 4;
+                    /* runs of zeros (a QPIC file's verb scores are 99 % zeros) at once: four
+                     * compact "0.0," or two "0.0, " (json.dump's default separators) */
+                    int run = end - p >= 16 && load8(p) == zeros && load8(p + 8) == zeros ? 4
+                            : end - p >= 10 && load8(p) == zeros_sp && p[8] == ',' && p[9] == ' ' ? 2 : 0;
+                    if (run && out && stop - out >= (ptrdiff_t)(run * esz)) {
+                        memset(out, 0, run * esz);
+                        out += run * esz;
+                        n += run;
                         nonint = 1;
-                        p += 16;
-                        continue;
-                    }
-                    /* two "0.0, " (json.dump's default separators) */
-                    if (end - p >= 10 && out && stop - out >= (ptrdiff_t)(2 * esz) && load8(p) == zeros_sp &&
-                        p[8] == ',' && p[9] == ' ') {
-                        memset(out, 0, 2 * esz);
-                        out += 2 * esz;
-                        n += 2;
-                        nonint = 1;
-                        p += 10;
+                        p += run == 4 ? 16 : 10;
                         continue;
                     }
                     if (end - p >= 4 && (memcmp(p, "0.0,", 4) == 0 || memcmp(p, "0.0]", 4) == 0)) {
