@@ -124,8 +124,9 @@ def _image_digest(request: ChatRequest) -> str | None:
 
 
 def _cancelling() -> bool:
-    """Whether the running task itself is being cancelled (Python 3.11+; before, a cancel that
-    meets a timed-out attempt reads as the timeout, and the next await sees the cancel)."""
+    """Whether the running task itself is being cancelled (Python 3.11+; on 3.10, where a task
+    cannot tell, a cancel that lands in the same loop turn as an attempt's deadline reads as the
+    timeout)."""
     task = asyncio.current_task()
     return bool(task is not None and getattr(task, "cancelling", lambda: 0)())
 
@@ -453,16 +454,18 @@ class _OpenAISession(ChatSession):
         second)."""
         loop = asyncio.get_running_loop()
         task = loop.create_task(self._post(s, body))
-        state = {"released": False, "timed_out": False}
+        released = timed_out = False
 
         def stalled() -> None:
+            nonlocal released
             if not task.done():
-                state["released"] = True
+                released = True
                 self._slots.release()
 
         def deadline() -> None:
+            nonlocal timed_out
             if not task.done():
-                state["timed_out"] = True
+                timed_out = True
                 task.cancel()
 
         timers = [loop.call_later(self.b.timeout, deadline)]
@@ -472,7 +475,7 @@ class _OpenAISession(ChatSession):
             try:
                 return await task
             except asyncio.CancelledError as exc:
-                if not state["timed_out"] or _cancelling():
+                if not timed_out or _cancelling():
                     raise  # this request was cancelled (the run stops), not timed out
                 raise _Retry(f"Timeout: no complete reply within {self.b.timeout:g} s ({s.url})") from exc
         finally:
@@ -481,7 +484,7 @@ class _OpenAISession(ChatSession):
             if not task.done():
                 task.cancel()
                 task.add_done_callback(_consume)
-            if state["released"]:
+            if released:
                 await self._slots.acquire()
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
