@@ -89,6 +89,28 @@ def test_frames_per_convention():
         model_frame("qwen9", 640, 480)
 
 
+def test_to_model_is_float32_multiplication_bit_for_bit() -> None:
+    """``to_model`` computes without numpy; its results equal numpy's float32 product exactly."""
+    import random
+
+    from hoibench.runners.mcq._boxes import ModelFrame
+
+    rnd = random.Random(7)
+    for k in range(3000):
+        w, h = rnd.randint(50, 4000), rnd.randint(50, 4000)
+        if max(w, h) / min(w, h) > 150:
+            continue
+        f = model_frame(rnd.choice(["qwen2.5", "qwen3", "original", "relative-1000"]), w, h)
+        box = [rnd.uniform(-10, 5000) if k % 3 else float(rnd.randint(0, 5000)) for _ in range(4)]
+        if k % 5 == 0:
+            box = [np.float64(v) for v in box]
+        sx, sy = f.scale
+        want = np.asarray(box, dtype=np.float32) * np.asarray([sx, sy, sx, sy], dtype=np.float32)
+        assert f.to_model(box) == tuple(float(v) for v in want), (f, box)
+    big = ModelFrame("internvl", 640, 480, 640, 480, 1e30, 1e30)  # products beyond float32: inf
+    assert big.to_model([1e12, 2.0, 3.0, 4.0])[0] == float("inf")
+
+
 def test_resolve_convention():
     assert resolve_box_convention("auto", "Qwen/Qwen2.5-VL-7B-Instruct") == "qwen2.5"
     assert resolve_box_convention("auto", "Qwen/Qwen2-VL-2B-Instruct") == "qwen2.5"

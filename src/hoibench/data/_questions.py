@@ -17,9 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from hoibench._exceptions import ValidationError
+from hoibench._random import pcg64_permutation
 
 __all__ = ["ANSWER_STATUSES", "Choice", "MCAnswer", "MCQuestion", "choice_order"]
 
@@ -47,10 +46,11 @@ class Choice:
 
 def choice_order(seed: int, question_id: str, n: int, permutation: int = 0) -> tuple[int, ...]:
     """Deterministic order of ``n`` choices for a question: a permutation drawn from a generator
-    seeded by sha256 of ``(seed, question id, permutation)``; stable across platforms."""
+    seeded by sha256 of ``(seed, question id, permutation)``: numpy's
+    ``Generator(PCG64(seed)).permutation(n)``, computed by :func:`~hoibench._random.pcg64_permutation`
+    (the same numbers, stable across platforms and numpy releases)."""
     digest = hashlib.sha256(f"{seed}\x1f{question_id}\x1f{permutation}".encode()).digest()
-    rng = np.random.Generator(np.random.PCG64(int.from_bytes(digest[:16], "little")))
-    return tuple(int(i) for i in rng.permutation(n))
+    return pcg64_permutation(int.from_bytes(digest[:16], "little"), n)
 
 
 @dataclass(frozen=True)
