@@ -252,6 +252,10 @@ class _CachedSession(ChatSession):
         self.inner = inner
         self.capacity = inner.capacity
 
+    @property
+    def latency(self) -> float:  # type: ignore[override]
+        return self.inner.latency
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
         key, hit = self.owner._lookup(request)
         if hit is not None:

@@ -318,7 +318,7 @@ class _OpenAISession(ChatSession):
         self._rng = random.Random()
         self._turn = 0
         self._last_ok = time.monotonic()
-        self._latency = 0.0  # moving average of successful attempts, for stall detection
+        self.latency = 0.0  # moving average of successful attempts: stall detection, loop pacing
         # data URLs of the images in recent requests (questions of one image are sent together)
         self._memo: dict[Any, str] = {}
         self._orders: dict[str, list[_Server]] = {}  # image digest -> its server order (affinity)
@@ -416,7 +416,7 @@ class _OpenAISession(ChatSession):
         s.probing = False
         s.ever_ok = True
         self._last_ok = time.monotonic()
-        self._latency = seconds if not self._latency else 0.9 * self._latency + 0.1 * seconds
+        self.latency = seconds if not self.latency else 0.9 * self.latency + 0.1 * seconds
 
     # ------------------------------------------------------------------ one request
     def _payload(self, req: ChatRequest) -> bytes:
@@ -469,8 +469,8 @@ class _OpenAISession(ChatSession):
                 task.cancel()
 
         timers = [loop.call_later(self.b.timeout, deadline)]
-        if self._latency:
-            timers.append(loop.call_later(max(0.5, 4 * self._latency), stalled))
+        if self.latency:
+            timers.append(loop.call_later(max(0.5, 4 * self.latency), stalled))
         try:
             try:
                 return await task

@@ -1,0 +1,125 @@
+"""The streaming loop's paced polls (``hoibench.runners._loop``): the selector waits out the
+rest of its pace before it polls (so what arrives meanwhile is handled in one wake-up), never
+delays a timer or a loop with callbacks ready; the pacer paces only a run bound by CPU; a paced
+run answers exactly what an unpaced one does."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from hoibench.data import Choice, MCQuestion
+from hoibench.formats import read_answers
+from hoibench.models import ChatSession, make_backend
+from hoibench.runners import MCQRunner, _loop
+from hoibench.testing import FakeChatServer, FakeReply
+
+
+@pytest.fixture
+def pair():
+    a, b = socket.socketpair()
+    yield a, b
+    a.close()
+    b.close()
+
+
+def test_paced_selector_waits_out_its_pace_then_reports_what_arrived(pair) -> None:
+    a, b = pair
+    sel = _loop._PacedSelector()
+    sel.register(b, 1)  # EVENT_READ
+    sel.pace = 0.2
+    a.send(b"x")
+    t0 = time.monotonic()
+    assert len(sel.select(None)) == 1  # the first poll: nothing to wait out
+    first = time.monotonic() - t0
+    a.send(b"y")  # ready at once, but the next poll comes a pace after the last
+    assert len(sel.select(None)) == 1
+    second = time.monotonic() - t0
+    assert first < 0.1 and second >= 0.19, (first, second)
+    sel.close()
+
+
+def test_paced_selector_never_delays_a_timer_or_ready_callbacks(pair) -> None:
+    _, b = pair
+    sel = _loop._PacedSelector()
+    sel.register(b, 1)
+    sel.pace = 0.5
+    sel.select(0)  # marks the last poll
+    t0 = time.monotonic()
+    assert sel.select(0.05) == []  # a timer due in 50 ms: the pause ends there
+    assert sel.select(0) == []  # callbacks ready: no pause
+    assert time.monotonic() - t0 < 0.3
+    sel.pace = 0.0
+    t0 = time.monotonic()
+    sel.select(0.01)
+    sel.select(0.01)
+    assert time.monotonic() - t0 < 0.2  # unpaced: plain polls
+    sel.close()
+
+
+class _Slow(ChatSession):
+    latency = 0.5
+
+    async def complete(self, request):  # pragma: no cover - not called
+        raise AssertionError
+
+
+@pytest.mark.parametrize(("cpu_share", "own_share", "paced"), [(0.9, 0.0, True), (0.0, 0.9, True),
+                                                              (0.3, 0.3, False)])
+def test_pacer_paces_only_a_run_bound_by_cpu(cpu_share: float, own_share: float, paced: bool) -> None:
+    async def main() -> float:
+        sel = _loop._PacedSelector()
+        pacer = _loop._Pacer(sel, _Slow())
+        wall, cpu, own = time.monotonic(), time.process_time(), time.thread_time()
+        # as if the last second had used these shares of the CPUs and of the loop's thread
+        pacer._mark = (wall - 1.0, cpu - cpu_share * pacer.cpus, own - own_share)
+        pacer.update()
+        pace = sel.pace
+        pacer.stop()
+        assert sel.pace == 0.0
+        sel.close()
+        return pace
+
+    pace = asyncio.run(main())
+    # a tenth of the session's 0.5 s latency, at most MAX_PACE
+    assert pace == (min(_loop.MAX_PACE, 0.05) if paced else 0.0)
+
+
+def _images(d: Path) -> Path:
+    d.mkdir()
+    for k in range(6):
+        Image.new("RGB", (64, 48), (40 * k, 90, 200)).save(d / f"im{k}.jpg", quality=95)
+    return d
+
+
+def test_a_paced_run_answers_as_an_unpaced_one(tmp_path: Path, monkeypatch) -> None:
+    images = _images(tmp_path / "images")
+    qs = [MCQuestion(id=f"q{i}", file_name=f"im{i % 6}.jpg", setting=1,
+                     choices=(Choice(f"hold obj{i}"), Choice(f"ride obj{i}"), Choice(f"feed obj{i}")),
+                     correct=frozenset({0})) for i in range(60)]
+    model = "Qwen/Qwen2.5-VL-7B-Instruct"
+    paces: list[float] = []
+    select = _loop._PacedSelector.select
+
+    def spy(self, timeout=None):
+        paces.append(self.pace)
+        return select(self, timeout)
+
+    def run(out: Path) -> list:
+        backend = make_backend("openai", model=model, base_urls=[server.url], concurrency=16)
+        MCQRunner(backend, images=images, model=model, progress=False).run(qs, out)
+        return [(a.question_id, a.selected, a.status) for a in read_answers(out)]
+
+    with FakeChatServer(lambda body: FakeReply("A, C", delay=0.02), record=False) as server:
+        plain = run(tmp_path / "plain.jsonl")
+        monkeypatch.setattr(_loop, "BUSY_SHARE", 0.0)  # every run counts as bound by CPU
+        monkeypatch.setattr(_loop._Pacer, "period", 0.02)
+        monkeypatch.setattr(_loop._PacedSelector, "select", spy)
+        paced = run(tmp_path / "paced.jsonl")
+    assert paced == plain and len(paced) == len(qs)
+    assert any(p > 0 for p in paces)  # the run was paced
