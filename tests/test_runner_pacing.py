@@ -90,36 +90,50 @@ def test_pacer_paces_only_a_run_bound_by_cpu(cpu_share: float, own_share: float,
     assert pace == (min(_loop.MAX_PACE, 0.05) if paced else 0.0)
 
 
-def _images(d: Path) -> Path:
+def _images(d: Path, n: int) -> Path:
     d.mkdir()
-    for k in range(6):
-        Image.new("RGB", (64, 48), (40 * k, 90, 200)).save(d / f"im{k}.jpg", quality=95)
+    for k in range(n):
+        Image.new("RGB", (64, 48), (4 * k, 90, 200)).save(d / f"im{k}.jpg", quality=95)
     return d
 
 
-def test_a_paced_run_answers_as_an_unpaced_one(tmp_path: Path, monkeypatch) -> None:
-    images = _images(tmp_path / "images")
-    qs = [MCQuestion(id=f"q{i}", file_name=f"im{i % 6}.jpg", setting=1,
+def test_a_paced_run_answers_as_an_unpaced_one_and_its_tail_is_unpaced(tmp_path: Path, monkeypatch) -> None:
+    images = _images(tmp_path / "images", 40)
+    qs = [MCQuestion(id=f"q{i}", file_name=f"im{i % 40}.jpg", setting=1,
                      choices=(Choice(f"hold obj{i}"), Choice(f"ride obj{i}"), Choice(f"feed obj{i}")),
-                     correct=frozenset({0})) for i in range(60)]
+                     correct=frozenset({0})) for i in range(80)]
     model = "Qwen/Qwen2.5-VL-7B-Instruct"
-    paces: list[float] = []
+    polls: list[tuple[float, float]] = []  # (when, pace) of every poll
+    prepared: list[float] = []  # when each image was ready
     select = _loop._PacedSelector.select
+    prepare = MCQRunner._prepare_image
 
-    def spy(self, timeout=None):
-        paces.append(self.pace)
+    def spy_select(self, timeout=None):
+        polls.append((time.monotonic(), self.pace))
         return select(self, timeout)
+
+    def slow_prepare(self, q):  # preparation that lasts while replies come in
+        time.sleep(0.01)
+        try:
+            return prepare(self, q)
+        finally:
+            prepared.append(time.monotonic())
 
     def run(out: Path) -> list:
         backend = make_backend("openai", model=model, base_urls=[server.url], concurrency=16)
         MCQRunner(backend, images=images, model=model, progress=False).run(qs, out)
         return [(a.question_id, a.selected, a.status) for a in read_answers(out)]
 
-    with FakeChatServer(lambda body: FakeReply("A, C", delay=0.02), record=False) as server:
+    monkeypatch.setattr(MCQRunner, "_prepare_image", slow_prepare)
+    with FakeChatServer(lambda body: FakeReply("A, C", delay=0.05), record=False) as server:
         plain = run(tmp_path / "plain.jsonl")
         monkeypatch.setattr(_loop, "BUSY_SHARE", 0.0)  # every run counts as bound by CPU
         monkeypatch.setattr(_loop._Pacer, "period", 0.02)
-        monkeypatch.setattr(_loop._PacedSelector, "select", spy)
+        monkeypatch.setattr(_loop._PacedSelector, "select", spy_select)
+        prepared.clear()
         paced = run(tmp_path / "paced.jsonl")
     assert paced == plain and len(paced) == len(qs)
-    assert any(p > 0 for p in paces)  # the run was paced
+    last = max(prepared)
+    assert any(p > 0 for t, p in polls if t < last)  # paced while images were being prepared
+    tail = [p for t, p in polls if t > last + 0.005]
+    assert tail and not any(tail)  # then the last replies were handled as they came

@@ -329,6 +329,7 @@ class _Pacer:
         self.start()
 
     def stop(self) -> None:
+        """No pace from now on (the end of a run, or its last inputs prepared)."""
         if self._handle is not None:
             self._handle.cancel()
         self.selector.pace = 0.0
@@ -416,11 +417,25 @@ async def _stream_async(task: ChatTask[T, R], todo: Sequence[T], backend: ChatBa
     async def one(session: ChatSession, batch: Batch, i: int) -> None:
         batch.on_response(i, await session.complete(batch.requests[i]))
 
+    preparing = 0  # groups whose inputs are being prepared
+    submitted_all = False
+
+    def tail_check() -> None:
+        """Every input prepared: the rest of the run waits on servers with CPU to spare, and its
+        last replies are handled as they come (unpaced)."""
+        if pacer is not None and submitted_all and not preparing:
+            pacer.stop()
+
     async def run_group(group: list[T]) -> None:
-        nonlocal sent
+        nonlocal sent, preparing
         try:
-            futures = {name: loop.run_in_executor(pool, build) for name, build in task.prepare(group).items()}
-            prepared = {name: await fut for name, fut in futures.items()}
+            preparing += 1
+            try:
+                futures = {name: loop.run_in_executor(pool, build) for name, build in task.prepare(group).items()}
+                prepared = {name: await fut for name, fut in futures.items()}
+            finally:
+                preparing -= 1
+                tail_check()
             for batch in task.batches(group, prepared, emit):
                 if len(batch.requests) == 1:  # the usual batch (one question): no gather, no task
                     sent += 1
@@ -446,6 +461,9 @@ async def _stream_async(task: ChatTask[T, R], todo: Sequence[T], backend: ChatBa
             t = asyncio.ensure_future(run_group(group))
             running.add(t)
             t.add_done_callback(finished)
+        submitted_all = True
+        await asyncio.sleep(0)  # the last groups start preparing
+        tail_check()
         while running and not failed:
             await asyncio.wait(set(running))
     finally:
