@@ -181,6 +181,7 @@ def prepare_alone(img_dir: Path, qs) -> tuple[float, float]:
     CPU seconds per image that took."""
     from hoibench.models import ScriptedBackend
     from hoibench.runners import MCQRunner
+    from hoibench.runners._loop import PREPARE_THREADS
 
     r = MCQRunner(ScriptedBackend(lambda req: "A", model=MODEL), images=img_dir, model=MODEL, progress=False,
                   image_workers=IMAGE_WORKERS)
@@ -188,7 +189,7 @@ def prepare_alone(img_dir: Path, qs) -> tuple[float, float]:
     r._no_pool = r._threads_only(len(qs))  # as a run decides
     with CPUMeter(poll=not r._no_pool) as cpu:
         t0 = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=max(4, 2 * (os.cpu_count() or 1))) as pool:  # as the runner
+        with ThreadPoolExecutor(max_workers=PREPARE_THREADS) as pool:  # as many threads as the runner
             list(pool.map(r._prepare_image, qs))
         dt = time.perf_counter() - t0
     return dt, sum(cpu.seconds.values()) / len(qs)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -105,12 +106,18 @@ def test_a_paced_run_answers_as_an_unpaced_one_and_its_tail_is_unpaced(tmp_path:
     model = "Qwen/Qwen2.5-VL-7B-Instruct"
     polls: list[tuple[float, float]] = []  # (when, pace) of every poll
     prepared: list[float] = []  # when each image was ready
+    stops: list[float] = []  # when the pacer stopped
     select = _loop._PacedSelector.select
     prepare = MCQRunner._prepare_image
+    stop = _loop._Pacer.stop
 
     def spy_select(self, timeout=None):
         polls.append((time.monotonic(), self.pace))
         return select(self, timeout)
+
+    def spy_stop(self):
+        stops.append(time.monotonic())
+        stop(self)
 
     def slow_prepare(self, q):  # preparation that lasts while replies come in
         time.sleep(0.01)
@@ -125,15 +132,42 @@ def test_a_paced_run_answers_as_an_unpaced_one_and_its_tail_is_unpaced(tmp_path:
         return [(a.question_id, a.selected, a.status) for a in read_answers(out)]
 
     monkeypatch.setattr(MCQRunner, "_prepare_image", slow_prepare)
-    with FakeChatServer(lambda body: FakeReply("A, C", delay=0.05), record=False) as server:
+    with FakeChatServer(lambda body: FakeReply("A, C", delay=0.1), record=False) as server:
         plain = run(tmp_path / "plain.jsonl")
         monkeypatch.setattr(_loop, "BUSY_SHARE", 0.0)  # every run counts as bound by CPU
         monkeypatch.setattr(_loop._Pacer, "period", 0.02)
         monkeypatch.setattr(_loop._PacedSelector, "select", spy_select)
+        monkeypatch.setattr(_loop._Pacer, "stop", spy_stop)
         prepared.clear()
         paced = run(tmp_path / "paced.jsonl")
+        end = time.monotonic()
     assert paced == plain and len(paced) == len(qs)
-    last = max(prepared)
-    assert any(p > 0 for t, p in polls if t < last)  # paced while images were being prepared
-    tail = [p for t, p in polls if t > last + 0.005]
-    assert tail and not any(tail)  # then the last replies were handled as they came
+    assert any(p > 0 for t, p in polls if t < max(prepared))  # paced while images were being prepared
+    # unpaced once the last image was ready, while the last replies (100 ms) were still awaited
+    assert max(prepared) <= stops[0] < end - 0.05
+    assert not any(p for t, p in polls if t > stops[0])
+
+
+def test_workers_hand_back_results_and_errors_and_drop_unstarted_jobs_on_shutdown() -> None:
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        workers = _loop._Workers(loop, 2)
+        futs = [workers.submit(lambda k=k: k * k) for k in range(20)]
+        assert [await f for f in futs] == [k * k for k in range(20)]
+
+        def boom() -> None:
+            raise ValueError("bad image")
+
+        with pytest.raises(ValueError, match="bad image"):
+            await workers.submit(boom)
+        gate = threading.Event()
+        busy = [workers.submit(gate.wait) for _ in range(2)]  # both threads held
+        waiting = workers.submit(lambda: "never")
+        threading.Timer(0.05, gate.set).start()
+        await asyncio.sleep(0.01)
+        workers.shutdown()  # the held jobs finish, the waiting one is dropped
+        assert waiting.cancelled()
+        await asyncio.sleep(0.01)
+        assert all(f.done() for f in busy)
+
+    asyncio.run(main())
