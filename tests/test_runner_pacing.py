@@ -70,15 +70,19 @@ class _Slow(ChatSession):
         raise AssertionError
 
 
-@pytest.mark.parametrize(("cpu_share", "own_share", "paced"), [(0.9, 0.0, True), (0.0, 0.9, True),
-                                                              (0.3, 0.3, False)])
-def test_pacer_paces_only_a_run_bound_by_cpu(cpu_share: float, own_share: float, paced: bool) -> None:
+@pytest.mark.parametrize(("cpu_share", "own_share", "waits", "paced"),
+                         [(0.9, 0.0, 0, True), (0.0, 0.9, 0, True), (0.3, 0.3, 0, False), (0.9, 0.9, 3, False)])
+def test_pacer_paces_only_a_run_bound_by_cpu_not_by_its_slots(cpu_share: float, own_share: float, waits: int,
+                                                             paced: bool) -> None:
     async def main() -> float:
         sel = _loop._PacedSelector()
-        pacer = _loop._Pacer(sel, _Slow())
+        session = _Slow()
+        pacer = _loop._Pacer(sel, session)
         wall, cpu, own = time.monotonic(), time.process_time(), time.thread_time()
-        # as if the last second had used these shares of the CPUs and of the loop's thread
+        # as if the last second had used these shares of the CPUs and of the loop's thread, and
+        # ``waits`` requests had found every slot taken
         pacer._mark = (wall - 1.0, cpu - cpu_share * pacer.cpus, own - own_share)
+        session.slot_waits += waits
         pacer.update()
         pace = sel.pace
         pacer.stop()
@@ -119,15 +123,15 @@ def test_a_paced_run_answers_as_an_unpaced_one_and_its_tail_is_unpaced(tmp_path:
         stops.append(time.monotonic())
         stop(self)
 
-    def slow_prepare(self, q):  # preparation that lasts while replies come in
-        time.sleep(0.01)
+    def slow_prepare(self, q):  # preparation that lasts while replies come in (0.3 s in all)
+        time.sleep(0.03)
         try:
             return prepare(self, q)
         finally:
             prepared.append(time.monotonic())
 
     def run(out: Path) -> list:
-        backend = make_backend("openai", model=model, base_urls=[server.url], concurrency=16)
+        backend = make_backend("openai", model=model, base_urls=[server.url], concurrency=96)
         MCQRunner(backend, images=images, model=model, progress=False).run(qs, out)
         return [(a.question_id, a.selected, a.status) for a in read_answers(out)]
 

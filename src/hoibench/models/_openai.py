@@ -319,6 +319,7 @@ class _OpenAISession(ChatSession):
         self._turn = 0
         self._last_ok = time.monotonic()
         self.latency = 0.0  # moving average of successful attempts: stall detection, loop pacing
+        self.slot_waits = 0  # attempts that found every slot taken
         # data URLs of the images in recent requests (questions of one image are sent together)
         self._memo: dict[Any, str] = {}
         self._orders: dict[str, list[_Server]] = {}  # image digest -> its server order (affinity)
@@ -494,6 +495,8 @@ class _OpenAISession(ChatSession):
         last = ""
         attempt = 0
         while True:
+            if self._slots.locked():
+                self.slot_waits += 1
             await self._slots.acquire()
             s = self._choose(avoid, affinity)  # chosen with a slot in hand: the health of now, not of the queue
             if s is None:
