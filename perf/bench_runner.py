@@ -11,7 +11,8 @@ cost far more than a flat colour's.
 Prints, all measured in the same run:
 
 1. 200 ms server, concurrency 32: rate / ideal (32 / 0.2 s = 160 q/s); target >= 0.85.
-2. 200 ms server, concurrency 128: rate / min(ideal 640 q/s, image preparation alone); target >= 0.85.
+2. 200 ms server, concurrency 128: rate / min(ideal 640 q/s, image preparation alone); target >= 0.85
+   (both ratios, to the ideal and to preparation alone, are printed after it).
    Image preparation alone = the runner's own preparation (read, hash, decode, resize, PNG
    encode) of every image in the same worker pool, nothing else running.
 3. instant server, concurrency 32: rate / the best bare httpx client sending the already-prepared
@@ -295,8 +296,10 @@ def main() -> None:
                                                 server_pid=proc.pid) for r in range(args.repeats))
                 ideal = conc / args.delay
                 bound = ideal if conc == 32 else min(ideal, n / prep)
+                both = (f" [{n / dt / ideal:.2f} of the ideal, {n / dt / (n / prep):.2f} of preparation alone]"
+                        if conc != 32 else "")
                 print(f"  {args.delay * 1000:.0f} ms server, concurrency {conc:3d}  : {n / dt:7.1f} q/s ({dt:.2f} s); "
-                      f"ideal {ideal:.0f} q/s; ratio {n / dt / bound:.2f} of {bound:.0f} q/s (target 0.85)\n"
+                      f"ideal {ideal:.0f} q/s; ratio {n / dt / bound:.2f} of {bound:.0f} q/s (target 0.85){both}\n"
                       f"      {cpu}")
                 if conc == 128 and bound < ideal:
                     # with every core busy the runner's rate is at most cores / CPU per question, and
