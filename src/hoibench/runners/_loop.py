@@ -497,7 +497,7 @@ async def _stream_async(task: ChatTask[T, R], todo: Sequence[T], backend: ChatBa
     async def one(session: ChatSession, batch: Batch, i: int) -> None:
         batch.on_response(i, await session.complete(batch.requests[i]))
 
-    preparing = 0  # groups whose inputs are being prepared
+    preparing = 0  # groups started whose inputs are not prepared yet
     submitted_all = False
 
     def tail_check() -> None:
@@ -509,7 +509,6 @@ async def _stream_async(task: ChatTask[T, R], todo: Sequence[T], backend: ChatBa
     async def run_group(group: list[T]) -> None:
         nonlocal sent, preparing
         try:
-            preparing += 1
             try:
                 futures = {name: pool.submit(build) for name, build in task.prepare(group).items()}
                 prepared = {name: await fut for name, fut in futures.items()}
@@ -538,11 +537,11 @@ async def _stream_async(task: ChatTask[T, R], todo: Sequence[T], backend: ChatBa
             await window.acquire()
             if failed:
                 break
+            preparing += 1
             t = asyncio.ensure_future(run_group(group))
             running.add(t)
             t.add_done_callback(finished)
         submitted_all = True
-        await asyncio.sleep(0)  # the last groups start preparing
         tail_check()
         while running and not failed:
             await asyncio.wait(set(running))
