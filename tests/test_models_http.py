@@ -15,19 +15,29 @@ from hoibench.models._http import ConnectFailed, HTTPPool, TransportFailed, uses
 from hoibench.models._openai import _HttpxPool
 
 
-async def _serve(replies: list[bytes], *, close_after_each: bool = False):
-    """A server that answers the k-th request with ``replies[k]`` (raw bytes)."""
+async def _serve(replies: list[bytes], *, close_after_each: bool = False, dribble: bool = False):
+    """A server that answers the k-th request with ``replies[k]`` (raw bytes); ``dribble``: one
+    byte per write, so the client sees every split of the reply."""
     seen: list[bytes] = []
+    connections: list[int] = []
 
     async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
                                   if line.lower().startswith(b"content-length")))
                 seen.append(head + await reader.readexactly(length))
-                writer.write(replies[len(seen) - 1])
-                await writer.drain()
+                reply = replies[len(seen) - 1]
+                if reply is None:  # never answer this one: wait for the client to give up
+                    await reader.read()
+                    break
+                for part in ([reply[i:i + 1] for i in range(len(reply))] if dribble else [reply]):
+                    writer.write(part)
+                    await writer.drain()
+                    if dribble:
+                        await asyncio.sleep(0.001)
                 if close_after_each or b"Connection: close" in replies[len(seen) - 1]:
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -36,6 +46,7 @@ async def _serve(replies: list[bytes], *, close_after_each: bool = False):
             writer.close()
 
     server = await asyncio.start_server(client, "127.0.0.1", 0)
+    _serve.connections = connections  # type: ignore[attr-defined]
     return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", seen
 
 
@@ -64,6 +75,61 @@ def test_length_chunked_and_close_delimited_replies_on_one_pool():
     assert c.content == b"to the end"
     assert seen[0].startswith(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:")
     assert b"Authorization: Bearer k\r\n" in seen[0] and seen[1].endswith(b'\r\n\r\n{"x": 1}')
+
+
+def test_replies_split_at_every_byte_and_chunk_trailers():
+    """The reply is parsed as it arrives (``data_received``): every split point, chunk
+    extensions and trailers, and the connection kept alive after each."""
+    async def main():
+        server, url, seen = await _serve([
+            b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\nX-A: b:c\r\n\r\nhello world",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;ext=1\r\nabcd\r\n0\r\nX-T: 1\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
+        ], dribble=True)
+        pool = HTTPPool(url, headers={}, ssl_context=None)
+        out = [await pool.post("/x", b"1"), await pool.post("/x", b"2"), await pool.post("/x", b"3")]
+        await pool.aclose()
+        server.close()
+        return out, seen, list(_serve.connections)  # type: ignore[attr-defined]
+
+    (a, b, c), seen, connections = _run(main())
+    assert (a.content, a.headers["x-a"]) == (b"hello world", "b:c")
+    assert b.content == b"abcd" and c.content == b"" and c.status == 200
+    assert len(seen) == 3 and len(connections) == 1  # one kept-alive connection for all three
+
+
+def test_a_cancelled_request_never_leaves_its_connection_for_reuse():
+    async def main():
+        ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        server, url, seen = await _serve([None, ok])  # the first request is never answered
+        pool = HTTPPool(url, headers={}, ssl_context=None)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(pool.post("/x", b"1"), 0.2)
+        second = await asyncio.wait_for(pool.post("/x", b"2"), 5)  # not on the dead connection
+        await pool.aclose()
+        server.close()
+        return second, list(_serve.connections)  # type: ignore[attr-defined]
+
+    second, connections = _run(main())
+    assert second.content == b"ok" and len(connections) == 2
+
+
+def test_a_head_that_is_too_long_or_not_http_is_a_transport_failure(monkeypatch):
+    from hoibench.models import _http
+
+    monkeypatch.setattr(_http, "MAX_HEAD", 64)
+
+    async def one(reply: bytes):
+        server, url, _ = await _serve([reply])
+        try:
+            await HTTPPool(url, headers={}, ssl_context=None).post("/x", b"")
+        finally:
+            server.close()
+
+    with pytest.raises(TransportFailed, match="longer than 64"):
+        _run(one(b"HTTP/1.1 200 OK\r\nX-Long: " + b"x" * 200 + b"\r\n\r\n"))
+    with pytest.raises(TransportFailed, match="not an HTTP/1.1 status line"):
+        _run(one(b"SSH-2.0-OpenSSH\r\n\r\n"))
 
 
 def test_a_kept_alive_connection_closed_by_the_server_is_retried_once_fresh():

@@ -16,7 +16,6 @@ connection is then dropped, never reused).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ssl
 import urllib.request
 from collections.abc import Mapping
@@ -55,14 +54,153 @@ def uses_proxy(url: str) -> bool:
     return not urllib.request.proxy_bypass(parts.hostname or "")
 
 
-class _Conn:
-    __slots__ = ("reader", "writer")
+#: the longest status line and headers accepted (a reply whose head is longer is refused)
+MAX_HEAD = 1 << 20
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
 
-    def close(self) -> None:
-        self.writer.close()
+class _Conn(asyncio.Protocol):
+    """One keep-alive connection, parsing its reply as the bytes arrive (``data_received``):
+    the request's task wakes once, when the reply is whole, instead of once per read of a
+    stream reader (status line, headers, body), which at hundreds of requests a second was a
+    large part of the event loop's work per request."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.closed = False  # the server closed it, or it broke: never reused
+        self.waiter: asyncio.Future[tuple[HTTPReply, bool]] | None = None
+        self.buf = bytearray()
+        self.got_any = False  # a byte of the current reply arrived
+        self._head: tuple[int, dict[str, str], bool] | None = None  # status, headers, keep-alive
+        self._body_at = 0  # where the body starts in ``buf``
+        self._mode = ""  # "length", "chunked" or "close"
+        self._length = 0
+        self._scan = 0  # chunked: where the next chunk's size line starts; head: search start
+        self._chunks: list[bytes] = []
+
+    # ------------------------------------------------------------------ asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if self.waiter is None or self.waiter.done():  # bytes nobody asked for: never reuse it
+            self.closed = True
+            if self.transport is not None:
+                self.transport.close()
+            return
+        self.got_any = True
+        self.buf += data
+        try:
+            reply = self._parse(eof=False)
+        except ValueError as exc:
+            self._fail(TransportFailed(f"ValueError: {exc}"))
+            return
+        if reply is not None:
+            self.waiter.set_result(reply)
+
+    def eof_received(self) -> bool:
+        self._ended(None)
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._ended(exc)
+
+    # ------------------------------------------------------------------ one exchange
+    def start(self, waiter: asyncio.Future[tuple[HTTPReply, bool]]) -> None:
+        self.waiter = waiter
+        self.buf.clear()
+        self.got_any = False
+        self._head = None
+        self._scan = 0
+        self._chunks = []
+
+    def _ended(self, exc: Exception | None) -> None:
+        self.closed = True
+        w = self.waiter
+        if w is None or w.done():
+            return
+        if self._head is not None and self._mode == "close":  # the body ends with the connection
+            status, headers, _ = self._head
+            w.set_result((HTTPReply(status, headers, bytes(self.buf[self._body_at:])), False))
+        elif not self.got_any:
+            w.set_exception(_Stale(f"{type(exc).__name__}: {exc}" if exc else "closed before a reply"))
+        else:
+            what = f"{type(exc).__name__}: {exc}" if exc else "the connection closed mid-reply"
+            w.set_exception(TransportFailed(f"IncompleteRead: {what}"))
+
+    def _fail(self, exc: Exception) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(exc)
+
+    def _parse(self, *, eof: bool) -> tuple[HTTPReply, bool] | None:
+        buf = self.buf
+        if self._head is None:
+            end = buf.find(b"\r\n\r\n", max(0, self._scan - 3))
+            if (end if end >= 0 else len(buf)) > MAX_HEAD:
+                raise ValueError(f"a reply head longer than {MAX_HEAD} bytes")
+            if end < 0:
+                self._scan = len(buf)
+                return None
+            lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
+            parts = lines[0].split(None, 2)
+            if len(parts) < 2 or not parts[0].startswith("HTTP/1."):
+                raise ValueError(f"not an HTTP/1.1 status line: {lines[0][:80]!r}")
+            headers: dict[str, str] = {}
+            for line in lines[1:]:
+                k, sep, v = line.partition(":")
+                if sep:
+                    headers[k.strip().lower()] = v.strip()
+            keep = headers.get("connection", "").lower() != "close" and parts[0] != "HTTP/1.0"
+            self._head = (int(parts[1]), headers, keep)
+            self._body_at = self._scan = end + 4
+            if "chunked" in headers.get("transfer-encoding", "").lower():
+                self._mode = "chunked"
+            elif "content-length" in headers:
+                self._mode, self._length = "length", int(headers["content-length"])
+                if self._length < 0:
+                    raise ValueError(f"Content-Length {self._length}")
+            else:
+                self._mode = "close"
+        status, headers, keep = self._head
+        if self._mode == "length":
+            end = self._body_at + self._length
+            if len(buf) < end:
+                return None
+            return HTTPReply(status, headers, bytes(buf[self._body_at:end])), keep and len(buf) == end
+        if self._mode == "chunked":
+            return self._chunked(status, headers, keep)
+        return None  # "close": whole at the connection's end
+
+    def _chunked(self, status: int, headers: dict[str, str], keep: bool) -> tuple[HTTPReply, bool] | None:
+        buf = self.buf
+        while True:
+            eol = buf.find(b"\r\n", self._scan)
+            if eol < 0:
+                return None
+            size = int(bytes(buf[self._scan:eol]).split(b";", 1)[0].strip(), 16)
+            if size == 0:  # the last chunk, then trailers (ignored) up to an empty line
+                pos = eol + 2
+                while True:
+                    nxt = buf.find(b"\r\n", pos)
+                    if nxt < 0:
+                        return None
+                    if nxt == pos:
+                        return HTTPReply(status, headers, b"".join(self._chunks)), keep and len(buf) == nxt + 2
+                    pos = nxt + 2
+            if len(buf) < eol + 2 + size + 2:
+                return None
+            self._chunks.append(bytes(buf[eol + 2:eol + 2 + size]))
+            self._scan = eol + 2 + size + 2
+
+    def close(self, *, abort: bool = False) -> None:
+        self.closed = True
+        if self.transport is not None:
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
 
 
 class HTTPPool:
@@ -83,16 +221,19 @@ class HTTPPool:
             host = f"[{self.host}]" if parts.port is None else f"[{self.host}]:{parts.port}"
         self._head = "".join(f"{k}: {v}\r\n" for k, v in {"Host": host, **headers}.items()).encode("latin-1")
         self._idle: list[_Conn] = []
+        self._open: set[_Conn] = set()  # every connection not closed yet (closed by aclose)
         self.max_idle = max_idle  # idle keep-alive connections kept (more open when needed, closed on return)
 
     async def _connect(self) -> _Conn:
+        loop = asyncio.get_running_loop()
         try:
-            reader, writer = await asyncio.open_connection(
-                self.host, self.port, ssl=self.ssl, limit=1 << 20,
+            _, conn = await loop.create_connection(
+                _Conn, self.host, self.port, ssl=self.ssl,
                 server_hostname=self.host if self.ssl is not None else None)
         except (OSError, ssl.SSLError) as exc:
             raise ConnectFailed(f"{type(exc).__name__}: {exc}") from exc
-        return _Conn(reader, writer)
+        self._open.add(conn)
+        return conn
 
     async def post(self, path: str, body: bytes) -> HTTPReply:
         """``POST prefix + path`` with ``body``; a kept-alive connection that the server closed
@@ -101,83 +242,46 @@ class HTTPPool:
                 + b"Content-Length: %d\r\n\r\n" % len(body))
         while self._idle:
             conn = self._idle.pop()
-            if conn.reader.at_eof() or conn.writer.is_closing():
-                conn.close()
+            if conn.closed or conn.transport is None or conn.transport.is_closing():
+                self._open.discard(conn)
                 continue
             try:
                 return await self._exchange(conn, head, body)
             except _Stale:
                 continue
         try:
-            return await self._exchange(await self._connect(), head, body, fresh=True)
-        except _Stale as exc:  # pragma: no cover - a fresh connection closed before any byte
-            raise TransportFailed("the server closed the connection without a reply") from exc
+            return await self._exchange(await self._connect(), head, body)
+        except _Stale as exc:  # a fresh connection closed before any byte
+            raise TransportFailed(f"the server closed the connection without a reply ({exc})") from None
 
-    async def _exchange(self, conn: _Conn, head: bytes, body: bytes, *, fresh: bool = False) -> HTTPReply:
-        done = False
-        got_any = False
+    async def _exchange(self, conn: _Conn, head: bytes, body: bytes) -> HTTPReply:
+        waiter: asyncio.Future[tuple[HTTPReply, bool]] = asyncio.get_running_loop().create_future()
+        conn.start(waiter)
+        keep = False
         try:
-            conn.writer.write(head + body if len(body) < 65536 else head)
-            if len(body) >= 65536:
-                conn.writer.write(body)
-            await conn.writer.drain()
-            try:
-                status_line = await conn.reader.readuntil(b"\r\n")
-            except asyncio.IncompleteReadError as exc:
-                if not exc.partial and not fresh:
-                    raise _Stale from exc
-                raise
-            got_any = True
-            reply, keep = await self._read_reply(conn.reader, status_line)
-            done = keep
+            transport = conn.transport
+            assert transport is not None
+            if len(body) < 65536:
+                transport.write(head + body)
+            else:  # no copy of a large body
+                transport.write(head)
+                transport.write(body)
+            reply, keep = await waiter
             return reply
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
-            if not got_any and not fresh and isinstance(exc, ConnectionError):
-                raise _Stale from exc
-            raise TransportFailed(f"{type(exc).__name__}: {exc}") from exc
         finally:
-            if done and len(self._idle) < self.max_idle:
+            conn.waiter = None
+            if keep and not conn.closed and len(self._idle) < self.max_idle:
                 self._idle.append(conn)
-            else:
-                conn.close()
-
-    async def _read_reply(self, reader: asyncio.StreamReader, status_line: bytes) -> tuple[HTTPReply, bool]:
-        parts = status_line.split(None, 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
-            raise ValueError(f"not an HTTP/1.1 status line: {status_line[:80]!r}")
-        status = int(parts[1])
-        raw = await reader.readuntil(b"\r\n\r\n")
-        headers: dict[str, str] = {}
-        for line in raw.decode("latin-1").split("\r\n"):
-            if ":" in line:
-                k, v = line.split(":", 1)
-                headers[k.strip().lower()] = v.strip()
-        keep = headers.get("connection", "").lower() != "close" and parts[0] != b"HTTP/1.0"
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            chunks = []
-            while True:
-                size_line = await reader.readuntil(b"\r\n")
-                size = int(size_line.split(b";", 1)[0].strip(), 16)
-                if size == 0:
-                    await reader.readuntil(b"\r\n")  # no trailers expected: the final CRLF
-                    break
-                chunks.append(await reader.readexactly(size))
-                await reader.readexactly(2)
-            content = b"".join(chunks)
-        elif "content-length" in headers:
-            content = await reader.readexactly(int(headers["content-length"]))
-        else:  # the body ends with the connection
-            content = await reader.read()
-            keep = False
-        return HTTPReply(status, headers, content), keep
+            else:  # cancelled (the deadline), broken, or not kept alive: never reused
+                conn.close(abort=not keep)  # what it still had to send is dropped
+                self._open.discard(conn)
 
     async def aclose(self) -> None:
-        idle, self._idle = self._idle, []
-        for conn in idle:
+        conns, self._idle = list(self._open), []
+        self._open = set()
+        for conn in conns:
             conn.close()
-        for conn in idle:
-            with contextlib.suppress(OSError, ssl.SSLError):
-                await conn.writer.wait_closed()
+        await asyncio.sleep(0)  # let the transports run their close callbacks
 
 
 class _Stale(Exception):

@@ -110,36 +110,25 @@ class FakeChatServer:
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        server = await asyncio.start_server(self._client, self.host, self.port, backlog=1024)
+        conns: set[_Connection] = set()
+        server = await self._loop.create_server(lambda: _Connection(self, conns), self.host, self.port,
+                                                backlog=1024)
         self.port = server.sockets[0].getsockname()[1]
         self._ready.set()
         async with server:
             await self._stop.wait()
             server.close()
+            for conn in list(conns):
+                conn.close()
 
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = lines[0].split(" ", 2)
-                headers = {k.strip().lower(): v.strip()
-                           for k, v in (ln.split(":", 1) for ln in lines[1:] if ":" in ln)}
-                length = int(headers.get("content-length", "0"))
-                raw = await reader.readexactly(length) if length else b""
-                status, payload, delay, extra = self._dispatch(method, path, raw)
-                if delay:
-                    await asyncio.sleep(delay)
-                data = orjson.dumps(payload)
-                more = "".join(f"{k}: {v}\r\n" for k, v in extra.items())
-                writer.write(f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}\r\n"
-                             f"content-type: application/json\r\ncontent-length: {len(data)}\r\n{more}"
-                             "connection: keep-alive\r\n\r\n".encode() + data)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError):
-            pass
-        finally:
-            writer.close()
+    def _reply(self, method: str, path: str, raw: bytes) -> tuple[bytes, float]:
+        """The whole HTTP reply to one request, and the seconds to wait before it is sent."""
+        status, payload, delay, extra = self._dispatch(method, path, raw)
+        data = orjson.dumps(payload)
+        more = "".join(f"{k}: {v}\r\n" for k, v in extra.items())
+        return (f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}\r\n"
+                f"content-type: application/json\r\ncontent-length: {len(data)}\r\n{more}"
+                "connection: keep-alive\r\n\r\n".encode() + data), delay
 
     def _dispatch(self, method: str, path: str, raw: bytes
                   ) -> tuple[int, dict[str, Any], float, Mapping[str, str]]:
@@ -168,3 +157,69 @@ class FakeChatServer:
                          "message": {"role": "assistant", "content": reply.text}}],
             "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
         }, reply.delay, reply.headers
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: requests parsed as their bytes arrive, answered one at a time in
+    arrival order (a delayed reply is a timer, not a task), so that a benchmark's server spends
+    little of the machine's CPU that the client under test also runs on. A malformed request
+    (no HTTP request line, a head over 64 KiB, a bad ``Content-Length``) closes the connection."""
+
+    def __init__(self, server: FakeChatServer, conns: set[_Connection]) -> None:
+        self.server, self.conns = server, conns
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.busy = False  # a delayed reply is pending: later requests wait for it
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.conns.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.conns.discard(self)
+        self.transport = None
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        self._serve()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    def _serve(self) -> None:
+        while not self.busy and self.transport is not None:
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(self.buf) > 65536:
+                    self.close()
+                return
+            try:
+                lines = bytes(self.buf[:end]).decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                length = 0
+                for line in lines[1:]:
+                    k, _, v = line.partition(":")
+                    if k.strip().lower() == "content-length":
+                        length = int(v)
+                if length < 0:
+                    raise ValueError(length)
+            except ValueError:
+                self.close()
+                return
+            if len(self.buf) < end + 4 + length:
+                return
+            raw = bytes(self.buf[end + 4:end + 4 + length])
+            del self.buf[:end + 4 + length]
+            reply, delay = self.server._reply(method, path, raw)
+            if delay:
+                self.busy = True
+                asyncio.get_running_loop().call_later(delay, self._send_later, reply)
+            else:
+                self.transport.write(reply)
+
+    def _send_later(self, reply: bytes) -> None:
+        self.busy = False
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(reply)
+            self._serve()
