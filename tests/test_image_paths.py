@@ -135,6 +135,27 @@ def test_resolver_accepts_names_inside(tmp_path: Path) -> None:
     assert linked.describe() == {"images": str(real), "follow_symlinks": False}
 
 
+@pytest.mark.parametrize("many", [False, True])
+def test_missing_lists_a_big_folder_once_and_agrees_with_a_stat_per_path(tmp_path: Path, many: bool) -> None:
+    """``ImageFolder.missing``: the same answer whether the folder is listed (many names in it)
+    or each path is stat'ed: a file, a link to a file (present), a folder named like an image,
+    a dangling link and an absent name (missing), in the paths' order."""
+    root = tmp_path / "images"
+    names = [f"img_{k:03d}.png" for k in range(80 if many else 8)]
+    for n in names:
+        (root / n).parent.mkdir(parents=True, exist_ok=True)
+        (root / n).write_bytes(b"x")
+    (root / "as_dir.png").mkdir()
+    os.symlink(root / names[0], root / "link.png")
+    os.symlink(root / "nowhere.png", root / "dangling.png")
+    folder = ImageFolder(root)
+    asked = [folder.file(n) for n in ["absent.png", *names, "as_dir.png", "link.png", "dangling.png", "sub/absent.png"]]
+    expected = [p for p in asked if not os.path.isfile(p)]
+    assert folder.missing(asked) == expected
+    assert [os.path.basename(p) for p in expected] == ["absent.png", "as_dir.png", "dangling.png", "absent.png"]
+    assert folder.path(names[1]) == Path(folder.file(names[1]))
+
+
 def test_follow_symlinks_follows_links_but_keeps_the_name_rules(tmp_path: Path, secret: Path) -> None:
     store = tmp_path / "store"
     _png(store / "x.png")

@@ -68,20 +68,45 @@ def test_a_cancel_of_the_run_stays_a_cancel(server):
 
 @pytest.mark.parametrize("first", ["deadline", "run"])
 def test_a_cancel_of_the_run_in_the_deadlines_loop_turn_stays_a_cancel(server, first):
-    """Both due in one turn of the loop (it is blocked past both): whichever runs first, the
-    request's task ends cancelled, never with a timeout answer."""
+    """The loop blocked past the deadline, then the run's cancel: landing before the deadline's
+    look (``run``) or after it in the same turn (``deadline``), the request's task ends
+    cancelled, never with a timeout answer."""
     async def main():
         session = _session(server.url, 0.2)
         t = asyncio.ensure_future(session.complete(_request("hang")))
-        await asyncio.sleep(0.05)  # the attempt and its deadline timer exist
-        loop = asyncio.get_running_loop()
-        if first == "run":  # due before the deadline: runs first in the turn
-            loop.call_later(0.1, t.cancel)
-        else:  # due after it: the deadline's cancel lands first
-            loop.call_later(0.2, t.cancel)
-        time.sleep(0.35)  # block the loop past both
+        await asyncio.sleep(0.05)  # the attempt is in flight
+        if first == "run":  # ready before the overdue look at the attempts runs
+            time.sleep(0.35)
+            t.cancel()
+        else:  # the overdue look runs first in the turn, then this cancel
+            asyncio.get_running_loop().call_later(0.3, t.cancel)
+            time.sleep(0.35)
         with pytest.raises(asyncio.CancelledError):
             await t
         await session.aclose()
 
     asyncio.run(main())
+
+
+def test_a_stalled_attempt_gives_its_slot_back_and_takes_one_again(server):
+    """Older than four times the usual latency (at least 0.5 s): its slot goes to the next
+    request, and the attempt takes a slot again before it ends, so the count stays whole."""
+    async def main():
+        session = _session(server.url, 5.0)
+        session._slots = asyncio.Semaphore(1)  # one slot: a second request waits for it
+        session.latency = 0.05
+        hung = asyncio.ensure_future(session.complete(_request("hang")))
+        await asyncio.sleep(0.05)
+        t0 = time.perf_counter()
+        fine = await asyncio.wait_for(session.complete(_request("fine")), 3)
+        waited = time.perf_counter() - t0
+        hung.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await hung
+        free = session._slots._value  # type: ignore[attr-defined]
+        await session.aclose()
+        return fine, waited, free
+
+    fine, waited, free = asyncio.run(main())
+    assert fine.ok and 0.3 < waited < 1.5  # released at ~0.5 s, long before the 5 s deadline
+    assert free == 1

@@ -681,6 +681,12 @@ class ImageFolder:
     def path(self, name: object, *, file: object = None, record: object = None,
              field: str | None = "file_name") -> Path:
         """The path to open for ``name`` (see the class docstring for what is refused)."""
+        return Path(self.file(name, file=file, record=record, field=field))
+
+    def file(self, name: object, *, file: object = None, record: object = None,
+             field: str | None = "file_name") -> str:
+        """:meth:`path` as text (no ``Path`` object: a runner checks thousands of names before
+        its first request)."""
         rel = self.relative(name, file=file, record=record, field=field)
         target = os.path.join(self.resolved, *rel.split("/"))
         if not self.follow_symlinks:
@@ -691,7 +697,7 @@ class ImageFolder:
                                   f"through a symlink (to {real!r}); follow_symlinks "
                                   "(--follow-symlinks) allows links that leave it",
                                   file=file, record=record, field=field)
-        return Path(target)
+        return target
 
     def _real_path(self, target: str) -> str:
         """``os.path.realpath(target)``, with the real path of its folder cached (names of one
@@ -704,10 +710,41 @@ class ImageFolder:
             return os.path.realpath(target)
         return os.path.join(real, base)
 
+    @staticmethod
+    def missing(paths: Iterable[str]) -> list[str]:
+        """The ``paths`` (from :meth:`file`) that are no regular file (a link counts as its
+        target), in order. A folder holding many of them is listed once instead of a ``stat``
+        per path; the answer is of the moment of the call."""
+        paths = list(paths)
+        by_folder: dict[str, list[str]] = {}
+        for p in paths:
+            by_folder.setdefault(os.path.dirname(p), []).append(p)
+        regular: set[str] = set()
+        for folder, inside in by_folder.items():
+            if len(inside) < _LIST_FOLDER_AT:
+                regular.update(p for p in inside if os.path.isfile(p))
+                continue
+            try:
+                with os.scandir(folder) as it:
+                    for entry in it:
+                        try:
+                            if entry.is_file():  # d_type; a stat for links only
+                                regular.add(entry.path)
+                        except OSError:
+                            pass
+            except OSError:  # not a folder, gone, unreadable: each path on its own
+                regular.update(p for p in inside if os.path.isfile(p))
+        # not listed: on a case-insensitive or normalising file system a stat may still find it
+        return [p for p in paths if p not in regular and not os.path.isfile(p)]
+
     def describe(self) -> dict[str, Any]:
         """What an output's header records: the folder's real path (not its contents) and the
         symlink rule."""
         return {"images": str(self.resolved), "follow_symlinks": self.follow_symlinks}
+
+
+#: names in one folder from which :meth:`ImageFolder.missing` lists it instead of a stat each
+_LIST_FOLDER_AT = 64
 
 
 def _normalise(parts: Iterable[str]) -> list[str] | None:

@@ -299,6 +299,20 @@ class OpenAIBackend(ChatBackend):
         return [r if r is not None else ChatResponse(None, error="no response") for r in out]
 
 
+#: the longest an attempt past its deadline (or stalled) waits to be noticed, in seconds
+WATCH_SECONDS = 0.05
+
+
+class _Flight:
+    """One attempt in flight: the task its deadline cancels, when it started, what befell it."""
+
+    __slots__ = ("released", "start", "task", "timed_out")
+
+    def __init__(self, task: asyncio.Task[Any], start: float) -> None:
+        self.task, self.start = task, start
+        self.timed_out = self.released = False
+
+
 class _OpenAISession(ChatSession):
     """The backend opened in one event loop: clients, routing, circuits and the slot semaphore."""
 
@@ -318,6 +332,8 @@ class _OpenAISession(ChatSession):
         self._last_ok = time.monotonic()
         self.latency = 0.0  # moving average of successful attempts: stall detection, loop pacing
         self.slot_waits = 0  # attempts that found every slot taken
+        self._flights: dict[_Flight, None] = {}  # attempts in flight, in the order they started
+        self._watching: asyncio.TimerHandle | None = None
         # data URLs of the images in recent requests (questions of one image are sent together)
         self._memo: dict[Any, str] = {}
         self._orders: dict[str, list[_Server]] = {}  # image digest -> its server order (affinity)
@@ -340,6 +356,9 @@ class _OpenAISession(ChatSession):
             raise ConfigError(f"--base-url {url!r}: {exc}") from None
 
     async def aclose(self) -> None:
+        if self._watching is not None:
+            self._watching.cancel()
+            self._watching = None
         for s in self.servers:
             await s.pool.aclose()
 
@@ -448,78 +467,64 @@ class _OpenAISession(ChatSession):
         """One attempt within the total deadline; a stalled attempt (far slower than the usual
         reply) gives its concurrency slot back so that healthy servers stay busy.
 
-        Both limits are timers on the event loop, and the deadline cancels the request's own task
-        (as ``asyncio.timeout`` does): no task, ``wait_for`` or ``wait`` per attempt, which cost
-        the loop's thread a task, its steps and a wake-up of the caller per request at hundreds
-        of requests a second. Python 3.10, whose tasks cannot tell their own cancel from the
-        run's, runs the request in a task of its own."""
-        if not _CAN_UNCANCEL:  # pragma: no cover - Python 3.10
-            return await self._attempt_in_task(s, body)
+        Both limits are kept by :meth:`_watch`, and the deadline cancels the request's own task
+        (as ``asyncio.timeout`` does): no task, timer, ``wait_for`` or ``wait`` per attempt,
+        which at hundreds of requests a second cost the loop's thread a task, its steps, a
+        wake-up of the caller and two timers per request. Python 3.10, whose tasks cannot tell
+        their own cancel from the run's, runs the request in a task of its own."""
         loop = asyncio.get_running_loop()
-        task: Any = asyncio.current_task()
-        base = task.cancelling()  # cancels requested before this attempt are not its own
-        released = timed_out = False
-
-        def stalled() -> None:
-            nonlocal released
-            released = True
-            self._slots.release()
-
-        def deadline() -> None:
-            nonlocal timed_out
-            timed_out = True
-            task.cancel()
-
-        limit = loop.call_later(self.b.timeout, deadline)
-        stall = loop.call_later(max(0.5, 4 * self.latency), stalled) if self.latency else None
+        if _CAN_UNCANCEL:
+            task: Any = asyncio.current_task()
+            base = task.cancelling()  # cancels requested before this attempt are not its own
+            flight = _Flight(task, loop.time())
+        else:  # pragma: no cover - Python 3.10
+            task = loop.create_task(self._post(s, body))
+            flight = _Flight(task, loop.time())
+        self._flights[flight] = None
+        if self._watching is None:
+            self._watching = loop.call_later(self._tick, self._watch)
         try:
-            return await self._post(s, body)
+            return await (self._post(s, body) if _CAN_UNCANCEL else task)
         except asyncio.CancelledError as exc:
-            if not timed_out or task.uncancel() > base:
+            if not flight.timed_out or (_CAN_UNCANCEL and task.uncancel() > base):
                 raise  # this request was cancelled (the run stops), not timed out
             raise _Retry(f"Timeout: no complete reply within {self.b.timeout:g} s ({s.url})") from exc
         finally:
-            limit.cancel()
-            if stall is not None:
-                stall.cancel()
-            if released:
-                await self._slots.acquire()
-
-    async def _attempt_in_task(self, s: _Server, body: bytes) -> str:  # pragma: no cover - Python 3.10
-        loop = asyncio.get_running_loop()
-        task = loop.create_task(self._post(s, body))
-        released = timed_out = False
-
-        def stalled() -> None:
-            nonlocal released
-            if not task.done():
-                released = True
-                self._slots.release()
-
-        def deadline() -> None:
-            nonlocal timed_out
-            if not task.done():
-                timed_out = True
-                task.cancel()
-
-        timers = [loop.call_later(self.b.timeout, deadline)]
-        if self.latency:
-            timers.append(loop.call_later(max(0.5, 4 * self.latency), stalled))
-        try:
-            try:
-                return await task
-            except asyncio.CancelledError as exc:
-                if not timed_out:
-                    raise  # this request was cancelled (the run stops), not timed out
-                raise _Retry(f"Timeout: no complete reply within {self.b.timeout:g} s ({s.url})") from exc
-        finally:
-            for t in timers:
-                t.cancel()
-            if not task.done():
+            del self._flights[flight]
+            if not _CAN_UNCANCEL and not task.done():  # pragma: no cover - Python 3.10
                 task.cancel()
                 task.add_done_callback(_consume)
-            if released:
+            if flight.released:
                 await self._slots.acquire()
+
+    @property
+    def _tick(self) -> float:
+        """Seconds between two looks at the attempts in flight: how late a deadline or a stall
+        can be noticed."""
+        return min(WATCH_SECONDS, self.b.timeout / 4)
+
+    def _watch(self) -> None:
+        """Cancel the attempts past the deadline; give back the slots of those that stalled
+        (older than four times the usual latency, at least 0.5 s). Attempts are kept in the order
+        they started, so the look ends at the first one young enough for both."""
+        self._watching = None
+        if not self._flights:
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        deadline = self.b.timeout
+        stall = max(0.5, 4 * self.latency) if self.latency else float("inf")
+        for f in self._flights:
+            age = now - f.start
+            if age < deadline and age < stall:
+                break
+            if age >= deadline and not f.timed_out:
+                f.timed_out = True
+                f.task.cancel()
+            if age >= stall and not f.released:
+                f.released = True
+                self._slots.release()
+        self._watching = loop.call_later(self._tick, self._watch)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         body = self._payload(request)

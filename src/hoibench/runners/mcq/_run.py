@@ -231,7 +231,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
             raise ConfigError("detections are only used in setting 3")
         self.backend = backend
         self.images = ImageFolder(Path(images), follow_symlinks=follow_symlinks)
-        self._paths: dict[str, Path] = {}  # file name -> checked path (filled by check)
+        self._paths: dict[str, str] = {}  # file name -> checked path (filled by check)
         self._questions_file: str | None = None
         self.model = model or str(backend.fingerprint().get("model", backend.name))
         self.setting = setting
@@ -283,11 +283,11 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         }
 
     # ------------------------------------------------------------------ images
-    def _image_path(self, q: MCQuestion) -> Path:
+    def _image_path(self, q: MCQuestion) -> str:
         """The checked path of a question's image (the one place a name becomes a path)."""
         path = self._paths.get(q.file_name)
         if path is None:
-            path = self._paths[q.file_name] = self.images.path(
+            path = self._paths[q.file_name] = self.images.file(
                 q.file_name, file=self._questions_file, record=repr(q.id))
         return path
 
@@ -295,7 +295,8 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         """The image as the model will see it (resized once here when the convention resizes),
         from :attr:`frames` when the same content was prepared with the same settings before."""
         path = self._image_path(q)
-        raw = path.read_bytes()
+        with open(path, "rb") as f:
+            raw = f.read()
         digest = hashlib.sha256(raw).hexdigest()
         key = (digest, self.box_convention, self.min_pixels, self.max_pixels)
         hit = self.frames.get(key)
@@ -306,11 +307,11 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         if q.width and q.height and (q.width, q.height) != (width, height):
             raise ValidationError(f"question {q.id!r}: image {path} is {width}x{height} but the "
                                   f"question says {q.width}x{q.height}")
-        if part.path != str(path):  # the same content under another name
-            part = ImagePart(path=str(path), data=part.data, mime=part.mime, digest=part.digest, b64=part.b64)
+        if part.path != path:  # the same content under another name
+            part = ImagePart(path=path, data=part.data, mime=part.mime, digest=part.digest, b64=part.b64)
         return _Image(frame, part, width, height)
 
-    def _encode(self, path: Path, raw: bytes, digest: str) -> tuple[ModelFrame | None, ImagePart, int, int]:
+    def _encode(self, path: str, raw: bytes, digest: str) -> tuple[ModelFrame | None, ImagePart, int, int]:
         if self.box_convention in _RESIZING:
             # everything but the hash in one worker call: size, frame, resize, PNG and its sha256;
             # the server sees a size it will not change again. A frame store serves it when it can.
@@ -326,7 +327,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
             frame = prep.frame
             width, height = frame.width, frame.height
             if prep.png is not None:
-                part = ImagePart(path=str(path), data=prep.png, mime="image/png", digest=prep.sha256, b64=prep.b64)
+                part = ImagePart(path=path, data=prep.png, mime="image/png", digest=prep.sha256, b64=prep.b64)
                 return frame, part, width, height
         else:
             from PIL import Image
@@ -335,8 +336,8 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
                 width, height = im.size
             frame = None if self.box_convention == "internvl" else model_frame(
                 self.box_convention, width, height, min_pixels=self.min_pixels, max_pixels=self.max_pixels)
-        mime = mimetypes.guess_type(path.name)[0] or "image/jpeg"
-        return frame, ImagePart(path=str(path), data=raw, mime=mime, digest=digest), width, height
+        mime = mimetypes.guess_type(path)[0] or "image/jpeg"
+        return frame, ImagePart(path=path, data=raw, mime=mime, digest=digest), width, height
 
     def _threads_only(self, n_images: int) -> bool:
         """Whether a run over ``n_images`` distinct images prepares them in threads only."""
@@ -345,7 +346,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
             workers = "threads" if (os.cpu_count() or 1) <= 4 else "processes"
         return workers == "threads" or n_images < _POOL_MIN_IMAGES
 
-    def _prepare(self, path: Path, raw: bytes, digest: str) -> PreparedFile:
+    def _prepare(self, path: str, raw: bytes, digest: str) -> PreparedFile:
         """:func:`frame_file` in a worker process (which reads ``path`` itself and checks it
         against ``digest``); in this thread for small runs (starting the workers costs more than
         they save) and when processes cannot start (a ``__main__`` without a main guard, a sandbox
@@ -360,7 +361,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
             pool = self._pool
         if pool is not None:
             try:
-                return pool.submit(frame_file, str(path), self.box_convention, sha256=digest, **kwargs).result()
+                return pool.submit(frame_file, path, self.box_convention, sha256=digest, **kwargs).result()
             except (BrokenProcessPool, RuntimeError, OSError):
                 with self._pool_lock:
                     if not self._no_pool:
@@ -414,7 +415,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
     def check(self, items: Sequence[MCQuestion]) -> None:
         """Every image name resolved and checked before the first request: a bad name late in the
         file cannot leave a run that already sent the images before it."""
-        missing = [path for path in (self._image_path(q) for q in items) if not path.is_file()]
+        missing = self.images.missing(dict.fromkeys(self._image_path(q) for q in items))
         if missing:
             raise ConfigError(f"{len(missing)} image(s) not found under {self.images.root}, e.g. "
                               f"{missing[0]}")
