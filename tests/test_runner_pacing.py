@@ -91,8 +91,8 @@ def test_pacer_paces_only_a_run_bound_by_cpu_not_by_its_slots(cpu_share: float, 
         return pace
 
     pace = asyncio.run(main())
-    # a tenth of the session's 0.5 s latency, at most MAX_PACE
-    assert pace == (min(_loop.MAX_PACE, 0.05) if paced else 0.0)
+    # PACE_SHARE of the session's 0.5 s latency, at most MAX_PACE
+    assert pace == (min(_loop.MAX_PACE, _loop.PACE_SHARE * 0.5) if paced else 0.0)
 
 
 def _images(d: Path, n: int) -> Path:

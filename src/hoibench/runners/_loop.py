@@ -21,7 +21,7 @@ do. Offline backends, which batch on the accelerator, get chunks of ``chunk_size
 (:func:`_answer_chunks`).
 
 When the run keeps the CPUs busy, the streaming loop *paces* its polls (:class:`_PacedSelector`,
-:class:`_Pacer`): it asks the operating system for ready sockets at most once per tenth of the
+:class:`_Pacer`): it asks the operating system for ready sockets at most once per quarter of the
 requests' usual latency (at most every :data:`MAX_PACE` seconds), so that the replies and
 prepared images that arrive in that time are handled in one wake-up of the loop's thread instead
 of one each.
@@ -265,11 +265,13 @@ def _resume(task: ChatTask[T, R], store: RecordStore[R], header: Mapping[str, An
     return mine, list(last.values())
 
 
-#: the longest a paced event loop waits before it polls for ready sockets (seconds)
-MAX_PACE = 0.02
+#: the longest a paced event loop waits before it polls for ready sockets (seconds); in
+#: ``perf/bench_runner.py`` (concurrency 128, 200 ms server) 50 ms against 20 ms: 2.7 % less time
+#: and CPU per question, faster in 7 of 8 alternated pairs; 100 ms no better than 50
+MAX_PACE = 0.05
 #: the pace as a share of the requests' usual latency: a reply waits on average half a pace
-#: before it is handled, which costs a run bound by its servers' latency up to ~5 % of its rate
-PACE_SHARE = 0.1
+#: before it is handled (only while the run is CPU-bound and no request waits for a slot)
+PACE_SHARE = 0.25
 #: the share of the CPUs this process must keep busy (or of one CPU the loop's thread) for pacing
 BUSY_SHARE = 0.75
 
@@ -317,10 +319,10 @@ class _PacedSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type
 
 
 class _Pacer:
-    """Sets a :class:`_PacedSelector`'s pace every :attr:`period` seconds: a tenth of the session's
-    latency (at most :data:`MAX_PACE`) while the run is bound by CPU (this process's threads
-    used :data:`BUSY_SHARE` of the CPUs since the last check, or the loop's thread that share of
-    one) and not by its concurrency (no request found every slot taken since the last check);
+    """Sets a :class:`_PacedSelector`'s pace every :attr:`period` seconds: a quarter of the
+    session's latency (:data:`PACE_SHARE`, at most :data:`MAX_PACE`) while the run is bound by
+    CPU (this process's threads used :data:`BUSY_SHARE` of the CPUs since the last check, or the
+    loop's thread that share of one) and not by its concurrency (no request found every slot taken since the last check);
     no pace otherwise. A run that waits on its servers has CPU to spare, and one whose slots are
     all taken would only see its latency, and so its rate, grow: concurrency 32 on a 200 ms
     server went from 0.96 to 0.92 of the ideal rate with placeholders, 0.91 to 0.86 with
