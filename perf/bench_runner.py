@@ -306,10 +306,10 @@ def main() -> None:
                 prep, prep_cpu = min(alone)
                 ideal = conc / args.delay
                 bound = ideal if conc == 32 else min(ideal, n / prep)
-                both = (f" [{n / dt / ideal:.2f} of the ideal, {prep / dt:.2f} of preparation alone]"
+                both = (f" [{n / dt / ideal:.3f} of the ideal, {prep / dt:.3f} of preparation alone]"
                         if conc != 32 else "")
                 print(f"  {args.delay * 1000:.0f} ms server, concurrency {conc:3d}  : {n / dt:7.1f} q/s ({dt:.2f} s); "
-                      f"ideal {ideal:.0f} q/s; ratio {n / dt / bound:.2f} of {bound:.0f} q/s (target 0.85){both}\n"
+                      f"ideal {ideal:.0f} q/s; ratio {n / dt / bound:.3f} of {bound:.0f} q/s (target 0.85){both}\n"
                       f"      {cpu}")
                 if conc == 128 and bound < ideal:
                     # with every core busy the runner's rate is at most cores / CPU per question, and

@@ -79,23 +79,27 @@ def test_length_chunked_and_close_delimited_replies_on_one_pool():
 
 def test_replies_split_at_every_byte_and_chunk_trailers():
     """The reply is parsed as it arrives (``data_received``): every split point, chunk
-    extensions and trailers, and the connection kept alive after each."""
+    extensions and trailers, an interim 100 before a 204 (no body), and the connection kept
+    alive after each."""
     async def main():
         server, url, seen = await _serve([
             b"HTTP/1.1 200 OK\r\nContent-Length: 11\r\nX-A: b:c\r\n\r\nhello world",
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4;ext=1\r\nabcd\r\n0\r\nX-T: 1\r\n\r\n",
             b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n",
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
         ], dribble=True)
         pool = HTTPPool(url, headers={}, ssl_context=None)
         out = [await pool.post("/x", b"1"), await pool.post("/x", b"2"), await pool.post("/x", b"3")]
+        out.append(await asyncio.wait_for(pool.post("/x", b"4"), 5))  # no body: not read to the end
         await pool.aclose()
         server.close()
         return out, seen, list(_serve.connections)  # type: ignore[attr-defined]
 
-    (a, b, c), seen, connections = _run(main())
+    (a, b, c, d), seen, connections = _run(main())
     assert (a.content, a.headers["x-a"]) == (b"hello world", "b:c")
     assert b.content == b"abcd" and c.content == b"" and c.status == 200
-    assert len(seen) == 3 and len(connections) == 1  # one kept-alive connection for all three
+    assert (d.status, d.content) == (204, b"")  # after an interim 100
+    assert len(seen) == 4 and len(connections) == 1  # one kept-alive connection for all four
 
 
 def test_a_cancelled_request_never_leaves_its_connection_for_reuse():

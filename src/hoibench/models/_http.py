@@ -66,6 +66,7 @@ class _Conn(asyncio.Protocol):
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
+        self.lost: asyncio.Future[None]
         self.closed = False  # the server closed it, or it broke: never reused
         self.waiter: asyncio.Future[tuple[HTTPReply, bool]] | None = None
         self.buf = bytearray()
@@ -80,6 +81,7 @@ class _Conn(asyncio.Protocol):
     # ------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        self.lost = asyncio.get_running_loop().create_future()  # done once the socket is closed
 
     def data_received(self, data: bytes) -> None:
         if self.waiter is None or self.waiter.done():  # bytes nobody asked for: never reuse it
@@ -103,6 +105,8 @@ class _Conn(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._ended(exc)
+        if not self.lost.done():
+            self.lost.set_result(None)
 
     # ------------------------------------------------------------------ one exchange
     def start(self, waiter: asyncio.Future[tuple[HTTPReply, bool]]) -> None:
@@ -153,9 +157,16 @@ class _Conn(asyncio.Protocol):
                 if sep:
                     headers[k.strip().lower()] = v.strip()
             keep = headers.get("connection", "").lower() != "close" and parts[0] != "HTTP/1.0"
-            self._head = (int(parts[1]), headers, keep)
+            status = int(parts[1])
+            if 100 <= status < 200:  # an interim reply (100 Continue): the real one follows
+                del buf[:end + 4]
+                self._scan = 0
+                return self._parse(eof=eof)
+            self._head = (status, headers, keep)
             self._body_at = self._scan = end + 4
-            if "chunked" in headers.get("transfer-encoding", "").lower():
+            if status in (204, 304):  # no body, whatever the headers say
+                self._mode, self._length = "length", 0
+            elif "chunked" in headers.get("transfer-encoding", "").lower():
                 self._mode = "chunked"
             elif "content-length" in headers:
                 self._mode, self._length = "length", int(headers["content-length"])
@@ -281,7 +292,9 @@ class HTTPPool:
         self._open = set()
         for conn in conns:
             conn.close()
-        await asyncio.sleep(0)  # let the transports run their close callbacks
+        pending = [c.lost for c in conns if not c.lost.done()]
+        if pending:  # plain sockets close in one turn of the loop; TLS ones say goodbye first
+            await asyncio.wait(pending, timeout=1.0)
 
 
 class _Stale(Exception):

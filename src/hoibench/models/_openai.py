@@ -369,8 +369,10 @@ class _OpenAISession(ChatSession):
         ``image-affinity`` routing) the first closed circuit in that image's own server order
         (``avoid``: servers this request just failed on, used only when nothing else is open);
         ``None`` when every circuit is open."""
-        now = time.monotonic()
         n = len(self.servers)
+        if n == 1 and not self.servers[0].open_until:  # one healthy server: the usual case
+            return self.servers[0]
+        now = time.monotonic()
         if affinity is not None:
             order = self._affinity_order(affinity)
         else:
