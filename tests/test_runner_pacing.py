@@ -45,6 +45,37 @@ def test_paced_selector_waits_out_its_pace_then_reports_what_arrived(pair) -> No
     sel.close()
 
 
+def test_hurry_ends_the_pause_and_the_last_job_of_the_workers_hurries(pair) -> None:
+    """``hurry`` (another thread) ends a pause at once; ``_Workers`` calls it when a job ends
+    with none queued (the run's last inputs), not for the jobs before."""
+    a, b = pair
+    sel = _loop._PacedSelector()
+    sel.register(b, 1)
+    sel.pace = 2.0
+    sel.select(0)  # marks the last poll: the next one would wait 2 s
+    a.send(b"x")
+    threading.Timer(0.1, sel.hurry).start()
+    t0 = time.monotonic()
+    assert len(sel.select(None)) == 1
+    assert time.monotonic() - t0 < 1.0
+    sel.close()
+
+    calls: list[int] = []
+    gate = threading.Event()
+
+    async def main() -> list[int]:
+        pool = _loop._Workers(asyncio.get_running_loop(), 1, hurry=lambda: calls.append(len(done)))
+        done: list[int] = []
+        futs = [pool.submit(lambda: gate.wait(5))] + [pool.submit(lambda k=k: done.append(k)) for k in range(3)]
+        gate.set()
+        await asyncio.gather(*futs)
+        pool.shutdown()
+        return done
+
+    done = asyncio.run(main())
+    assert done == [0, 1, 2] and calls == [3]  # once, after the last queued job
+
+
 def test_paced_selector_never_delays_a_timer_or_ready_callbacks(pair) -> None:
     _, b = pair
     sel = _loop._PacedSelector()

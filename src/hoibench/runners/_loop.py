@@ -396,13 +396,14 @@ class _Workers:
                 result, error = build(), None
             except BaseException as exc:  # handed to the awaiting task, as an executor does
                 result, error = None, exc
+            last = self.hurry is not None and self._jobs.empty()  # before the hand-off: the run may end
             with self._lock:
                 self._done.append((fut, result, error))
                 wake, self._woken = not self._woken, True
             if wake:
                 with contextlib.suppress(RuntimeError):  # the loop closed: nobody awaits it
                     self.loop.call_soon_threadsafe(self._drain)
-            if self.hurry is not None and self._jobs.empty():
+            if last and self.hurry is not None:
                 self.hurry()  # the last inputs: handled at once, not after the loop's pace
 
     def _drain(self) -> None:
