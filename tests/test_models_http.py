@@ -6,7 +6,10 @@ httpx where a proxy is configured."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 import socket
+import ssl
+import subprocess
 
 import pytest
 
@@ -15,7 +18,8 @@ from hoibench.models._http import ConnectFailed, HTTPPool, TransportFailed, uses
 from hoibench.models._openai import _HttpxPool
 
 
-async def _serve(replies: list[bytes], *, close_after_each: bool = False, dribble: bool = False):
+async def _serve(replies: list[bytes], *, close_after_each: bool = False, dribble: bool = False,
+                 tls: ssl.SSLContext | None = None):
     """A server that answers the k-th request with ``replies[k]`` (raw bytes); ``dribble``: one
     byte per write, so the client sees every split of the reply."""
     seen: list[bytes] = []
@@ -45,9 +49,10 @@ async def _serve(replies: list[bytes], *, close_after_each: bool = False, dribbl
         finally:
             writer.close()
 
-    server = await asyncio.start_server(client, "127.0.0.1", 0)
+    server = await asyncio.start_server(client, "127.0.0.1", 0, ssl=tls)
     _serve.connections = connections  # type: ignore[attr-defined]
-    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", seen
+    scheme = "https" if tls is not None else "http"
+    return server, f"{scheme}://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", seen
 
 
 def _run(coro):
@@ -134,6 +139,37 @@ def test_a_head_that_is_too_long_or_not_http_is_a_transport_failure(monkeypatch)
         _run(one(b"HTTP/1.1 200 OK\r\nX-Long: " + b"x" * 200 + b"\r\n\r\n"))
     with pytest.raises(TransportFailed, match=r"not an HTTP/1\.1 status line"):
         _run(one(b"SSH-2.0-OpenSSH\r\n\r\n"))
+
+
+def test_https_keeps_one_tls_connection_and_closes_it(tmp_path):
+    """Hosted APIs are https: a self-signed certificate made here (the ``openssl`` command), two
+    requests on one kept-alive TLS connection, chunked and Content-Length, and ``aclose`` ends."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl command to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+                    "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert, key)
+    client_tls = ssl.create_default_context(cafile=str(cert))
+
+    async def main():
+        server, url, seen = await _serve([
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        ], tls=server_tls)
+        pool = HTTPPool(url, headers={}, ssl_context=client_tls)
+        a = await asyncio.wait_for(pool.post("/x", b"1"), 10)
+        b = await asyncio.wait_for(pool.post("/x", b"2"), 10)
+        await asyncio.wait_for(pool.aclose(), 5)
+        server.close()
+        return a, b, seen, list(_serve.connections)  # type: ignore[attr-defined]
+
+    a, b, seen, connections = _run(main())
+    assert (a.status, a.content) == (200, b"hello") and (b.status, b.content) == (200, b"abc")
+    assert len(seen) == 2 and len(connections) == 1
 
 
 def test_a_kept_alive_connection_closed_by_the_server_is_retried_once_fresh():
