@@ -719,23 +719,13 @@ class ImageFolder:
         by_folder: dict[str, list[str]] = {}
         for p in paths:
             by_folder.setdefault(os.path.dirname(p), []).append(p)
-        regular: set[str] = set()
+        missing: set[str] = set()
         for folder, inside in by_folder.items():
-            if len(inside) < _LIST_FOLDER_AT:
-                regular.update(p for p in inside if os.path.isfile(p))
-                continue
-            try:
-                with os.scandir(folder) as it:
-                    for entry in it:
-                        try:
-                            if entry.is_file():  # d_type; a stat for links only
-                                regular.add(entry.path)
-                        except OSError:
-                            pass
-            except OSError:  # not a folder, gone, unreadable: each path on its own
-                regular.update(p for p in inside if os.path.isfile(p))
-        # not listed: on a case-insensitive or normalising file system a stat may still find it
-        return [p for p in paths if p not in regular and not os.path.isfile(p)]
+            listed = _regular_files(folder) if len(inside) >= _LIST_FOLDER_AT else None
+            # a stat where the folder is not listed, or its listing lacks the name (a
+            # case-insensitive or normalising file system may still find it)
+            missing.update(p for p in inside if (listed is None or p not in listed) and not os.path.isfile(p))
+        return [p for p in paths if p in missing]
 
     def describe(self) -> dict[str, Any]:
         """What an output's header records: the folder's real path (not its contents) and the
@@ -745,6 +735,21 @@ class ImageFolder:
 
 #: names in one folder from which :meth:`ImageFolder.missing` lists it instead of a stat each
 _LIST_FOLDER_AT = 64
+
+
+def _regular_files(folder: str) -> set[str] | None:
+    """The paths of the regular files in ``folder`` (links followed), from one listing; ``None``
+    when it cannot be listed (not a folder, gone, unreadable)."""
+    found: set[str] = set()
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                with contextlib.suppress(OSError):
+                    if entry.is_file():  # d_type; a stat for links only
+                        found.add(entry.path)
+    except OSError:
+        return None
+    return found
 
 
 def _normalise(parts: Iterable[str]) -> list[str] | None:

@@ -85,14 +85,12 @@ class _Conn(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self.waiter is None or self.waiter.done():  # bytes nobody asked for: never reuse it
-            self.closed = True
-            if self.transport is not None:
-                self.transport.close()
+            self.close()
             return
         self.got_any = True
         self.buf += data
         try:
-            reply = self._parse(eof=False)
+            reply = self._parse()
         except ValueError as exc:
             self._fail(TransportFailed(f"ValueError: {exc}"))
             return
@@ -132,13 +130,11 @@ class _Conn(asyncio.Protocol):
             w.set_exception(TransportFailed(f"IncompleteRead: {what}"))
 
     def _fail(self, exc: Exception) -> None:
-        self.closed = True
-        if self.transport is not None:
-            self.transport.abort()
+        self.close(abort=True)
         if self.waiter is not None and not self.waiter.done():
             self.waiter.set_exception(exc)
 
-    def _parse(self, *, eof: bool) -> tuple[HTTPReply, bool] | None:
+    def _parse(self) -> tuple[HTTPReply, bool] | None:
         buf = self.buf
         if self._head is None:
             end = buf.find(b"\r\n\r\n", max(0, self._scan - 3))
@@ -161,7 +157,7 @@ class _Conn(asyncio.Protocol):
             if 100 <= status < 200:  # an interim reply (100 Continue): the real one follows
                 del buf[:end + 4]
                 self._scan = 0
-                return self._parse(eof=eof)
+                return self._parse()
             self._head = (status, headers, keep)
             self._body_at = self._scan = end + 4
             if status in (204, 304):  # no body, whatever the headers say

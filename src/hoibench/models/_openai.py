@@ -478,10 +478,9 @@ class _OpenAISession(ChatSession):
         if _CAN_UNCANCEL:
             task: Any = asyncio.current_task()
             base = task.cancelling()  # cancels requested before this attempt are not its own
-            flight = _Flight(task, loop.time())
         else:  # pragma: no cover - Python 3.10
             task = loop.create_task(self._post(s, body))
-            flight = _Flight(task, loop.time())
+        flight = _Flight(task, loop.time())
         self._flights[flight] = None
         if self._watching is None:
             self._watching = loop.call_later(self._tick, self._watch)

@@ -322,8 +322,8 @@ class _Pacer:
     """Sets a :class:`_PacedSelector`'s pace every :attr:`period` seconds: a quarter of the
     session's latency (:data:`PACE_SHARE`, at most :data:`MAX_PACE`) while the run is bound by
     CPU (this process's threads used :data:`BUSY_SHARE` of the CPUs since the last check, or the
-    loop's thread that share of one) and not by its concurrency (no request found every slot taken since the last check);
-    no pace otherwise. A run that waits on its servers has CPU to spare, and one whose slots are
+    loop's thread that share of one) and not by its concurrency (no request found every slot
+    taken since the last check); no pace otherwise. A run that waits on its servers has CPU to spare, and one whose slots are
     all taken would only see its latency, and so its rate, grow: concurrency 32 on a 200 ms
     server went from 0.96 to 0.92 of the ideal rate with placeholders, 0.91 to 0.86 with
     photographs, when paced regardless."""
@@ -396,15 +396,15 @@ class _Workers:
                 result, error = build(), None
             except BaseException as exc:  # handed to the awaiting task, as an executor does
                 result, error = None, exc
-            last = self.hurry is not None and self._jobs.empty()  # before the hand-off: the run may end
+            hurry = self.hurry if self._jobs.empty() else None  # before the hand-off: the run may end
             with self._lock:
                 self._done.append((fut, result, error))
                 wake, self._woken = not self._woken, True
             if wake:
                 with contextlib.suppress(RuntimeError):  # the loop closed: nobody awaits it
                     self.loop.call_soon_threadsafe(self._drain)
-            if last and self.hurry is not None:
-                self.hurry()  # the last inputs: handled at once, not after the loop's pace
+            if hurry is not None:
+                hurry()  # the last inputs: handled at once, not after the loop's pace
 
     def _drain(self) -> None:
         with self._lock:
