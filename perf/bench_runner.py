@@ -16,7 +16,11 @@ Prints, all measured in the same run:
    Image preparation alone = the runner's own preparation (read, hash, decode, resize, PNG
    encode) of every image in the same worker pool, nothing else running; measured ``--repeats``
    times at the start and once more before each concurrency-128 run (interleaved: a slow spell
-   of the shared machine slows both alike), the best of all of them the bound.
+   of the shared machine slows both alike), the best of all of them the bound. Also printed: the
+   ratio of a run that cost nothing beyond preparation and the last request's latency
+   (preparation / (preparation + delay), the most any runner can reach: the last image's request
+   leaves only when that image is ready), and the ratio of each interleaved pair (the spread
+   that the machine's slow spells give).
 3. instant server, concurrency 32: rate / the best bare httpx client sending the already-prepared
    request bodies (an asyncio client with one shared pool per server, and one with 8 pools);
    target >= 0.80. In the Qwen2.5 frame twice: the runner preparing every image itself (bound by
@@ -296,12 +300,15 @@ def main() -> None:
         try:
             for conc in (32, 128):
                 runs = []
+                pairs = []  # (preparation alone, the run right after it): concurrency 128
                 for r in range(args.repeats):
                     if conc == 128:  # measured again before each run: a slow spell of the shared
                         # machine then slows both alike; the best of all is the bound
                         alone.append(prepare_alone(img_dir, qs))
                     runs.append(run_runner(url, img_dir, qs, root / f"s{conc}_{r}.jsonl", conc,
                                            server_pid=proc.pid))
+                    if conc == 128:
+                        pairs.append(alone[-1][0] / runs[-1][0])
                 dt, cpu, cpu_q = min(runs)
                 prep, prep_cpu = min(alone)
                 ideal = conc / args.delay
@@ -317,6 +324,10 @@ def main() -> None:
                     print(f"      ratio if both used every core fully: preparation "
                           f"{1000 * prep_cpu:.2f} ms CPU per image / runner {1000 * cpu_q:.2f} ms per "
                           f"question in all = {prep_cpu / cpu_q:.2f}")
+                    # the last image's request still takes the server's latency after preparation ends
+                    print(f"      ratio of a run costing nothing beyond preparation and the last request's "
+                          f"{args.delay * 1000:.0f} ms: {prep / (prep + args.delay):.3f}; each interleaved pair "
+                          f"(preparation alone, then the run): {', '.join(f'{x:.3f}' for x in pairs)}")
         finally:
             proc.stdin.close()  # type: ignore[union-attr]
             proc.wait(10)

@@ -4,6 +4,7 @@ depend on earlier answers, and the request and cache-hit counts."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -14,7 +15,15 @@ from typing import Any
 import pytest
 
 from hoibench._exceptions import ConfigError, ValidationError
-from hoibench.models import CachedBackend, ChatMessage, ChatRequest, ChatResponse, ScriptedBackend
+from hoibench.models import (
+    BackendUnavailable,
+    CachedBackend,
+    ChatMessage,
+    ChatRequest,
+    ChatResponse,
+    ChatSession,
+    ScriptedBackend,
+)
 from hoibench.runners import Batch, ChatTask, run_resumable
 
 Item = tuple[str, str]  # (id, word); an empty word needs no request
@@ -233,3 +242,72 @@ def test_later_batches_see_earlier_answers_and_missing_records_are_counted(tmp_p
     assert res.requests == 10 and res.missing == 3 and res.counts == {"ok": 5}
     assert res.records[3] is None and "w3" not in {r["id"] for r in store.lines()[1:]}
     assert [r["text"] for r in store.lines()[1:]] == ["ANT!", "BEE!", "DOG!", "EEL!", "FOX!"]
+
+
+# ----------------------------------------------------------------------------- the streaming pipeline
+
+class Streaming(ScriptedBackend):
+    """A scripted backend with a streaming session of ``capacity`` 2: each reply takes a few
+    milliseconds; counts how many items are prepared but not yet answered at once."""
+
+    def __init__(self, task: Shout, broken: frozenset[str] = frozenset()) -> None:
+        super().__init__(lambda req: text_of(req).removeprefix("shout ").upper())
+        self.task, self.broken = task, broken
+        self.answered = 0
+        self.peak_waiting = 0  # prepared items without an answer, at most, seen by a request
+        self.started = 0
+        self.cancelled = 0
+        self.closed = False
+
+    def session(self) -> ChatSession:
+        backend = self
+
+        class Session(ChatSession):
+            capacity = 2
+
+            async def complete(self, request: ChatRequest) -> ChatResponse:
+                backend.started += 1
+                backend.peak_waiting = max(backend.peak_waiting, len(backend.task.built) - backend.answered)
+                word = text_of(request).removeprefix("shout ")
+                try:
+                    await asyncio.sleep(0.002 if word not in backend.broken else 0.0)
+                except asyncio.CancelledError:
+                    backend.cancelled += 1
+                    raise
+                if word in backend.broken:
+                    raise BackendUnavailable(f"no server answers ({word})")
+                backend.answered += 1
+                return ChatResponse(word.upper())
+
+            async def aclose(self) -> None:
+                backend.closed = True
+
+        return Session()
+
+
+def test_streaming_answers_every_item_with_a_bounded_number_in_flight(tmp_path: Path) -> None:
+    task = Shout()
+    items = [(f"w{k}", f"word{k}") for k in range(60)]
+    backend = Streaming(task)
+    store = JsonlStore(tmp_path / "r.jsonl")
+    res = _run(store, backend, task, items)
+    assert res.counts == {"ok": 60} and res.requests == 60
+    assert [r["text"] for r in store.lines()[1:]] == [f"WORD{k}" for k in range(60)]
+    # the pipeline keeps max(8, 2 x capacity) groups in flight: never more prepared than that
+    # ahead of the answers, and more than one at a time (it is a pipeline)
+    assert 1 < backend.peak_waiting <= 8
+    assert backend.closed
+
+
+def test_streaming_stops_at_the_first_failure_and_cancels_the_rest(tmp_path: Path) -> None:
+    task = Shout()
+    items = [(f"w{k}", f"word{k}") for k in range(60)]
+    backend = Streaming(task, broken=frozenset({"word5"}))
+    store = JsonlStore(tmp_path / "r.jsonl")
+    with pytest.raises(BackendUnavailable, match="word5"):
+        _run(store, backend, task, items)
+    assert backend.closed
+    assert backend.started < 60  # nothing new was sent after the failure
+    assert backend.cancelled >= 1  # the requests in flight were cancelled, not awaited
+    kept = [r["id"] for r in store.lines()[1:]]
+    assert "w5" not in kept and len(kept) == backend.answered  # every answer that came is kept

@@ -206,3 +206,25 @@ def test_workers_hand_back_results_and_errors_and_drop_unstarted_jobs_on_shutdow
         assert all(f.done() for f in busy)
 
     asyncio.run(main())
+
+
+def test_finished_workers_end_after_the_jobs_queued_and_before_shutdown() -> None:
+    """``finish`` (a run's last inputs are queued): the threads do what is queued, then end on
+    their own, so that the run's end does not wait on them."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        workers = _loop._Workers(loop, 2)
+        gate = threading.Event()
+        futs = [workers.submit(lambda k=k: gate.wait(5) and k) for k in range(5)]
+        workers.finish()
+        workers.finish()  # twice is once
+        assert all(t.is_alive() for t in workers._threads)
+        gate.set()
+        assert [await f for f in futs] == list(range(5))  # every queued job was done
+        for t in workers._threads:
+            t.join(5)
+        assert not any(t.is_alive() for t in workers._threads)
+        workers.shutdown()  # nothing left to wait for
+
+    asyncio.run(main())

@@ -378,6 +378,7 @@ class _Workers:
         self._done: collections.deque[tuple[asyncio.Future[Any], Any, BaseException | None]] = collections.deque()
         self._lock = threading.Lock()
         self._woken = False  # a drain is scheduled on the loop
+        self._finished = False  # finish() has queued the threads' ends
         self._threads = [threading.Thread(target=self._work, name=f"prepare-{k}", daemon=True) for k in range(n)]
         for t in self._threads:
             t.start()
@@ -419,6 +420,14 @@ class _Workers:
             else:
                 fut.set_exception(error)
 
+    def finish(self) -> None:
+        """No more jobs will come: each thread ends after the jobs queued now (at a run's last
+        inputs, so that the threads are gone before the run ends instead of joined after it)."""
+        if not self._finished:
+            self._finished = True
+            for _ in self._threads:
+                self._jobs.put(None)
+
     def shutdown(self) -> None:
         """Drop the jobs not started and wait for the threads to finish the ones they hold."""
         while True:
@@ -428,8 +437,8 @@ class _Workers:
                 break
             if job is not None:
                 job[0].cancel()
-        for _ in self._threads:
-            self._jobs.put(None)
+        self._finished = False  # the sentinels of finish() may have been drained just now
+        self.finish()
         for t in self._threads:
             t.join()
 
@@ -505,77 +514,67 @@ async def _stream_async(task: ChatTask[T, R], todo: Sequence[T], backend: ChatBa
     pacer = None if selector is None else _Pacer(selector, session)
     if pacer is not None:
         pacer.start()
-    # groups in flight: enough prepared work for every slot, bounded so memory stays small
-    window = asyncio.Semaphore(max(8, 2 * session.capacity))
     sent = 0
-    failed: list[BaseException] = []
-    running: set[asyncio.Task[None]] = set()
     # preparation threads mostly wait on the image worker processes: twice as many keep them fed
     pool = _Workers(loop, PREPARE_THREADS, hurry=None if selector is None else selector.hurry)
-
-    async def one(session: ChatSession, batch: Batch, i: int) -> None:
-        batch.on_response(i, await session.complete(batch.requests[i]))
-
+    groups = _groups(task, todo)
     preparing = 0  # groups started whose inputs are not prepared yet
     submitted_all = False
 
     def tail_check() -> None:
         """Every input prepared: the rest of the run waits on servers with CPU to spare, and its
-        last replies are handled as they come (unpaced)."""
-        if pacer is not None and submitted_all and not preparing:
-            pacer.stop()
+        last replies are handled as they come (unpaced); the preparation threads can end."""
+        if submitted_all and not preparing:
+            pool.finish()
+            if pacer is not None:
+                pacer.stop()
 
     async def run_group(group: list[T]) -> None:
         nonlocal sent, preparing
         try:
-            try:
-                futures = {name: pool.submit(build) for name, build in task.prepare(group).items()}
-                prepared = {name: await fut for name, fut in futures.items()}
-            finally:
-                preparing -= 1
-                tail_check()
-            for batch in task.batches(group, prepared, emit):
-                if len(batch.requests) == 1:  # the usual batch (one question): no gather, no task
-                    sent += 1
-                    await one(session, batch, 0)
-                elif batch.requests:
-                    sent += len(batch.requests)
-                    await asyncio.gather(*(one(session, batch, i) for i in range(len(batch.requests))))
+            futures = {name: pool.submit(build) for name, build in task.prepare(group).items()}
+            prepared = {name: await fut for name, fut in futures.items()}
         finally:
-            window.release()
+            preparing -= 1
+            tail_check()
+        for batch in task.batches(group, prepared, emit):
+            if len(batch.requests) == 1:  # the usual batch (one question): no gather, no task
+                sent += 1
+                batch.on_response(0, await session.complete(batch.requests[0]))
+            elif batch.requests:
+                sent += len(batch.requests)
+                await asyncio.gather(*(_answer(session, batch, i) for i in range(len(batch.requests))))
 
-    def finished(t: asyncio.Task[None]) -> None:
-        running.discard(t)
-        if not t.cancelled() and t.exception() is not None and not failed:
-            failed.append(t.exception())  # type: ignore[arg-type]
-            for other in list(running):
-                other.cancel()
-
-    try:
-        for group in _groups(task, todo):
-            await window.acquire()
-            if failed:
-                break
+    async def worker() -> None:
+        """Takes the next group whenever its last is answered: the groups in flight are bounded by
+        the number of workers (no task and no semaphore per group)."""
+        nonlocal preparing, submitted_all
+        for group in groups:  # one iterator shared by every worker, in order
             preparing += 1
-            t = asyncio.ensure_future(run_group(group))
-            running.add(t)
-            t.add_done_callback(finished)
+            await run_group(group)
         submitted_all = True
         tail_check()
-        while running and not failed:
-            await asyncio.wait(set(running))
+
+    # groups in flight: enough prepared work for every slot, bounded so memory stays small
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(len(todo), max(8, 2 * session.capacity)))]
+    try:
+        done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
+        failed = next((t.exception() for t in done if not t.cancelled() and t.exception() is not None), None)
     finally:
         if pacer is not None:
             pacer.stop()
-        for t in list(running):
+        for t in workers:
             t.cancel()
-        if running:
-            await asyncio.gather(*running, return_exceptions=True)
+        await asyncio.gather(*workers, return_exceptions=True)
         await session.aclose()
         pool.shutdown()
-    if failed:
-        raise failed[0]
+    if failed is not None:
+        raise failed
     return sent
+
+
+async def _answer(session: ChatSession, batch: Batch, i: int) -> None:
+    batch.on_response(i, await session.complete(batch.requests[i]))
 
 
 def _answer_chunks(task: ChatTask[T, R], chunks: Sequence[Sequence[T]], backend: ChatBackend,
