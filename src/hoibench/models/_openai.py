@@ -321,7 +321,7 @@ class _Slots:
     Why not :class:`asyncio.Semaphore`: from Python 3.11 its ``locked()``, which its ``acquire()``
     calls too, looks at every waiter while a released slot has not reached its waiter yet, and
     a run keeps up to ``concurrency`` requests waiting with their inputs prepared; in
-    ``perf/bench_runner.py`` (concurrency 128) that scan was 5 % of the event loop's Python
+    ``perf/bench_runner.py`` (concurrency 128) that scan was 3 % of the event loop's Python
     time."""
 
     __slots__ = ("_waiters", "free")
