@@ -357,7 +357,7 @@ class _Slots:
 
 
 class _OpenAISession(ChatSession):
-    """The backend opened in one event loop: clients, routing, circuits and the slot semaphore."""
+    """The backend opened in one event loop: clients, routing, circuits and the concurrency slots."""
 
     def __init__(self, backend: OpenAIBackend) -> None:
         self.b = backend
