@@ -300,15 +300,12 @@ def main() -> None:
         try:
             for conc in (32, 128):
                 runs = []
-                pairs = []  # (preparation alone, the run right after it): concurrency 128
                 for r in range(args.repeats):
                     if conc == 128:  # measured again before each run: a slow spell of the shared
                         # machine then slows both alike; the best of all is the bound
                         alone.append(prepare_alone(img_dir, qs))
                     runs.append(run_runner(url, img_dir, qs, root / f"s{conc}_{r}.jsonl", conc,
                                            server_pid=proc.pid))
-                    if conc == 128:
-                        pairs.append(alone[-1][0] / runs[-1][0])
                 dt, cpu, cpu_q = min(runs)
                 prep, prep_cpu = min(alone)
                 ideal = conc / args.delay
@@ -325,9 +322,10 @@ def main() -> None:
                           f"{1000 * prep_cpu:.2f} ms CPU per image / runner {1000 * cpu_q:.2f} ms per "
                           f"question in all = {prep_cpu / cpu_q:.2f}")
                     # the last image's request still takes the server's latency after preparation ends
+                    pairs = zip(alone[args.repeats:], runs)  # each run and the preparation just before it
                     print(f"      ratio of a run costing nothing beyond preparation and the last request's "
                           f"{args.delay * 1000:.0f} ms: {prep / (prep + args.delay):.3f}; each interleaved pair "
-                          f"(preparation alone, then the run): {', '.join(f'{x:.3f}' for x in pairs)}")
+                          f"(preparation alone, then the run): {', '.join(f'{a[0] / r[0]:.3f}' for a, r in pairs)}")
         finally:
             proc.stdin.close()  # type: ignore[union-attr]
             proc.wait(10)

@@ -323,10 +323,10 @@ class _Pacer:
     session's latency (:data:`PACE_SHARE`, at most :data:`MAX_PACE`) while the run is bound by
     CPU (this process's threads used :data:`BUSY_SHARE` of the CPUs since the last check, or the
     loop's thread that share of one) and not by its concurrency (no request found every slot
-    taken since the last check); no pace otherwise. A run that waits on its servers has CPU to spare, and one whose slots are
-    all taken would only see its latency, and so its rate, grow: concurrency 32 on a 200 ms
-    server went from 0.96 to 0.92 of the ideal rate with placeholders, 0.91 to 0.86 with
-    photographs, when paced regardless."""
+    taken since the last check); no pace otherwise. A run that waits on its servers has CPU to
+    spare, and one whose slots are all taken would only see its latency, and so its rate, grow:
+    concurrency 32 on a 200 ms server went from 0.96 to 0.92 of the ideal rate with
+    placeholders, 0.91 to 0.86 with photographs, when paced regardless."""
 
     #: seconds between two updates of the pace
     period = 0.25
@@ -437,8 +437,9 @@ class _Workers:
                 break
             if job is not None:
                 job[0].cancel()
-        self._finished = False  # the sentinels of finish() may have been drained just now
-        self.finish()
+        self._finished = True
+        for _ in self._threads:  # also where finish() queued its own: the loop above drops them
+            self._jobs.put(None)
         for t in self._threads:
             t.join()
 
