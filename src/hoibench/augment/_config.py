@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from importlib import resources
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
@@ -23,6 +24,7 @@ __all__ = [
     "GeneratorConfig",
     "WatermarkConfig",
     "load_config",
+    "packaged_configs",
 ]
 
 
@@ -46,11 +48,19 @@ class ChatStageConfig:
     reply: str = "Yes"
 
 
+#: the image size of each generator kind when the config gives none
+GENERATOR_SIZES = {"sdxl_lightning": 1024, "diffusers": 1024, "tiny": 64}
+
+
 @dataclass(frozen=True)
 class GeneratorConfig:
     """Text-to-image model. ``kind``: ``"sdxl_lightning"`` (the paper's model: SDXL base with the
     SDXL-Lightning UNet, trailing Euler, no guidance), ``"diffusers"`` (any pipeline id) or
-    ``"tiny"`` (a randomly initialised tiny SDXL built from configs; tests and dry runs)."""
+    ``"tiny"`` (a randomly initialised tiny SDXL built from configs; tests and dry runs).
+
+    ``width``/``height`` left out (``None``) take the kind's size: 1024 for the real models, 64
+    for ``tiny`` (its cost grows with the square of the size: 1024×1024 runs for minutes per
+    image on a CPU, so a large tiny image must be asked for)."""
 
     kind: str = "sdxl_lightning"
     model: str = "stabilityai/stable-diffusion-xl-base-1.0"
@@ -58,10 +68,16 @@ class GeneratorConfig:
     lightning_steps: int = 4
     steps: int = 4
     guidance_scale: float = 0.0
-    width: int = 1024
-    height: int = 1024
+    width: int | None = None
+    height: int | None = None
     device: str = "auto"
     dtype: str = "float16"
+
+    def __post_init__(self) -> None:
+        size = GENERATOR_SIZES.get(self.kind, 1024)
+        for name in ("width", "height"):  # frozen: the kind's size is filled in once, here
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, size)
 
 
 @dataclass(frozen=True)
@@ -209,12 +225,31 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
     return float(value) if tp is float else value
 
 
+def packaged_configs() -> list[str]:
+    """The names of the configs shipped in the package (``augment/configs/NAME.yaml``)."""
+    folder = resources.files("hoibench.augment").joinpath("configs")
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _config_file(path: str | os.PathLike[str]) -> Path:
+    """``path`` when it is a file; else the packaged config of that name (``dry-run``)."""
+    if Path(path).is_file() or os.sep in str(path) or "/" in str(path) or Path(path).suffix:
+        return Path(path)
+    res = resources.files("hoibench.augment").joinpath("configs", f"{path}.yaml")
+    if not res.is_file():
+        raise ConfigError(f"{path}: neither a config file nor one of the packaged configs "
+                          f"{packaged_configs()}")
+    return Path(str(res))
+
+
 def load_config(path: str | os.PathLike[str] | None = None, **overrides: Any) -> AugmentConfig:
-    """Read a YAML config (``None``: all defaults) and apply keyword overrides of top-level keys."""
+    """Read a YAML config (``None``: all defaults; a bare name such as ``"dry-run"`` that is no
+    file: the packaged config of that name) and apply keyword overrides of top-level keys."""
     data: dict[str, Any] = {}
     if path is not None:
         import yaml
 
+        path = _config_file(path)
         try:
             text = Path(path).read_text("utf-8")
         except OSError as exc:
