@@ -50,6 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from hoibench.evaluation import CI_METHODS, bootstrap_ci, bootstrap_interval
+from hoibench.evaluation._bootstrap import REPLICATE_METHODS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,7 +94,7 @@ def coverage(sim: Simulation, *, reps: int, resamples: int, seed: int, confidenc
         seed_r = int(rng.integers(2**31))
         est, shared = float("nan"), None
         for m in methods:
-            if m in ("percentile", "basic") and shared is not None:
+            if m in REPLICATE_METHODS and shared is not None:
                 # the same resamples (same seed, drawn before any jackknife): only the interval differs
                 low, high = bootstrap_interval(shared.samples, shared.estimate, confidence=confidence, method=m)
                 lo, hi = float(low[0]), float(high[0])
@@ -227,7 +228,7 @@ def map_simulation(*, copies: int = 10, seed: int = 0, per_image: tuple[int, int
     from hoibench.analysis._map_bootstrap import WeightedHICOMap
     from hoibench.datasets import load_dataset
     from hoibench.evaluation import match_hico_detections
-    from tests.hico_synth import noisy_predictions
+    from hoibench.testing import noisy_predictions
 
     test = load_dataset("hico-det:test")
     pop = _tile(test, copies)
@@ -264,7 +265,8 @@ def map_simulation(*, copies: int = 10, seed: int = 0, per_image: tuple[int, int
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", choices=["macro_f1", "exact_match", "map", "map_difference"], required=True)
+    ap.add_argument("--only", choices=["macro_f1", "instance_f1", "micro_f1", "exact_match", "avg_precision",
+                                       "avg_recall", "map", "map_difference"], required=True)
     ap.add_argument("--reps", type=int, default=200, help="simulated benchmarks")
     ap.add_argument("--resamples", type=int, default=400, help="bootstrap resamples per benchmark")
     ap.add_argument("--copies", type=int, default=None, help="population = copies x the test set "

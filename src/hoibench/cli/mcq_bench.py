@@ -310,16 +310,25 @@ def _score_table(title: str, results: list[tuple[str, Any]]) -> Table:
         for _, r in results:
             cell = f"{100 * getattr(r, metric):.2f}"
             if r.ci is not None:
-                from hoibench.evaluation import interval_excludes_estimate
-
-                lo, hi = r.ci[metric]
-                cell += f" [{100 * lo:.2f}, {100 * hi:.2f}]"
-                if interval_excludes_estimate(getattr(r, metric), lo, hi):
-                    cell += " (!)"  # the interval excludes its own estimate: no answer
-                    table.caption = "(!): the interval excludes its own estimate; do not read it as one"
+                cell += " " + _spread_text(r, metric)
             cells.append(cell)
         table.add_row(metric, *cells)
+    boot = next((r for _, r in results if r.ci is not None), None)
+    if boot is not None:
+        table.caption = (f"[low, high]: {boot.confidence:.0%} CI (percentile bootstrap); ± SE: bootstrap standard "
+                         "error, where no interval passed the coverage check (docs/evaluation.md, 'Which "
+                         "interval'); compare two models with `hoibench mcq compare`")
     return table
+
+
+def _spread_text(r: Any, metric: str) -> str:
+    """A metric's CI as ``[low, high]`` where its method passed the coverage check, else its
+    bootstrap standard error as ``± x.xx SE`` (percent): never an interval it cannot stand by."""
+    se = (r.se or {}).get(metric, float("nan"))
+    if (r.ci_method or {}).get(metric, "se") == "se" or metric not in r.ci:
+        return "n/a" if se != se else f"± {100 * se:.2f} SE"
+    lo, hi = r.ci[metric]
+    return "n/a" if lo != lo else f"[{100 * lo:.2f}, {100 * hi:.2f}]"
 
 
 def read_scored_questions(questions_path: str, setting: int | None) -> list[Any]:
@@ -396,7 +405,8 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any], answers_for
 @click.option("--setting", type=click.IntRange(1, 3), default=None,
               help="Score only questions of this setting (3: the setting-2 questions).")
 @click.option("--bootstrap", "n_bootstrap", type=int, default=0, show_default=True,
-              help="Bootstrap resamples for 95% confidence intervals (e.g. 1000).")
+              help="Bootstrap resamples (e.g. 1000): 95% CIs where one passed the coverage check, else "
+                   "the bootstrap SE (macro-F1).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option("--bootstrap-unit", type=click.Choice(["auto", "question", "image"]), default="auto",
               show_default=True, help="What the bootstrap resamples; auto: images (their questions move "
@@ -445,8 +455,7 @@ def score(questions_path: str, answers_paths: tuple[str, ...], answers_format: s
     if json_out != "-":
         console.print(_score_table(f"hoibench mcq score ({protocol}): {len(qs_list)} questions", results))
         if main.ci is not None:
-            console.print(f"{main.confidence:.0%} intervals: {main.n_bootstrap} bootstrap resamples of the "
-                          f"{main.bootstrap_unit}s (seed {seed})")
+            console.print(f"bootstrap: {main.n_bootstrap} resamples of the {main.bootstrap_unit}s (seed {seed})")
         if extra:
             import numpy as np
 

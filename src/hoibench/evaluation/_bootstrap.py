@@ -10,9 +10,10 @@ per-item counts (F1 variants, precision, recall, accuracy, mAP-style ratios) fit
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
+from types import MappingProxyType
 
 import numpy as np
 
@@ -21,13 +22,17 @@ from hoibench._random import check_random_state
 
 __all__ = [
     "CI_METHODS",
+    "CI_METHOD_OF",
     "MAP_CI_METHOD",
     "MCQ_CI_METHOD",
+    "SE_METHOD",
     "BootstrapResult",
     "bootstrap_ci",
     "bootstrap_interval",
+    "bootstrap_se",
     "bootstrap_weights",
     "interval_excludes_estimate",
+    "reportable_interval",
 ]
 
 
@@ -46,17 +51,46 @@ def bootstrap_weights(n_items: int, n_resamples: int, random_state: int | np.ran
 #: and accelerated) and ``studentized`` (bootstrap-t) also re-evaluate the statistic on grouped
 #: jackknife deletions (:data:`JACKKNIFE_GROUPS` groups of units). Their measured coverage is in
 #: docs/evaluation.md ("Which interval: measured coverage"; scripts/bootstrap_coverage.py).
-CI_METHODS = ("percentile", "basic", "bca", "studentized")
-#: the interval of the multiple-choice metrics: the best coverage of macro-F1 on benchmarks of
-#: the real size averaged over three planted answerers (28% at a nominal 95%, studentized 19%,
-#: basic 6%, BCa 2%; macro-F1 of 1,056 questions is biased by 2.6-4.9 standard errors, which no
-#: bootstrap interval corrects) and the best coverage of a same-size replication (60-87%)
+CI_METHODS = ("percentile", "basic", "normal", "bca", "studentized")
+#: the methods computed from the replicates alone (:func:`bootstrap_interval`)
+REPLICATE_METHODS = ("percentile", "basic", "normal")
+#: printed instead of an interval where no method passed the coverage check: the bootstrap
+#: standard error (``±x.xx (bootstrap SE)``), and recorded as the method in result files
+SE_METHOD = "se"
+#: what each statistic gets as its "95% CI": a method whose simulated coverage passed the check
+#: of scripts/bootstrap_coverage.py (at least the nominal level minus two Monte-Carlo standard
+#: errors; docs/evaluation.md, "Which interval"), or :data:`SE_METHOD` where none did. Macro-F1
+#: and one model's mAP are biased by several standard errors at the benchmarks' sizes, which no
+#: bootstrap interval corrects (best coverage 17-85% and 0-7%); the means over questions and the
+#: paired mAP difference pass (92-94.5%; 90.7% over 150 benchmarks).
+CI_METHOD_OF: Mapping[str, str] = MappingProxyType({
+    "macro_f1": SE_METHOD, "instance_f1": "percentile", "micro_f1": "percentile",
+    "exact_match": "percentile", "avg_precision": "percentile", "avg_recall": "percentile",
+    "map": SE_METHOD, "map_difference": "basic",
+})
+#: the interval method of the multiple-choice bootstrap (metrics and ``mcq compare``'s differences)
 MCQ_CI_METHOD = "percentile"
-#: the interval of HICO-DET mAP (``eval hico --bootstrap``, ``analyze compare``): the best
-#: measured coverage of Full mAP and of paired mAP differences among the intervals computed
-#: from the replicates alone (docs/evaluation.md)
-MAP_CI_METHOD = "basic"
+#: the interval of paired mAP differences (``analyze compare``); one model's mAP gets its SE
+MAP_CI_METHOD = CI_METHOD_OF["map_difference"]
 JACKKNIFE_GROUPS = 20
+
+
+def bootstrap_se(samples: np.ndarray) -> np.ndarray:
+    """Standard deviation of the replicates along axis 0 (NaN-aware; NaN with under two values):
+    the bootstrap standard error, what is printed where no interval passed the coverage check."""
+    x = np.asarray(samples, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanstd(x, axis=0, ddof=1)
+
+
+def reportable_interval(estimate: float, low: float, high: float, method: str) -> tuple[str, float, float]:
+    """``(method, low, high)`` when the interval may be printed as a confidence interval, else
+    ``(SE_METHOD, nan, nan)``: a method that did not pass the coverage check (:data:`SE_METHOD`),
+    a NaN end, or an interval that excludes its own estimate is no confidence interval."""
+    if method == SE_METHOD or low != low or high != high or interval_excludes_estimate(estimate, low, high):
+        return SE_METHOD, float("nan"), float("nan")
+    return method, float(low), float(high)
 
 
 def interval_excludes_estimate(estimate: float | None, low: float | None, high: float | None, *,
@@ -152,13 +186,17 @@ def bootstrap_interval(samples: np.ndarray, estimate: np.ndarray | float, *, con
     """
     if method not in CI_METHODS:
         raise ConfigError(f"CI method must be one of {list(CI_METHODS)}; got {method!r}")
-    if method not in ("percentile", "basic"):
+    if method not in REPLICATE_METHODS:
         raise ConfigError(f"CI method {method!r} re-evaluates the statistic (bootstrap_ci(method="
-                          f"{method!r})); from the replicates alone: percentile or basic")
+                          f"{method!r})); from the replicates alone: {', '.join(REPLICATE_METHODS)}")
     if not 0.0 < confidence < 1.0:
         raise ConfigError(f"confidence must be in (0, 1); got {confidence!r}")
     x = np.asarray(samples, dtype=np.float64)
     a = (1.0 - confidence) / 2.0
+    if method == "normal":  # symmetric about the estimate: it contains it by construction
+        est = np.asarray(estimate, dtype=np.float64)
+        half = NormalDist().inv_cdf(1.0 - a) * bootstrap_se(x)
+        return est - half, est + half
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN
         lo, hi = np.nanquantile(x, [a, 1.0 - a], axis=0)
@@ -244,7 +282,7 @@ def bootstrap_ci(
                 t_chunks.append(np.where(se_b > 0, (vals - point) / se_b, np.nan))
         done += b
     samples = np.concatenate(chunks, axis=0)
-    if method in ("percentile", "basic"):
+    if method in REPLICATE_METHODS:
         low, high = bootstrap_interval(samples, point, confidence=confidence, method=method)
     else:
         jack = _jackknife_values(statistic, np.ones((1, n_items)), n_groups, rng)[0]  # (G, k)

@@ -64,7 +64,13 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError, ValidationError
 from hoibench.data import MCAnswer, MCQuestion, reference_class_key, reference_class_keys
-from hoibench.evaluation._bootstrap import MCQ_CI_METHOD, bootstrap_ci
+from hoibench.evaluation._bootstrap import (
+    CI_METHOD_OF,
+    MCQ_CI_METHOD,
+    bootstrap_ci,
+    bootstrap_se,
+    reportable_interval,
+)
 from hoibench.evaluation._fields import Fields, json_float, result_header
 from hoibench.evaluation._metric import Metric
 from hoibench.vocab import hico_det
@@ -121,11 +127,15 @@ class MCQResult:
     confidence: float | None = None
     n_bootstrap: int = 0
     bootstrap_unit: str | None = None
+    #: bootstrap standard error of every metric, and per metric what its interval is: the CI
+    #: method, or ``"se"`` where no method passed the coverage check (then ``ci`` lacks the metric)
+    se: Mapping[str, float] | None = None
+    ci_method: Mapping[str, str] | None = None
 
     kind: ClassVar[str] = "mcq_metrics"
     json_keys: ClassVar[frozenset[str]] = frozenset({
         *MCQ_METRIC_NAMES, "protocol", "zero_division", *_COUNTS, "missing_ids", "ci", "confidence",
-        "n_bootstrap", "bootstrap_unit", "per_class"})
+        "n_bootstrap", "bootstrap_unit", "per_class", "se", "ci_method"})
 
     def metrics(self) -> dict[str, float]:
         """The six headline numbers under their JSON keys."""
@@ -146,6 +156,10 @@ class MCQResult:
             out["n_bootstrap"] = self.n_bootstrap
             if self.bootstrap_unit is not None:
                 out["bootstrap_unit"] = self.bootstrap_unit
+            if self.se is not None:
+                out["se"] = {k: json_float(v) for k, v in self.se.items()}
+            if self.ci_method is not None:
+                out["ci_method"] = dict(self.ci_method)
         if self.per_class:
             out["per_class"] = {k: {c: json_float(v) for c, v in row.items()} for k, row in self.per_class.items()}
         return out
@@ -173,6 +187,9 @@ class MCQResult:
                     if iv[0] < 0.0 or iv[1] > 1.0:
                         raise ci_f.error(k, f"expected fractions in [0, 1], got {list(iv)}")
                     ci[k] = iv
+        se = f.number_map("se", null=True, default=None, **frac) if f.has("se") else None
+        methods = f.optional_sub("ci_method")
+        ci_method = None if methods is None else {k: methods.string(k) for k in methods.d}
         per_class: dict[str, dict[str, float]] = {}
         pc = f.optional_sub("per_class")
         if pc is not None:
@@ -192,7 +209,8 @@ class MCQResult:
             **{k: f.integer(k, default=None, lo=0) for k in _COUNTS},
             missing_ids=f.strings("missing_ids", default=()), per_class=per_class, ci=ci,
             confidence=f.number("confidence", default=None, lo=0.0, hi=1.0, unit="a fraction"),
-            n_bootstrap=f.integer("n_bootstrap", default=0, lo=0), bootstrap_unit=unit)
+            n_bootstrap=f.integer("n_bootstrap", default=0, lo=0), bootstrap_unit=unit, se=se,
+            ci_method=ci_method)
 
 
 def position_sensitivity(results: Sequence[MCQResult]) -> dict[str, float]:
@@ -551,7 +569,7 @@ class MCQMetrics(Metric[MCQResult]):
             raise ValidationError("MCQMetrics.compute(): the updates held no questions; there is nothing to score")
         arr = self._arrays()
         point = arr.metrics(np.ones((1, len(self._ids))))[0]
-        ci = unit = None
+        ci = unit = se = methods = None
         if self.n_bootstrap:
             unit, n_units, statistic = _resampling(self._rows.image, self.bootstrap_unit, arr.metrics)
             boot = bootstrap_ci(statistic, n_units, n_resamples=self.n_bootstrap,
@@ -559,7 +577,15 @@ class MCQMetrics(Metric[MCQResult]):
                                 method=MCQ_CI_METHOD)
             # the metrics are fractions: a studentized interval can reach past 0 or 1, clipped
             lo, hi = np.clip(boot.low, 0.0, 1.0), np.clip(boot.high, 0.0, 1.0)
-            ci = {name: (float(lo[k]), float(hi[k])) for k, name in enumerate(MCQ_METRIC_NAMES)}
+            spread = bootstrap_se(boot.samples)
+            ci, se, methods = {}, {}, {}
+            for k, name in enumerate(MCQ_METRIC_NAMES):
+                # a confidence interval only where its method passed the coverage check and it
+                # holds its own estimate; else the standard error alone (macro-F1: always)
+                how, low, high = reportable_interval(point[k], lo[k], hi[k], CI_METHOD_OF[name])
+                methods[name], se[name] = how, float(spread[k])
+                if how != "se" or point[k] != point[k]:
+                    ci[name] = (low, high)
         c_tp = np.asarray(arr.m_tp.sum(axis=0)).ravel()
         c_pred = np.asarray(arr.m_pred.sum(axis=0)).ravel()
         c_gt = np.asarray(arr.m_gt.sum(axis=0)).ravel()
@@ -576,7 +602,8 @@ class MCQMetrics(Metric[MCQResult]):
             n_out_of_choice=self._out_of_choice, n_unknown_answers=len(self._answer_ids - set(self._ids)),
             missing_ids=tuple(self._missing), per_class=per_class, ci=ci,
             confidence=self.confidence if ci is not None else None,
-            n_bootstrap=self.n_bootstrap if ci is not None else 0, bootstrap_unit=unit,
+            n_bootstrap=self.n_bootstrap if ci is not None else 0, bootstrap_unit=unit, se=se,
+            ci_method=methods,
         )
 
 
