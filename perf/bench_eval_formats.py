@@ -34,7 +34,7 @@ from _timing import Timer  # noqa: E402  (perf/_timing.py)
 from hoibench.data import HOIPredictions  # noqa: E402
 from hoibench.datasets import load_dataset  # noqa: E402
 from hoibench.formats import load_predictions, write_matlab_detections, write_predictions  # noqa: E402
-from tests.hico_synth import noisy_predictions  # noqa: E402
+from hoibench.testing import noisy_predictions  # noqa: E402
 
 
 def _f32(x: float) -> str:

@@ -38,8 +38,7 @@ from _timing import Timer  # noqa: E402  (perf/_timing.py)
 from hoibench.datasets import load_dataset  # noqa: E402
 from hoibench.evaluation import hico_mean_ap  # noqa: E402
 from hoibench.formats import read_dataset, read_predictions, write_predictions  # noqa: E402
-from hoibench.testing import hico_average_precision_loop  # noqa: E402
-from tests.hico_synth import noisy_predictions  # noqa: E402
+from hoibench.testing import hico_average_precision_loop, noisy_predictions  # noqa: E402
 
 
 def baseline_read(path: Path) -> int:

@@ -40,7 +40,7 @@ from hoibench._random import check_random_state  # noqa: E402
 from hoibench.analysis import WeightedHICOMap, compare_hico_models, hico_map_bootstrap  # noqa: E402
 from hoibench.datasets import load_dataset  # noqa: E402
 from hoibench.evaluation import bootstrap_weights, hico_mean_ap, match_hico_detections  # noqa: E402
-from tests.hico_synth import noisy_predictions  # noqa: E402
+from hoibench.testing import noisy_predictions  # noqa: E402
 from tests.test_map_bootstrap import physical_resample  # noqa: E402
 
 

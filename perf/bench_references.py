@@ -53,7 +53,7 @@ from _timing import compile_package  # noqa: E402  (perf/_timing.py)
 from hoibench.data import HOIPredictions  # noqa: E402
 from hoibench.datasets import load_dataset  # noqa: E402
 from hoibench.formats import write_predictions  # noqa: E402
-from tests.hico_synth import noisy_predictions  # noqa: E402
+from hoibench.testing import noisy_predictions  # noqa: E402
 
 QPIC_DRIVER = textwrap.dedent('''
     import json, sys, types

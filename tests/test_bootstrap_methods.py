@@ -22,7 +22,7 @@ from hoibench.evaluation import (
     interval_excludes_estimate,
     match_hico_detections,
 )
-from tests.hico_synth import noisy_predictions
+from hoibench.testing import noisy_predictions
 from tests.test_map_bootstrap import synthetic_ground_truth
 
 X = np.random.default_rng(0).exponential(size=300)

@@ -22,7 +22,7 @@ from hoibench.datasets import load_dataset
 from hoibench.formats import _scan as S
 from hoibench.formats import load_predictions, write_predictions
 from hoibench.formats._scan import NUM, NUMS, OBJECT, RECORDS, ROWS, ROWS3, STR, STRS, field
-from tests.hico_synth import noisy_predictions
+from hoibench.testing import noisy_predictions
 from tests.test_native_predictions import (
     REPR_VARIANTS,
     _embedded_gts,

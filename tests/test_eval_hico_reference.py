@@ -25,9 +25,8 @@ import pytest
 
 from hoibench.evaluation import hico_mean_ap
 from hoibench.formats import read_dataset
-from hoibench.testing import hico_average_precision_loop
+from hoibench.testing import hico_average_precision_loop, noisy_predictions
 from tests.conftest import shared_file
-from tests.hico_synth import noisy_predictions
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hico_reference_ap_seed0.json"
 PROTOCOLS = ("official", "qpic", "pocket")

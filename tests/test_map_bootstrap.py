@@ -27,9 +27,9 @@ from hoibench.reports import (
     rank_distribution_figure,
     rank_distribution_table,
 )
+from hoibench.testing import noisy_predictions
 from hoibench.vocab import hico_det
 from tests.conftest import shared_file
-from tests.hico_synth import noisy_predictions
 
 V = hico_det()
 PROTOCOLS = ("official", "qpic", "pocket", "cdn")

@@ -27,8 +27,8 @@ from hoibench.formats import (
     write_predictions,
 )
 from hoibench.formats._literal import parse_numpy_repr
+from hoibench.testing import noisy_predictions
 from tests.conftest import one_line_error
-from tests.hico_synth import noisy_predictions
 
 MAX_HOIS = 100  # CDN / GEN-VLKT HICOEvaluator max_hois
 

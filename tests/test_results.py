@@ -44,7 +44,7 @@ from hoibench.results import (
     write_record,
     write_result,
 )
-from tests.hico_synth import noisy_predictions
+from hoibench.testing import noisy_predictions
 from tests.test_eval_vcoco import CUP, P0, P1, dets_of, gt_of
 
 OLD = Path(__file__).resolve().parent / "fixtures" / "results_v0"

@@ -30,7 +30,7 @@ from hoibench.formats import (
     write_predictions,
     write_vcoco_detections,
 )
-from tests.hico_synth import noisy_predictions
+from hoibench.testing import noisy_predictions
 from tests.test_eval_vcoco_oracle import make_synthetic
 from tests.test_native_predictions import _embedded_gts, cdn_results_json
 

@@ -16,7 +16,7 @@ from hoibench.datasets import load_dataset  # noqa: E402
 from hoibench.evaluation import hico_mean_ap  # noqa: E402
 from hoibench.formats import predictions_from_qpic  # noqa: E402
 from hoibench.integrations.torchmetrics import HICOMeanAveragePrecision  # noqa: E402
-from tests.hico_synth import noisy_predictions  # noqa: E402
+from hoibench.testing import noisy_predictions  # noqa: E402
 from tests.test_native_predictions import qpic_outputs  # noqa: E402
 
 BATCH = 4

@@ -1,5 +1,6 @@
-"""Realistic noisy HICO-DET detections generated from real ground truth (seeded), shared by the
-evaluator tests and ``perf/bench_eval_hico.py``.
+"""A seeded stand-in for a HOI detector: realistic noisy detections made from ground truth, for a
+dry run of ``eval hico``, a training loop's metric or a bootstrap without a model or weights (and
+the evaluator's tests and benchmarks).
 
 Per image: jittered copies of the ground-truth pairs (small, medium and large jitter), badly
 placed boxes, wrong verbs and wrong objects, duplicates with slightly lower scores, a few
@@ -13,6 +14,8 @@ import numpy as np
 
 from hoibench.data import HOIDataset, HOIPredictions
 
+__all__ = ["noisy_predictions"]
+
 
 def _jitter(rng: np.random.Generator, boxes: np.ndarray, scale: np.ndarray) -> np.ndarray:
     wh = np.stack([boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]], 1)
@@ -23,6 +26,20 @@ def _jitter(rng: np.random.Generator, boxes: np.ndarray, scale: np.ndarray) -> n
 
 def noisy_predictions(gt: HOIDataset, *, seed: int = 0, per_image: tuple[int, int] = (100, 130),
                       images: np.ndarray | None = None) -> HOIPredictions:
+    """Detections of a middling detector on the images of ``gt`` (all, or the indices ``images``).
+
+    Every ground-truth pair is detected 1-3 times (the copies jittered by 2%, 8%, 20% or 50% of
+    the box size; 15% with the verb redrawn among the object's verbs, 5% with a random HOI class,
+    3% with a verb-object pair that is no HOI class), and background detections fill each image up to a
+    count drawn from ``per_image`` (inclusive). The same ``seed`` gives the same predictions;
+    the images come in another order than the ground truth's, as a model's file would.
+
+    What it scores: well above chance and well below a perfect detector. On HICO-DET's test set
+    (``load_dataset("hico-det:test")``, default arguments, ``hico_mean_ap``) the full mAP is
+    26.61 for seed 0 and 25.03 for seed 1; on small synthetic sets the mean AP over the classes
+    that have ground truth (``protocol="qpic"``) lies between 30 and 70
+    (``tests/test_testing_helpers.py``).
+    """
     rng = np.random.default_rng(seed)
     vocab = gt.vocab
     hv = vocab.hoi_verb_object
