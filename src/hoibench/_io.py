@@ -54,6 +54,7 @@ __all__ = [
     "dumps_json",
     "ensure_dir",
     "exclusive_lock",
+    "file_id",
     "file_sha256",
     "owned_folder",
     "parse_json",
@@ -193,6 +194,12 @@ def file_sha256(path: PathLike) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def file_id(path: PathLike) -> str:
+    """``name:sha256:<16 hex>``: how a run's header names an input file, so that a later command
+    can tell whether it was given the same file (the name may change, the content may not)."""
+    return f"{Path(path).name}:sha256:{file_sha256(path)[:16]}"
 
 
 def read_json(path: PathLike) -> Any:

@@ -18,8 +18,8 @@ from hoibench.cli._common import (
     reject_unused_options,
 )
 
-__all__ = ["ANSWER_FORMATS", "build", "from_detections", "read_any_answers", "read_scored_questions", "score",
-           "stats"]
+__all__ = ["ANSWER_FORMATS", "build", "count_unanswered_option", "from_detections", "read_any_answers",
+           "read_scored_questions", "score", "scored_answers", "stats"]
 
 
 def _dataset_for(dataset: str, split: str) -> Any:
@@ -332,20 +332,55 @@ def _spread_text(r: Any, metric: str) -> str:
 
 
 def read_scored_questions(questions_path: str, setting: int | None) -> list[Any]:
-    """The questions ``mcq score`` and ``mcq compare`` score: all, or one setting's (3: the
-    setting-2 person-box questions, as ``mcq run --setting 3`` asks them)."""
+    """All questions of a file, or one setting's (3: the setting-2 person-box questions, as
+    ``mcq run --setting 3`` asks them); for commands without answers (``mcq export``)."""
     from hoibench._exceptions import ConfigError
     from hoibench.formats import read_questions
+    from hoibench.runners.mcq import select_questions
 
-    qs = read_questions(questions_path)
-    if setting is not None:
-        want = 2 if setting == 3 else setting
-        qs_list = [q for q in qs if q.setting in (want, setting)]
-    else:
-        qs_list = list(qs)
+    qs_list = select_questions(read_questions(questions_path), setting=setting)
     if not qs_list:
         raise ConfigError(f"{questions_path}: no questions of setting {setting}")
     return qs_list
+
+
+#: the option every command that scores answers has: unanswered questions of a file that does
+#: not record what it was asked are left out unless asked for
+count_unanswered_option = click.option(
+    "--count-unanswered", is_flag=True,
+    help="Answers files that do not record the questions they were asked (other tools, hand-made): "
+         "score every question of --questions (of --setting), an unanswered one as a miss, instead of "
+         "the answered ones only. Files of `mcq run` score the questions they were asked either way.")
+
+
+def scored_answers(questions_path: str, answers_paths: tuple[str, ...], setting: int | None,
+                   answers_format: str = "auto", count_unanswered: bool = False) -> tuple[Any, Any]:
+    """``(answers, scope)`` of ``mcq score|analyze|compare``: the answers of one run (one file per
+    choice order) and the questions they were asked (:func:`hoibench.runners.mcq.answer_scope`),
+    its notes printed; another question file, or no answer for any of them, is refused."""
+    from hoibench.cli._common import require_matching_answers
+    from hoibench.formats import read_questions
+    from hoibench.runners.mcq import answer_scope
+
+    qs_all = list(read_questions(questions_path))
+    answers, sets = _read_answer_files(answers_paths, qs_all, answers_format)
+    scope = answer_scope(qs_all, [(p, a.header, a) for p, a in zip(answers_paths, sets)],
+                         questions_path=questions_path, setting=setting, count_unanswered=count_unanswered)
+    require_matching_answers(answers, scope.questions, ", ".join(answers_paths), questions_path,
+                             f" ({scope.label})")
+    for note in scope.notes:
+        err_console.print(note, soft_wrap=True, highlight=False, markup=False)
+    in_file = {q.id for q in qs_all}
+    outside = {a.question_id for a in answers} & in_file - scope.ids()
+    if outside:
+        err_console.print(f"note: {len(outside)} answered questions of {questions_path} are outside the "
+                          f"{len(scope.questions)} scored ({scope.label}) and left out",
+                          soft_wrap=True, highlight=False, markup=False)
+    unknown = {a.question_id for a in answers} - in_file
+    if unknown:
+        err_console.print(f"note: {len(unknown)} answers are for questions not in {questions_path}",
+                          soft_wrap=True, highlight=False, markup=False)
+    return answers, scope
 
 
 #: answer file formats `mcq score` and `mcq compare` read; auto: VLMEvalKit for .xlsx/.tsv
@@ -365,16 +400,17 @@ def read_any_answers(path: str, questions: list[Any], answers_format: str = "aut
 
 
 def _read_answer_files(paths: tuple[str, ...], questions: list[Any], answers_format: str = "auto") -> Any:
-    """One answer set from several files (each holding its own choice orders); the same question
-    answered under the same order in two files is an error, not a silent choice."""
+    """One answer set from several files (each holding its own choice orders), and each file's;
+    the same question answered under the same order in two files is an error, not a silent choice."""
     from dataclasses import replace
 
     from hoibench._exceptions import ConfigError
     from hoibench.formats.questions import answer_permutation
 
     sets = [read_any_answers(p, questions, answers_format) for p in paths]
+    files = list(sets)
     if len(sets) == 1:
-        return sets[0]
+        return sets[0], files
     # a runner's file names its order in the header only: carry it onto each answer
     sets = [replace(s, answers=tuple(
         a if "permutation" in a.meta else
@@ -389,7 +425,7 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any], answers_for
                                   f"{seen[key]}; give each choice order (mcq run --permutation) once")
             seen[key] = path
     return replace(sets[0], answers=tuple(a for s in sets for a in s),
-                   n_replaced=sum(s.n_replaced for s in sets), n_truncated=sum(s.n_truncated for s in sets))
+                   n_replaced=sum(s.n_replaced for s in sets), n_truncated=sum(s.n_truncated for s in sets)), files
 
 
 @click.command("score")
@@ -403,7 +439,9 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any], answers_for
 @click.option("--protocol", type=click.Choice(["paper", "crosshoi"]), default="paper", show_default=True,
               help="paper: equations 1-4; crosshoi: the released evaluation script's counting.")
 @click.option("--setting", type=click.IntRange(1, 3), default=None,
-              help="Score only questions of this setting (3: the setting-2 questions).")
+              help="Score only questions of this setting (3: the setting-2 questions) [default: the "
+                   "setting the answers file records it was asked, else every setting].")
+@count_unanswered_option
 @click.option("--bootstrap", "n_bootstrap", type=int, default=0, show_default=True,
               help="Bootstrap resamples (e.g. 1000): 95% CIs where one passed the coverage check, else "
                    "the bootstrap SE (macro-F1).")
@@ -416,15 +454,17 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any], answers_for
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, is_flag=False, flag_value="-", metavar="PATH|-",
               help="Write the metrics as one JSON object to this file; '-' prints it instead of the table.")
 @click.option("--per-class", is_flag=True, help="Add per-class tp/pred/gt/F1 to the JSON output.")
-@click.option("--model", default="", help="Model name recorded in --json output.")
+@click.option("--model", default="",
+              help="Model name recorded in --json output [default: the answers file's model, else its name].")
 @click.option("--benchmark", default="",
-              help="Benchmark name recorded in --json output [default: the questions file name].")
+              help="Benchmark name recorded in --json output [default: the questions file name; the "
+                   "setting is recorded beside it].")
 def score(questions_path: str, answers_paths: tuple[str, ...], answers_format: str, protocol: str,
-          setting: int | None, n_bootstrap: int,
+          setting: int | None, count_unanswered: bool, n_bootstrap: int,
           seed: int, bootstrap_unit: str, zero_division: float, json_out: str | None, per_class: bool, model: str,
           benchmark: str) -> None:
     """Score answers (JSONL: selected choice texts or letters) against questions."""
-    from hoibench.cli._common import reject_unused_options, require_matching_answers
+    from hoibench.cli._common import reject_unused_options
     from hoibench.evaluation import all_orders_exact_match, mcq_metrics
     from hoibench.results import mcq_record, write_record
 
@@ -435,11 +475,9 @@ def score(questions_path: str, answers_paths: tuple[str, ...], answers_format: s
     if protocol != "paper":
         reject_unused_options(click.get_current_context(), f"with --protocol {protocol}", "zero_division")
 
-    qs_list = read_scored_questions(questions_path, setting)
-    answers = _read_answer_files(answers_paths, qs_list, answers_format)
+    answers, scope = scored_answers(questions_path, answers_paths, setting, answers_format, count_unanswered)
+    qs_list = list(scope.questions)
     answers_path = ", ".join(answers_paths)
-    require_matching_answers(answers, qs_list, answers_path, questions_path,
-                             f" (setting {setting})" if setting is not None else "")
     perms = answers.permutations() or [0]  # a header-only file: every question unanswered
     results = []
     for k in perms:
@@ -453,7 +491,8 @@ def score(questions_path: str, answers_paths: tuple[str, ...], answers_format: s
             [answers.for_permutation(k) for k in perms], qs_list, protocol=protocol, zero_division=zero_division),
             "n_orders": len(perms)}
     if json_out != "-":
-        console.print(_score_table(f"hoibench mcq score ({protocol}): {len(qs_list)} questions", results))
+        console.print(_score_table(f"hoibench mcq score ({protocol}): {len(qs_list)} questions, {scope.label}",
+                                   results))
         if main.ci is not None:
             console.print(f"bootstrap: {main.n_bootstrap} resamples of the {main.bootstrap_unit}s (seed {seed})")
         if extra:
@@ -477,14 +516,15 @@ def score(questions_path: str, answers_paths: tuple[str, ...], answers_format: s
         how = ("counts every pick, as the released script does" if protocol == "crosshoi"
                else "counts each text once (sets); --protocol crosshoi counts every pick")
         err_console.print(f"note: {n_repeats} answers pick a text more than once; {protocol} {how}")
-    if main.n_unknown_answers:
-        err_console.print(f"note: {main.n_unknown_answers} answers are for questions not in {questions_path}")
     if answers.n_truncated:
         err_console.print(f"note: {answers.n_truncated} truncated answer line ignored")
     if json_out is not None:
-        record = mcq_record(results, model=model, benchmark=benchmark or Path(questions_path).name,
+        from hoibench.results import file_stem
+
+        record = mcq_record(results, model=model or scope.model or file_stem(answers_paths[0]),
+                            benchmark=benchmark or Path(questions_path).name,
                             per_class=per_class, questions_file=str(questions_path), answers_file=str(answers_path),
-                            **extra)
+                            **scope.provenance(), **extra)
         if json_out == "-":
             echo_json(record.to_json())
         else:
@@ -511,9 +551,12 @@ def from_detections(questions_path: str, predictions_path: str, setting: int | N
     qs = list(read_questions(questions_path, setting=setting))
     preds = read_predictions(predictions_path)
     answers = answers_from_detections(qs, preds, top_k=top_k, iou_threshold=iou_threshold, strict=strict_iou)
+    from hoibench._io import file_id
+
+    # every question of the file is answered (setting: null), in the setting --setting gives them
     header = {"kind": "mcq_answers", "source": "detections", "predictions": str(predictions_path),
-              "questions": str(questions_path), "top_k": top_k, "iou_threshold": iou_threshold,
-              "strict_iou": strict_iou, "setting": setting}
+              "questions": file_id(questions_path), "top_k": top_k, "iou_threshold": iou_threshold,
+              "strict_iou": strict_iou, "setting": None, "setting_override": setting}
     write_answers(out_path, answers, header=header)
     n_nomatch = sum(a.status == "no_person_match" for a in answers)
     n_empty = sum(not a.selected for a in answers)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,9 @@ __all__ = ["analyze", "run"]
 
 
 def _file_id(path: str) -> str:
-    data = Path(path).read_bytes()
-    return f"{Path(path).name}:sha256:{hashlib.sha256(data).hexdigest()[:16]}"
+    from hoibench._io import file_id
+
+    return file_id(path)
 
 
 @click.command()
@@ -127,7 +127,7 @@ def run(questions_path: str, images: str, follow_symlinks: bool, model: str, bac
         load_detections,
         parse_shard,
         resolve_box_convention,
-        shard_questions,
+        select_questions,
     )
 
     if limit is not None and limit < 0:
@@ -135,20 +135,19 @@ def run(questions_path: str, images: str, follow_symlinks: bool, model: str, bac
     s = int(setting) if setting is not None else None
     if detections is not None and s not in (None, 3):
         raise ConfigError("--detections is only used with --setting 3")
-    qlist = list(read_questions(questions_path))
-    if s is not None:
-        # like `mcq score --setting`: setting 3 asks the setting-2 (person-box) questions
+    # the header records setting, shard and limit: `mcq score|analyze|compare` score these questions
+    qlist = select_questions(read_questions(questions_path), setting=s)
+    if s is not None and not qlist:
         want = (2, 3) if s == 3 else (s,)
-        qlist = [q if q.setting == s else q.with_setting(s) for q in qlist if q.setting in want]
-        if not qlist:
-            raise ConfigError(f"{questions_path}: no questions of setting {' or '.join(map(str, want))}")
-    shard_header: dict[str, str] = {}
+        raise ConfigError(f"{questions_path}: no questions of setting {' or '.join(map(str, want))}")
+    scope_header: dict[str, Any] = {}
     if shard is not None:
         index, count = parse_shard(shard)
-        qlist = shard_questions(qlist, index, count)
-        shard_header = {"shard": f"{index}/{count}"}
+        scope_header = {"shard": f"{index}/{count}"}
+        qlist = select_questions(qlist, shard=scope_header["shard"])
     if limit is not None:
         qlist = qlist[:limit]
+        scope_header["limit"] = limit
     if template == "crosshoi" and any(q.label_space == "swig-hoi" for q in qlist):
         err_console.print("note: SWiG-HOI questions ask about human-human interactions; the released "
                           "code words them differently: --template crosshoi-swig")
@@ -192,7 +191,7 @@ def run(questions_path: str, images: str, follow_symlinks: bool, model: str, bac
                 strict_detection_parser=strict_detection_parser, box_shift=box_shift,
                 min_pixels=px_min, max_pixels=px_max, progress=not no_progress, frames=frames,
                 image_workers=image_workers,
-                extra_header={"questions": _file_id(questions_path), **shard_header})
+                extra_header={"questions": _file_id(questions_path), **scope_header})
             summaries.append(runner.run(qlist, order_out, overwrite=overwrite, questions_file=questions_path))
     finally:
         cached.cache.close()

@@ -116,6 +116,8 @@ class ChatTask(abc.ABC, Generic[T, R]):
     rate_unit: str = "items/s"
     #: a sentence added to the resume error when this header key differs (what the user can do)
     header_notes: ClassVar[Mapping[str, str]] = {}
+    #: header keys a resumed run may change (they describe the latest run, not the records)
+    resume_free_keys: ClassVar[frozenset[str]] = frozenset()
 
     @abc.abstractmethod
     def item_id(self, item: T) -> str:
@@ -249,7 +251,8 @@ def _resume(task: ChatTask[T, R], store: RecordStore[R], header: Mapping[str, An
     if not old_header:
         raise ConfigError(f"{path}: exists and has no {store.noun} header; choose another --out")
     diff = sorted(k for k in set(old_header) | set(header)
-                  if k not in _UNCHECKED_HEADER_KEYS and old_header.get(k) != header.get(k))
+                  if k not in _UNCHECKED_HEADER_KEYS | task.resume_free_keys
+                  and old_header.get(k) != header.get(k))
     if diff:
         k = diff[0]
         note = task.header_notes.get(k)

@@ -36,6 +36,7 @@ from hoibench.runners.mcq._prompts import (
     render_question,
 )
 from hoibench.runners.mcq._run import FrameCache, MCQRunner, RunSummary
+from hoibench.runners.mcq._scope import AnswerScope, answer_scope, scope_label, select_questions
 from hoibench.runners.mcq._shard import merge_answers, parse_shard, shard_questions
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "QWEN_MAX_PIXELS",
     "QWEN_MIN_PIXELS",
     "SINGLE_TURN_CONVENTIONS",
+    "AnswerScope",
     "DetectionParse",
     "FrameCache",
     "FrameStore",
@@ -56,6 +58,7 @@ __all__ = [
     "RenderedQuestion",
     "RunSummary",
     "answer_from_reply",
+    "answer_scope",
     "check_single_turn",
     "encode_png",
     "frame_png",
@@ -71,6 +74,8 @@ __all__ = [
     "prepare_question",
     "render_question",
     "resolve_box_convention",
+    "scope_label",
+    "select_questions",
     "shard_questions",
     "smart_resize",
 ]

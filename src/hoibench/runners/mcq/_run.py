@@ -265,6 +265,8 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
         "images": "the response cache is keyed by image content, not path: after moving the folder, "
                   "--overwrite answers unchanged images from the cache without new requests",
     }
+    #: ``limit`` says how far the latest run went; the answers of an earlier, longer run stay valid
+    resume_free_keys: ClassVar[frozenset[str]] = frozenset({"limit"})
 
     # ------------------------------------------------------------------ header
     def header(self) -> dict[str, Any]:
