@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from hoibench.cli._common import console, emit_json, err_console, json_option
+from hoibench.cli.mcq_bench import count_unanswered_option
 from hoibench.models._openai import ROUTINGS
 from hoibench.runners.mcq._run import IMAGE_WORKERS
 
@@ -273,26 +274,30 @@ def _print_summary(summary: Any, model: str, backend: str) -> None:
 @click.option("--bins", type=int, default=10, show_default=True, help="Frequency bins, head to tail.")
 @click.option("--iou-threshold", type=float, default=0.5, show_default=True,
               help="Overlap above which an annotated person is the target itself.")
+@click.option("--setting", type=click.IntRange(1, 3), default=None,
+              help="Analyse only questions of this setting (3: the setting-2 questions) [default: the "
+                   "setting the answers file records it was asked, else every setting].")
+@count_unanswered_option
 @click.option("--out-dir", type=click.Path(file_okay=False), default=None, help="Write JSON, CSV and plots here.")
 @json_option("The error analysis")
 def analyze(questions_path: str, answers_path: str, dataset: str, train_counts: str, bins: int,
-            iou_threshold: float, out_dir: str | None, as_json: str | None) -> None:
+            iou_threshold: float, setting: int | None, count_unanswered: bool, out_dir: str | None,
+            as_json: str | None) -> None:
     """Error analysis: Finding 1 (false positives that are other people's interactions) and
-    head-to-tail recall by class frequency (Figure 3)."""
+    head-to-tail recall by class frequency (Figure 3), on the questions the answers were asked."""
     from hoibench.analysis import head_to_tail_recall, misattribution_share, train_class_counts
-    from hoibench.cli._common import require_matching_answers
+    from hoibench.cli.mcq_bench import scored_answers
     from hoibench.datasets import resolve_dataset
-    from hoibench.formats import read_answers, read_questions
     from hoibench.reports import head_to_tail_figure
 
-    qs = list(read_questions(questions_path))
-    answers = read_answers(answers_path, qs)
-    require_matching_answers(answers, qs, answers_path, questions_path)
+    answers, scope = scored_answers(questions_path, (answers_path,), setting, "auto", count_unanswered)
+    qs = list(scope.questions)
     ds = resolve_dataset(dataset)
     mis = misattribution_share(qs, answers, ds, iou_threshold=iou_threshold)
     counts = train_class_counts(train_counts)
     h2t = head_to_tail_recall(qs, answers, counts, n_bins=bins)
-    result = {"kind": "mcq_error_analysis", "answers": str(answers_path),
+    result = {"kind": "mcq_error_analysis", "answers": str(answers_path), "model": scope.model,
+              "questions": str(questions_path), "n_questions": len(qs), **scope.provenance(),
               "misattribution": mis.as_dict(), "head_to_tail": h2t.as_dict()}
     if out_dir is not None:
         from hoibench._io import atomic_write_bytes, atomic_write_json
@@ -306,6 +311,7 @@ def analyze(questions_path: str, answers_path: str, dataset: str, train_counts: 
         return
     from rich.table import Table
 
+    console.print(f"{len(qs)} questions, {scope.label}")
     console.print(f"Finding 1: {mis.misattributed} of {mis.false_positives} false positives "
                   f"({100 * mis.share:.1f}%) are interactions of other people in the image "
                   f"({mis.questions_with_others} questions with other annotated people).")

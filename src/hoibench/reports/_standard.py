@@ -232,6 +232,15 @@ def vcoco_figures(records: Sequence[ResultRecord[VCOCOResult]]) -> list[Figure]:
 
 
 # ---------------------------------------------------------------------- multiple choice
+def _mcq_benchmark(rec: ResultRecord[MCQResult]) -> str:
+    """The benchmark a multiple-choice result is shown under: its name and the setting its file
+    records (``setting``, or ``settings`` when scored together), so settings are never lumped."""
+    setting, settings = rec.extra.get("setting"), rec.extra.get("settings")
+    label = (f"setting {setting}" if setting is not None else
+             "settings " + "+".join(map(str, settings)) if isinstance(settings, list) and settings else "")
+    return f"{rec.benchmark} ({label})" if label and label not in rec.benchmark else rec.benchmark
+
+
 def _mcq_metrics_present(records: Sequence[ResultRecord[MCQResult]]) -> list[str]:
     """The metrics some result reports (all six unless files of published numbers leave some out)."""
     return [k for k in MCQ_METRIC_NAMES if any(not math.isnan(getattr(r.result, k)) for r in records)]
@@ -247,7 +256,7 @@ def mcq_table(records: Sequence[ResultRecord[MCQResult]]) -> Table:
             if math.isnan(v):
                 continue  # not reported (a file of published numbers)
             lo, hi = ci.get(k, (None, None))
-            rows.append((rec.model, rec.benchmark, r.protocol, k, _pct(v), _pct(lo), _pct(hi),
+            rows.append((rec.model, _mcq_benchmark(rec), r.protocol, k, _pct(v), _pct(lo), _pct(hi),
                          None if lo is None else interval_excludes(v, lo, hi)))
     level = next((r.result.confidence for r in records if r.result.confidence), None)
     ci_text = f"{100 * level:.0f}% bootstrap confidence interval" if level else "bootstrap confidence interval"
@@ -276,7 +285,7 @@ def mcq_summary_table(records: Sequence[ResultRecord[MCQResult]], *, decimals: i
                 text += f" {EXCLUDES_MARK}"
         return text
 
-    rows = tuple((rec.model, rec.benchmark, *(cell(rec.result, k) for k in metrics)) for rec in records)
+    rows = tuple((rec.model, _mcq_benchmark(rec), *(cell(rec.result, k) for k in metrics)) for rec in records)
     return Table("mcq-summary", "Multiple-choice metrics (%) with confidence intervals",
                  ("model", "benchmark", *metrics), rows,
                  caption=f"value [CI low, CI high]; {EXCLUDES_MARK}: the interval leaves out the "
@@ -287,8 +296,8 @@ def mcq_summary_table(records: Sequence[ResultRecord[MCQResult]], *, decimals: i
 def mcq_figures(records: Sequence[ResultRecord[MCQResult]]) -> list[Figure]:
     """Per benchmark, bars per metric with one bar per model and CI error bars."""
     figs = []
-    for bench in _unique([r.benchmark for r in records]):
-        rs = [r for r in records if r.benchmark == bench]
+    for bench in _unique([_mcq_benchmark(r) for r in records]):
+        rs = [r for r in records if _mcq_benchmark(r) == bench]
         metrics = _mcq_metrics_present(rs)
         series: dict[str, list[float | None]] = {}
         errors: dict[str, list[tuple[float, float] | None]] = {}
