@@ -23,10 +23,10 @@ from hoibench.benchmarks.sg import (
     verify_split,
 )
 from hoibench.benchmarks.sg._assign import _test_pair_mask
-from hoibench.benchmarks.sg._split import _shift_boxes
 from hoibench.cli import cli
 from hoibench.data import HOIDataset, HOIImage
 from hoibench.formats import read_ppdm, unseen_combinations, unseen_hoi_classes, write_ppdm
+from hoibench.formats import shift_image_boxes as _shift_boxes
 from hoibench.vocab import hico_det, vcoco
 from tests.conftest import one_line_error
 

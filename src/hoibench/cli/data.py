@@ -101,11 +101,31 @@ def stats(dataset: str, by: str, sort: str, fmt: str | None, as_json: str | None
               type=click.Choice(sorted(n for n, f in FORMATS.items() if f.write is not None)),
               help="Output format.")
 @click.option("--from", "fmt", default=None, help="Input format (detected when omitted).")
-def convert(src: str, dst: str, to: str, fmt: str | None) -> None:
+@click.option("--mixed-boxes", type=click.Choice(["unify", "keep"]), default=None,
+              help="When IN holds boxes in two conventions (the released HICO-DET-SG files: "
+                   "1-based HICO_test2015 entries beside 0-based ones): unify moves the 1-based "
+                   "entries to 0-based before converting; keep writes them as read (the shift "
+                   "included). Without it such a file is refused.")
+def convert(src: str, dst: str, to: str, fmt: str | None, mixed_boxes: str | None) -> None:
     """Convert IN (a file or bundled dataset) to OUT in another format (written atomically)."""
+    from hoibench.formats import box_conventions
+
     ds, source = _open(src, fmt)
+    note = ""
+    if source != "bundled":
+        conv = box_conventions(ds, src)
+        if conv.mixed and mixed_boxes is None:
+            raise FormatError(f"boxes are in two conventions: {conv.describe()}; converting would carry "
+                              "the 1-pixel shift into the output: pass --mixed-boxes unify (1-based "
+                              "entries to 0-based first) or --mixed-boxes keep (as read)", file=src)
+        if conv.mixed and mixed_boxes == "unify":
+            ds = conv.unify(ds)
+            note = f"; boxes unified to 0-based before writing ({conv.describe()})"
+        elif conv.mixed:
+            note = f"; boxes kept as read, in two conventions ({conv.describe()})"
     write_dataset(ds, dst, format=to)
-    console.print(f"wrote {ds.n_images:,} images, {ds.n_pairs:,} pairs ({source} → {to}) to {dst}")
+    console.print(f"wrote {ds.n_images:,} images, {ds.n_pairs:,} pairs ({source} → {to}) to {dst}{note}",
+                  soft_wrap=True)
 
 
 @data.command("validate")

@@ -50,8 +50,10 @@ def _load_source(specs: tuple[str, ...]) -> tuple[Any, np.ndarray | None, str]:
               help="JSON {split name: [file names]} of test entries to delete (released policy; "
                    "presets use the lists shipped with hoibench).")
 @click.option("--boxes", type=click.Choice(["as-released", "0-based"]), default=None,
-              help="Box convention written for images of the original test set "
-                   "[as-released with policy released, else 0-based].")
+              help="Box convention written for HICO-DET images of the original test set: "
+                   "as-released keeps the released files' 1-based boxes there (two conventions "
+                   "in one file, warned); 0-based writes every box 0-based [as-released with "
+                   "policy released, else 0-based]. Files given with --dataset are written as read.")
 @click.option("--name", default=None,
               help="Name of a split built without --preset [<dataset>-sg-seed<N>]; a released split's "
                    "name is refused.")
@@ -116,6 +118,9 @@ def sg(datasets: tuple[str, ...], preset: str | None, seed: str | None, ratio: f
     with console.status(f"writing {split.name} to {out}"):
         paths = split.write(out, inputs=input_hashes(dataset=list(datasets) or None, removals=removals))
     stats_out = split.stats()
+    box_warning = split.box_convention_warning()
+    if box_warning is not None:
+        err_console.print(f"[yellow]warning:[/] {box_warning}", soft_wrap=True)
     if not emit_json(stats_out, as_json):
         click.echo(table1_markdown(split.table1_rows()))
         console.print(f"seed {split.seed} ({split.attempts} attempt(s)), policy {split.policy}, "

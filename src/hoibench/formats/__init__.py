@@ -3,6 +3,14 @@
 Coordinate conventions are converted here and nowhere else (see :mod:`hoibench.data`).
 """
 
+from hoibench.formats._boxes import (
+    BoxConventionGroup,
+    BoxConventions,
+    box_convention_groups,
+    box_conventions,
+    file_prefix,
+    shift_image_boxes,
+)
 from hoibench.formats._registry import (
     FORMATS,
     AnnotationFormat,
@@ -40,6 +48,7 @@ from hoibench.formats.questions import (
 from hoibench.formats.sg_split import (
     COMBINATIONS_FILE,
     combinations_record,
+    recorded_box_conventions,
     unseen_combinations,
     unseen_hoi_classes,
 )
@@ -62,12 +71,17 @@ __all__ = [
     "AnnotationFormat",
     "AnswerSet",
     "AnswerWriter",
+    "BoxConventionGroup",
+    "BoxConventions",
     "LoadedPredictions",
     "QuestionSet",
     "VCOCODetectionsFile",
+    "box_convention_groups",
+    "box_conventions",
     "combinations_record",
     "detect_format",
     "detect_prediction_format",
+    "file_prefix",
     "load_predictions",
     "predictions_from_qpic",
     "read_answers",
@@ -85,6 +99,8 @@ __all__ = [
     "read_vcoco",
     "read_vcoco_detections",
     "read_vcoco_ground_truth",
+    "recorded_box_conventions",
+    "shift_image_boxes",
     "unseen_combinations",
     "unseen_hoi_classes",
     "vcoco_ground_truth_from_dataset",

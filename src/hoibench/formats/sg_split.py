@@ -1,5 +1,6 @@
 """Files of a split folder that other packages read back: ``test_combinations.json`` (the
-unseen (verb, object) combinations of the test set), for the unseen-class mAP and the audit.
+unseen (verb, object) combinations of the test set), for the unseen-class mAP and the audit, and
+the box conventions ``split sg`` recorded in ``stats.json`` (for ``data convert``).
 
 Written by the SG splits (``hoibench split sg``) and the zero-shot splits (``hoibench split
 zero-shot``) through :func:`combinations_record`, the one writer of the layout."""
@@ -13,13 +14,15 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import check_folder, read_json
+from hoibench._io import check_folder, file_sha256, read_folder_provenance, read_json
 from hoibench.vocab import get_label_space
 
-__all__ = ["COMBINATIONS_FILE", "combinations_record", "unseen_combinations", "unseen_hoi_classes"]
+__all__ = ["COMBINATIONS_FILE", "STATS_FILE", "combinations_record", "recorded_box_conventions",
+           "unseen_combinations", "unseen_hoi_classes"]
 
 
 COMBINATIONS_FILE = "test_combinations.json"
+STATS_FILE = "stats.json"
 
 
 # --------------------------------------------------------------------------- the layout
@@ -91,3 +94,36 @@ def unseen_hoi_classes(split_dir: str | os.PathLike[str]) -> np.ndarray:
         k = int(np.flatnonzero(hoi < 0)[0])
         raise FormatError("(verb, object) is not a HICO-DET HOI class", file=path, record=k)
     return np.unique(hoi)
+
+
+# --------------------------------------------------------------------------- box conventions
+def recorded_box_conventions(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]] | None:
+    """What ``split sg`` recorded about the boxes it wrote into the file ``path`` of its folder:
+    ``{file-name prefix: {"entries": n, "convention": "0-based" | "1-based" | "mixed"}}``.
+
+    ``None`` unless the folder's ``provenance.json`` lists ``path`` and ``stats.json`` with their
+    present hashes (a file changed since is not what was recorded) and ``stats.json`` holds
+    ``box_conventions`` of ``"how": "written"`` (boxes split sg placed itself, not files'
+    boxes passed through as read) for that file.
+    """
+    p = Path(path)
+    stats = p.parent / STATS_FILE
+    if p.name == STATS_FILE or not stats.is_file() or not p.is_file():
+        return None
+    prov = read_folder_provenance(p.parent)
+    files = (prov or {}).get("files") or {}
+    if any(files.get(f.name) != file_sha256(f) for f in (p, stats)):
+        return None
+    data = read_json(stats)
+    rec = data.get("box_conventions") if isinstance(data, dict) else None
+    if not isinstance(rec, dict) or rec.get("how") != "written":
+        return None
+    groups = (rec.get("files") or {}).get(p.name)
+    if groups is None:
+        return None
+    if not isinstance(groups, dict) or not all(
+            isinstance(g, dict) and isinstance(g.get("entries"), int)
+            and g.get("convention") in ("0-based", "1-based", "mixed") for g in groups.values()):
+        raise FormatError("expected {prefix: {entries, convention}} per file", file=stats,
+                          field=f"box_conventions.files.{p.name}")
+    return groups

@@ -142,7 +142,7 @@ def build_sg_split(
         the released policy) or ``"0-based"`` (default for the paper's).
     origin_test:
         Per image of ``dataset``: whether it comes from the original test set (used to write
-        the released box conventions).
+        the released box conventions). Without it boxes are written as read.
     removals:
         Test file names deleted after generation (the released files; see
         :func:`load_released_removals`).
@@ -181,6 +181,7 @@ def build_sg_split(
         raise ValidationError(f"{dataset.name or 'dataset'}: image {dup!r} occurs more than once (the same "
                               f"file given twice?); an image would land in both train and test")
     start, search = _parse_seed(random_state)
+    origin_known = origin_test is not None
     if origin_test is None:
         origin_test = np.zeros(dataset.n_images, dtype=bool)
     origin_test = np.asarray(origin_test, dtype=bool)
@@ -260,6 +261,7 @@ def build_sg_split(
         boxes=boxes,
         train_origin_test=origin_test[a.train],
         test_origin_test=origin_test[test_rows],
+        origin_known=origin_known,
     )
 
 

@@ -3,46 +3,16 @@ test, per-combination counts, and the box conventions of each part (``hoibench s
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from hoibench._exceptions import ConfigError
 from hoibench.benchmarks.sg._table1 import split_table1
 from hoibench.data import HOIDataset
+from hoibench.formats import BoxConventionGroup, box_convention_groups
 
 __all__ = ["AuditReport", "BoxConventionGroup", "audit_split", "box_convention_groups"]
-
-
-@dataclass(frozen=True)
-class BoxConventionGroup:
-    """Boxes of the images whose file names share a prefix (``HICO_train2015``, ...).
-
-    A 0-based file has boxes starting at pixel 0; a 1-based one never does. ``convention`` is
-    ``"0-based"`` when some box touches 0, ``"1-based"`` when none does but at least 1 % touch 1
-    (the first 1-based pixel), ``"unknown"`` otherwise.
-    """
-
-    prefix: str
-    images: int
-    boxes: int
-    at_zero: int
-    at_one: int
-
-    @property
-    def convention(self) -> str:
-        if self.at_zero > 0:
-            return "0-based"
-        if self.boxes and self.at_one >= max(1, 0.01 * self.boxes):
-            return "1-based"
-        return "unknown"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"prefix": self.prefix, "images": self.images, "boxes": self.boxes,
-                "at_zero": self.at_zero, "at_one": self.at_one, "convention": self.convention}
 
 
 @dataclass(frozen=True)
@@ -92,28 +62,6 @@ class AuditReport:
             "box_conventions_mixed": self.box_conventions_mixed,
             "per_combination": self.per_combination,
         }
-
-
-def _prefix(file_name: str) -> str:
-    stem = os.path.basename(file_name)
-    return stem.rsplit("_", 1)[0] if "_" in stem else "(none)"
-
-
-def box_convention_groups(ds: HOIDataset) -> list[BoxConventionGroup]:
-    """Box-origin statistics per file-name prefix (see :class:`BoxConventionGroup`)."""
-    prefixes = [_prefix(f) for f in ds.file_names]
-    uniq = sorted(set(prefixes))
-    img_group = np.asarray([uniq.index(p) for p in prefixes], dtype=np.int64) if uniq else np.zeros(0, np.int64)
-    box_group = img_group[ds.box_image] if ds.n_boxes else np.zeros(0, np.int64)
-    corner = ds.boxes[:, :2].min(axis=1) if ds.n_boxes else np.zeros(0)
-    out = []
-    for g, p in enumerate(uniq):
-        sel = box_group == g
-        out.append(BoxConventionGroup(
-            prefix=p, images=int((img_group == g).sum()), boxes=int(sel.sum()),
-            at_zero=int((corner[sel] == 0).sum()), at_one=int((corner[sel] == 1).sum()),
-        ))
-    return out
 
 
 def audit_split(train: HOIDataset, test: HOIDataset) -> AuditReport:

@@ -7,6 +7,7 @@ import dataclasses
 import os
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,8 +20,8 @@ from hoibench.benchmarks.sg._presets import reference_preset
 from hoibench.benchmarks.sg._select import _combo_keys
 from hoibench.benchmarks.sg._table1 import RELEASED_TEST_COUNTS, paper_row, table1_markdown
 from hoibench.data import HOIDataset
-from hoibench.formats import write_ppdm
-from hoibench.formats.sg_split import COMBINATIONS_FILE, combinations_record
+from hoibench.formats import box_convention_groups, file_prefix, shift_image_boxes, write_ppdm
+from hoibench.formats.sg_split import COMBINATIONS_FILE, STATS_FILE, combinations_record
 from hoibench.vocab import LabelSpace
 
 __all__ = ["SGSplit"]
@@ -29,8 +30,10 @@ BoxConvention = Literal["as-released", "0-based"]
 BOX_CONVENTIONS = ("as-released", "0-based")
 #: file-name stem of each label space in the PPDM/QPIC layout (trainval_hico.json, ...)
 LAYOUT_STEM = {"hico-det": "hico", "v-coco": "vcoco"}
-STATS_FILE = "stats.json"
 TABLE_FILE = "table1.md"
+#: label spaces whose released files keep the original test set's boxes 1-based (HICO-DET-SG,
+#: in the hicodet toolkit's pixels); the released V-COCO-SG files are 0-based throughout
+RELEASED_ONE_BASED_TEST = frozenset({"hico-det"})
 
 
 def default_boxes(policy: str) -> BoxConvention:
@@ -45,10 +48,13 @@ class SGSplit:
     """One systematic-generalization split.
 
     ``train``/``test`` keep the union's image order; ``test_origin_*`` say which of their images
-    came from the original *test* set (needed to write the released files' box conventions).
-    ``boxes`` is the convention :meth:`write` uses: ``"as-released"`` writes the boxes of images
-    from the original test set 1-based, as the released files have them; ``"0-based"`` writes
-    every box 0-based.
+    came from the original *test* set (needed to write the released files' box conventions),
+    when ``origin_known``. ``boxes`` is the convention :meth:`write` uses for such data:
+    ``"as-released"`` writes the boxes of HICO-DET images from the original test set 1-based,
+    as the released files have them (two conventions in one file; V-COCO-SG's released files
+    are 0-based throughout); ``"0-based"`` writes every box 0-based. Without known origins
+    (files given as they are) boxes are written as read. :meth:`box_conventions` says what each
+    file holds; :meth:`box_convention_warning` is the one line to show when a file mixes two.
     """
 
     name: str
@@ -70,6 +76,7 @@ class SGSplit:
     boxes: BoxConvention | None = None  # None: the policy's (:func:`default_boxes`)
     train_origin_test: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     test_origin_test: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    origin_known: bool = False
 
     def __post_init__(self) -> None:
         boxes = self.boxes or default_boxes(self.policy)
@@ -131,8 +138,72 @@ class SGSplit:
             out["paper_table1"] = paper_row(ref)
             out["released_test"] = dict(RELEASED_TEST_COUNTS[ref])
         out["verify_problems"] = list(self.verify_problems)
+        out["box_conventions"] = self.box_conventions()
         out["boxes"] = self.boxes
         return out
+
+    @property
+    def file_names(self) -> dict[str, str]:
+        """``{"train": "trainval_hico.json", "test": "test_hico.json"}`` (or ``_vcoco``)."""
+        stem = LAYOUT_STEM.get(self.vocab.name, self.vocab.name)
+        return {"train": f"trainval_{stem}.json", "test": f"test_{stem}.json"}
+
+    @cached_property
+    def _written(self) -> dict[str, tuple[HOIDataset, np.ndarray | None]]:
+        """Per part: the dataset as :meth:`write` writes it and which of its images are 1-based
+        (``None`` when the origins are unknown and boxes go out as read)."""
+        out: dict[str, tuple[HOIDataset, np.ndarray | None]] = {}
+        shift = self.boxes == "as-released" and self.vocab.name in RELEASED_ONE_BASED_TEST
+        for part, ds, origin in (("train", self.train, self.train_origin_test),
+                                 ("test", self.test, self.test_origin_test)):
+            if not (self.origin_known and len(origin) == ds.n_images):
+                out[part] = (ds, None)
+                continue
+            one = origin.astype(bool) if shift else np.zeros(ds.n_images, bool)
+            out[part] = (shift_image_boxes(ds, one, 1.0) if one.any() else ds, one)
+        return out
+
+    def box_conventions(self) -> dict[str, Any]:
+        """``stats.json``'s ``box_conventions``: per written file and file-name prefix, how many
+        entries and their convention. ``how`` is ``"written"`` when the origins are known (the
+        conventions are the ones :meth:`write` placed: exact), ``"as read"`` otherwise (boxes of
+        the given files, detected per prefix as ``split audit`` does; possibly ``"unknown"``)."""
+        files: dict[str, dict[str, dict[str, Any]]] = {}
+        how = "written"
+        for part, (ds, one) in self._written.items():
+            groups: dict[str, dict[str, Any]] = {}
+            if one is None:
+                how = "as read"
+                for g in box_convention_groups(ds):
+                    groups[g.prefix] = {"entries": g.images, "convention": g.convention}
+            else:
+                prefixes = [file_prefix(f) for f in ds.file_names]
+                for p in sorted(set(prefixes)):
+                    sel = np.fromiter((q == p for q in prefixes), bool, len(prefixes))
+                    n1 = int(one[sel].sum())
+                    conv = "0-based" if n1 == 0 else "1-based" if n1 == sel.sum() else "mixed"
+                    groups[p] = {"entries": int(sel.sum()), "convention": conv}
+            files[self.file_names[part]] = groups
+        return {"how": how, "files": files}
+
+    def box_convention_warning(self) -> str | None:
+        """One line when a written file holds entries in two box conventions (None otherwise):
+        the counts per file and how to get one convention."""
+        rec = self.box_conventions()
+        mixed = {}
+        for name, groups in rec["files"].items():
+            conv = {g["convention"] for g in groups.values()}
+            if "mixed" in conv or {"0-based", "1-based"} <= conv:
+                mixed[name] = ", ".join(f"{g['entries']:,} {p} entries {g['convention']}"
+                                        for p, g in groups.items())
+        if not mixed:
+            return None
+        where = "; ".join(f"{name}: {text}" for name, text in mixed.items())
+        if rec["how"] == "written":
+            return (f"{self.name} writes boxes in two conventions, as the released files do ({where}); "
+                    "--boxes 0-based writes every box 0-based")
+        return (f"the given files mix box conventions, detected per file-name prefix ({where}); their boxes "
+                "are written as read: give files in one convention (hoibench data convert --mixed-boxes unify)")
 
     def table1_rows(self) -> list[tuple[str, dict[str, dict[str, int]]]]:
         """This split's Table 1 row, then the paper's and the released test file's for the
@@ -173,16 +244,12 @@ class SGSplit:
             warnings.warn("SGSplit.write(boxes=...) is deprecated; pass boxes= to build_sg_split or "
                           "build_preset", DeprecationWarning, stacklevel=2)
             return dataclasses.replace(self, boxes=boxes).write(out, inputs=inputs)
-        stem = LAYOUT_STEM.get(self.vocab.name, self.vocab.name)
-        names = {"train": f"trainval_{stem}.json", "test": f"test_{stem}.json",
-                 "combinations": COMBINATIONS_FILE, "stats": STATS_FILE, "table": TABLE_FILE}
+        names = {**self.file_names, "combinations": COMBINATIONS_FILE, "stats": STATS_FILE,
+                 "table": TABLE_FILE}
 
         def write_files(folder: Path) -> dict[str, Path]:
             paths = {role: folder / name for role, name in names.items()}
-            for part, ds, origin in (("train", self.train, self.train_origin_test),
-                                     ("test", self.test, self.test_origin_test)):
-                if self.boxes == "as-released" and len(origin) == ds.n_images and origin.any():
-                    ds = _shift_boxes(ds, origin, 1.0)
+            for part, (ds, _) in self._written.items():
                 write_ppdm(ds, paths[part])
             atomic_write_json(paths["combinations"], self.combinations_record())
             atomic_write_json(paths["stats"], self.stats())
@@ -195,15 +262,4 @@ class SGSplit:
         return write_folder(out, names.values(), write_files, writer="split sg", parameters=params,
                             inputs=inputs if inputs is not None else {"dataset": self.dataset_name})
 
-
-def _shift_boxes(ds: HOIDataset, images: np.ndarray, delta: float) -> HOIDataset:
-    """The same dataset with the boxes of the masked images moved by ``delta`` pixels."""
-    boxes = ds.boxes.copy()
-    boxes[images[ds.box_image]] += delta
-    return HOIDataset(
-        vocab=ds.vocab, name=ds.name, file_names=ds.file_names, widths=ds.widths,
-        heights=ds.heights, image_ids=ds.image_ids, box_offsets=ds.box_offsets, boxes=boxes,
-        box_labels=ds.box_labels, pair_offsets=ds.pair_offsets, pair_subject=ds.pair_subject,
-        pair_object=ds.pair_object, pair_verb=ds.pair_verb,
-    )
 
