@@ -55,7 +55,7 @@ def test_methods_that_reevaluate_the_statistic_need_bootstrap_ci() -> None:
     with pytest.raises(ConfigError, match="bootstrap_ci"):
         bootstrap_interval(np.zeros((10, 1)), 0.0, confidence=0.95, method="bca")
     with pytest.raises(ConfigError, match="CI method"):
-        bootstrap_ci(_mean, len(X), method="normal")
+        bootstrap_ci(_mean, len(X), method="jackknife")
 
 
 def test_an_interval_that_excludes_its_estimate_is_flagged() -> None:
@@ -176,13 +176,13 @@ def test_commands_default_to_the_measured_intervals() -> None:
     commands' --ci-method default and the MCQ metrics read it from there."""
     from hoibench.analysis import hico_map_bootstrap
     from hoibench.cli import cli
-    from hoibench.evaluation import MAP_CI_METHOD, MCQ_CI_METHOD
+    from hoibench.evaluation import CI_METHOD_OF, MAP_CI_METHOD, MCQ_CI_METHOD
 
     ctx = click.Context(cli)
     for group, name in (("eval", "hico"), ("analyze", "compare")):
         sub = cli.get_command(ctx, group)
         cmd = sub.get_command(click.Context(sub), name)
         opt = next(p for p in cmd.params if p.name == "ci_method")
-        assert opt.default == MAP_CI_METHOD
-    assert inspect.signature(hico_map_bootstrap).parameters["method"].default == MAP_CI_METHOD
+        assert opt.default == MAP_CI_METHOD == CI_METHOD_OF["map_difference"]
+    assert inspect.signature(hico_map_bootstrap).parameters["method"].default == CI_METHOD_OF["map"]
     assert MAP_CI_METHOD in CI_METHODS and MCQ_CI_METHOD in CI_METHODS

@@ -223,7 +223,7 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate(synthetic):
     # bias = replicate mean - estimate; "basic" reflects the percentile interval about the estimate
     np.testing.assert_allclose(a.bias, a.samples.mean(axis=0) - a.estimate)
     assert j["bias"]["full"] == pytest.approx(100 * a.bias[0]) and j["method"] == "percentile"
-    basic = hico_map_bootstrap(preds, gt, n_resamples=200, random_state=3)  # the default
+    basic = hico_map_bootstrap(preds, gt, n_resamples=200, random_state=3, method="basic")
 
     np.testing.assert_allclose(basic.low, 2 * a.estimate - a.high)
     np.testing.assert_allclose(basic.high, 2 * a.estimate - a.low)
@@ -316,25 +316,20 @@ def test_cli_eval_hico_bootstrap(tmp_path, synthetic):
     gt_path, (pred_path,) = _write_gt_and_preds(tmp_path, gt, {"model": preds})
     out = tmp_path / "res.json"
     r = CliRunner().invoke(cli, ["eval", "hico", "--gt", gt_path, "--pred", pred_path, "--bootstrap", "100",
-                                 "--seed", "5", "--ci", "90", "--json", str(out)])
+                                 "--seed", "5", "--json", str(out)])
     assert r.exit_code == 0, r.output
     res = json.loads(out.read_text())
-    ci = res["ci"]
-    assert ci["level"] == 0.9 and ci["n_boot"] == 100 and ci["seed"] == 5
-    assert ci["full"][0] < res["full"] < ci["full"][1]
-    assert "90% CI" in r.output and "bias" in r.output
+    ci = res["ci"]  # one model's mAP: its bootstrap SE, no interval (none passed the coverage check)
+    assert ci["n_boot"] == 100 and ci["seed"] == 5 and ci["method"] == "se" and "level" not in ci
+    assert "full" not in ci and ci["se"]["full"] > 0
+    assert "bootstrap SE" in r.output and "bias" in r.output and "CI" not in r.output.replace("CIs", "")
     r2 = CliRunner().invoke(cli, ["eval", "hico", "--gt", gt_path, "--pred", pred_path, "--bootstrap", "100",
-                                  "--seed", "5", "--ci", "90", "--json", "-"])
+                                  "--seed", "5", "--json", "-"])
     assert json.loads(r2.stdout)["ci"] == ci  # seeded; the progress bar stays off stdout
-    assert ci["method"] == "basic"  # the default: percentile quantiles reflected about the estimate
-    r3 = CliRunner().invoke(cli, ["eval", "hico", "--gt", gt_path, "--pred", pred_path, "--bootstrap", "100",
-                                  "--seed", "5", "--ci", "90", "--ci-method", "percentile", "--json", "-"])
-    ci3 = json.loads(r3.stdout)["ci"]
-    assert ci3["method"] == "percentile"
-    np.testing.assert_allclose(ci["full"], [2 * res["full"] - ci3["full"][1], 2 * res["full"] - ci3["full"][0]])
-    bad = CliRunner().invoke(cli, ["eval", "hico", "--gt", gt_path, "--pred", pred_path, "--ci", "120",
-                                   "--bootstrap", "10"])
-    assert bad.exit_code != 0
+    for bad in (["--ci", "90"], ["--ci-method", "percentile"], ["--ci", "120"]):
+        r3 = CliRunner().invoke(cli, ["eval", "hico", "--gt", gt_path, "--pred", pred_path, "--bootstrap", "10",
+                                      *bad])
+        assert r3.exit_code != 0 and "coverage check" in str(r3.exception) or "120" in bad, r3.output
 
 
 def test_cli_analyze_compare(tmp_path, synthetic):
@@ -348,10 +343,11 @@ def test_cli_analyze_compare(tmp_path, synthetic):
     assert r.exit_code == 0, r.output
     files = sorted(p.name for p in out.iterdir())
     assert {"paired-difference-full.md", "paired-difference-full.csv", "rank-stability-full.csv",
-            "rank-distribution-full.png", "map-ci.csv"} <= set(files)
+            "rank-distribution-full.png", "map-se.csv"} <= set(files)
     csv_text = (out / "paired-difference-full.csv").read_text()
     assert csv_text.splitlines()[1].startswith("a,b,")
-    assert "full_bias" in (out / "map-ci.csv").read_text()
+    assert {"full_bias", "full_se"} <= set((out / "map-se.csv").read_text().splitlines()[0].split(","))
+    assert r.output.index("Paired mAP differences") < r.output.index("bootstrap standard error")
     one = CliRunner().invoke(cli, ["analyze", "compare", "--gt", gt_path, "--pred", paths[0]])
     assert one.exit_code != 0
     ref = CliRunner().invoke(cli, ["analyze", "compare", "--gt", gt_path, "--pred", paths[0], "--pred", paths[1],

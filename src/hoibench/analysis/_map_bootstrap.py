@@ -43,10 +43,14 @@ from hoibench.evaluation import (
     recall_thresholds,
 )
 from hoibench.evaluation._bootstrap import (
+    CI_METHOD_OF,
     MAP_CI_METHOD,
+    SE_METHOD,
     bootstrap_ci,
     bootstrap_interval,
+    bootstrap_se,
     check_random_state,
+    reportable_interval,
 )
 
 __all__ = [
@@ -218,9 +222,12 @@ class WeightedHICOMap:
 # ------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class MapBootstrapResult:
-    """Bootstrap intervals of one model's mAP (fractions), one entry per metric.
+    """Bootstrap of one model's mAP (fractions), one entry per metric.
 
-    ``bias``: mean of the replicates minus the estimate (see :func:`bootstrap_interval`).
+    ``se``: standard deviation of the replicates; ``bias``: their mean minus the estimate (see
+    :func:`bootstrap_interval`). ``method`` ``"se"`` (the default): no intervals (``low`` and
+    ``high`` NaN), because none passed the coverage check for one model's mAP; an interval method
+    asked for by name gives its interval, which is no confidence interval for mAP.
     """
 
     metrics: tuple[str, ...]
@@ -231,28 +238,38 @@ class MapBootstrapResult:
     n_resamples: int
     seed: int | None
     samples: np.ndarray  # (n_resamples, n_metrics)
-    method: str = MAP_CI_METHOD
+    method: str = CI_METHOD_OF["map"]
 
     @property
     def bias(self) -> np.ndarray:
         return _bias(self.samples, self.estimate)
 
     def ci(self, metric: str = "full") -> tuple[float, float]:
-        """``(low, high)`` of a metric."""
+        """``(low, high)`` of a metric (an interval method asked for by name only)."""
+    @property
+    def se(self) -> np.ndarray:
+        return bootstrap_se(self.samples)
+
         try:
             k = self.metrics.index(metric)
         except ValueError:
             raise ConfigError(f"no metric {metric!r}; have {', '.join(self.metrics)}") from None
         return float(self.low[k]), float(self.high[k])
 
+        if self.method == SE_METHOD:
+            raise ConfigError("no interval: none passed the coverage check for one model's mAP "
+                              "(docs/evaluation.md, 'Which interval'); read .se, or compare models "
+                              "with compare_hico_models")
     def to_ci(self) -> HICOMapCI:
         """The intervals as a :class:`~hoibench.evaluation.HICOMapCI`, what a ``hico_map``
         result holds (and its file writes as ``"ci"``, in percent)."""
-        intervals = {m: None if np.isnan(lo) or np.isnan(hi) else (float(lo), float(hi))
-                     for m, lo, hi in zip(self.metrics, self.low, self.high)}
+        se_only = self.method == SE_METHOD
+        intervals = {} if se_only else {m: None if np.isnan(lo) or np.isnan(hi) else (float(lo), float(hi))
+                                        for m, lo, hi in zip(self.metrics, self.low, self.high)}
         return HICOMapCI(intervals=intervals, bias={m: float(b) for m, b in zip(self.metrics, self.bias)},
-                         confidence=self.confidence, n_resamples=self.n_resamples, seed=self.seed,
-                         method=self.method)
+                         confidence=None if se_only else self.confidence, n_resamples=self.n_resamples,
+                         seed=self.seed, method=self.method,
+                         se={m: float(v) for m, v in zip(self.metrics, self.se)})
 
 
 def _progress(enabled: bool) -> Any:
@@ -298,16 +315,19 @@ def hico_map_bootstrap(preds: HOIPredictions | HICOMatches, target: HOIDataset, 
                        image_labels: Mapping[str, Iterable[int]] | None = None,
                        class_subsets: Mapping[str, Sequence[int] | np.ndarray] | None = None,
                        n_resamples: int = 1000, confidence: float = 0.95,
-                       random_state: int | np.random.Generator | None = 0, method: str = MAP_CI_METHOD,
-                       lenient: bool = False, progress: bool = False) -> MapBootstrapResult:
-    """Bootstrap CIs of Full / Rare / Non-rare (and subset) mAP by resampling test images.
+                       random_state: int | np.random.Generator | None = 0,
+                       method: str = CI_METHOD_OF["map"], lenient: bool = False,
+                       progress: bool = False) -> MapBootstrapResult:
+    """Bootstrap standard errors (and, asked for, intervals) of Full / Rare / Non-rare (and
+    subset) mAP by resampling test images.
 
     ``preds`` may also be precomputed matches (then the matching options are not used). The
     point estimate equals :func:`~hoibench.evaluation.hico_mean_ap`'s numbers. ``method``:
-    ``"percentile"`` or ``"basic"`` (:func:`bootstrap_interval`; default
-    :data:`~hoibench.evaluation.MAP_CI_METHOD`).
+    ``"se"`` (the default: no interval passed the coverage check for one model's mAP), or
+    ``"percentile"``, ``"basic"``, ``"normal"`` (:func:`bootstrap_interval`).
     """
-    bootstrap_interval(np.zeros(1), 0.0, confidence=confidence, method=method)  # validate early
+    if method != SE_METHOD:
+        bootstrap_interval(np.zeros(1), 0.0, confidence=confidence, method=method)  # validate early
     matches = preds if isinstance(preds, HICOMatches) else match_hico_detections(
         preds, target, protocol=protocol, known_object=known_object, image_labels=image_labels,
         lenient=lenient)
@@ -315,7 +335,10 @@ def hico_map_bootstrap(preds: HOIPredictions | HICOMatches, target: HOIDataset, 
     r = _bootstrap_engines([engine], n_resamples=n_resamples, confidence=confidence,
                            random_state=random_state, progress=progress,
                            description="bootstrapping mAP")
-    lo, hi = bootstrap_interval(r.samples, r.estimate, confidence=confidence, method=method)
+    if method == SE_METHOD:
+        lo = hi = np.full(len(r.estimate), np.nan)
+    else:
+        lo, hi = bootstrap_interval(r.samples, r.estimate, confidence=confidence, method=method)
     return MapBootstrapResult(engine.metric_names, r.estimate, lo, hi, confidence,
                               n_resamples, _seed_of(random_state), r.samples, method)
 
@@ -346,30 +369,41 @@ class ModelComparison:
             raise ConfigError(f"no model {model!r}; have {', '.join(self.models)}")
         return self.models.index(model)
 
-    def map_ci(self, *, method: str = MAP_CI_METHOD) -> list[dict[str, Any]]:
-        """Per model: each metric's estimate, interval (``<metric>_low/_high``) and bias (fractions)."""
-        lo, hi = bootstrap_interval(self.samples, self.estimate, confidence=self.confidence, method=method)
-        bias = _bias(self.samples, self.estimate)
+    def map_ci(self, *, method: str = CI_METHOD_OF["map"]) -> list[dict[str, Any]]:
+        """Per model: each metric's estimate, bootstrap SE (``<metric>_se``) and bias (fractions);
+        with an interval method asked for by name also its interval (``<metric>_low/_high``),
+        which is no confidence interval for one model's mAP (docs/evaluation.md)."""
+        bias, se = _bias(self.samples, self.estimate), bootstrap_se(self.samples)
+        lo = hi = None
+        if method != SE_METHOD:
+            lo, hi = bootstrap_interval(self.samples, self.estimate, confidence=self.confidence, method=method)
         out = []
         for m, model in enumerate(self.models):
             rec: dict[str, Any] = {"model": model}
             for k, name in enumerate(self.metrics):
-                rec.update({name: float(self.estimate[m, k]), f"{name}_low": float(lo[m, k]),
-                            f"{name}_high": float(hi[m, k]), f"{name}_bias": float(bias[m, k])})
+                rec.update({name: float(self.estimate[m, k]), f"{name}_se": float(se[m, k]),
+                            f"{name}_bias": float(bias[m, k])})
+                if lo is not None and hi is not None:
+                    rec.update({f"{name}_low": float(lo[m, k]), f"{name}_high": float(hi[m, k])})
             out.append(rec)
         return out
 
     def paired_difference(self, a: str, b: str, metric: str = "full", *,
                           method: str = MAP_CI_METHOD) -> dict[str, Any]:
-        """mAP(a) − mAP(b) (fractions): observed, CI over the shared resamples, P(a > b), bias."""
+        """mAP(a) − mAP(b) (fractions): observed, CI over the shared resamples, P(a > b), bias, SE.
+
+        The CI is checked to hold the observed difference; where it does not (a difference biased
+        under resampling), ``ci_low``/``ci_high`` are NaN and ``ci_method`` is ``"se"``."""
         k, i, j = self._k(metric), self._m(a), self._m(b)
         d = self.samples[:, i, k] - self.samples[:, j, k]
         observed = float(self.estimate[i, k] - self.estimate[j, k])
         lo, hi = bootstrap_interval(d, observed, confidence=self.confidence, method=method)
         ok = ~np.isnan(d)
         return {"model_a": a, "model_b": b, "metric": metric,
+        how, lo, hi = reportable_interval(observed, float(lo), float(hi), method)
                 "map_a": float(self.estimate[i, k]), "map_b": float(self.estimate[j, k]),
-                "difference": observed, "ci_low": float(lo), "ci_high": float(hi),
+                "difference": observed, "ci_low": lo, "ci_high": hi, "ci_method": how,
+                "se": float(bootstrap_se(d)),
                 "bias": float(_bias(d, np.float64(observed))),
                 "p_a_better": float(np.mean(d[ok] > 0)) if ok.any() else float("nan"),
                 "p_tie": float(np.mean(d[ok] == 0)) if ok.any() else float("nan")}

@@ -127,11 +127,12 @@ def confidence_interval_options(func: Any) -> Any:
         click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap."),
         click.option("--ci", "ci_level", type=click.FloatRange(0, 100, min_open=True, max_open=True),
                      default=95.0, show_default=True, metavar="PERCENT",
-                     help="Confidence level of the bootstrap intervals."),
-        click.option("--ci-method", type=click.Choice(["percentile", "basic"]), default=MAP_CI_METHOD,
+                     help="Confidence level of the intervals of paired differences."),
+        click.option("--ci-method", type=click.Choice(["percentile", "basic", "normal"]), default=MAP_CI_METHOD,
                      show_default=True,
-                     help="Interval: replicate quantiles, or reflected about the estimate (the best "
-                          "measured coverage: docs/evaluation.md, 'Which interval')."),
+                     help="Interval of paired differences: replicate quantiles, reflected about the "
+                          "difference, or difference ± z·SE (measured coverage: docs/evaluation.md, "
+                          "'Which interval')."),
     ]
     for option in reversed(options):
         func = option(func)

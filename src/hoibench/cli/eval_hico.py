@@ -58,7 +58,9 @@ __all__ = ["hico"]
 @click.option("--benchmark", default="",
               help="Benchmark name recorded in --json/--matches output [default: the --gt name].")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=0), default=0, show_default=True,
-              metavar="N", help="Bootstrap confidence intervals from N resamples of the test images (0: off).")
+              metavar="N", help="Bootstrap standard errors from N resamples of the test images (0: off); "
+                                "no interval passed the coverage check for one model's mAP: compare models "
+                                "with `hoibench analyze compare`.")
 @confidence_interval_options
 def hico(gt_spec: str, pred_path: str, pred_format: str | None, box_shift: float, protocol: str,
          pair_nms: float | None, known_object: bool,
@@ -91,6 +93,9 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, box_shift: float
                               "benchmark")
     if not n_boot:
         reject_unused_options(ctx, "without --bootstrap", "seed", "ci_level", "ci_method")
+    reject_unused_options(ctx, "in eval hico: no interval passed the coverage check for one model's mAP, "
+                          "so it prints the bootstrap SE (docs/evaluation.md, 'Which interval'); intervals "
+                          "of a difference between models: hoibench analyze compare", "ci_level", "ci_method")
     t0 = time.perf_counter()
     with err_console.status("reading the ground truth and the detections"):
         gt = resolve_dataset(gt_spec)
@@ -119,8 +124,7 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, box_shift: float
 
         t2 = time.perf_counter()
         boot = hico_map_bootstrap(matches, gt, class_subsets=subsets, n_resamples=n_boot,
-                                  confidence=ci_level / 100.0, random_state=seed, method=ci_method,
-                                  progress=True)
+                                  random_state=seed, progress=True)
         t_boot = time.perf_counter() - t2
     benchmark = benchmark or Path(str(gt_spec)).name
     model = model or file_stem(pred_path)  # two unnamed runs must not share a name
@@ -161,21 +165,13 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, box_shift: float
     table.add_row(*lead, pct(res.full), pct(res.rare), pct(res.non_rare),
                   *(pct(v) for v in res.subsets.values()))
     if boot is not None:
-        cells = []
-        for name in ("full", "rare", "non_rare", *res.subsets):
-            lo, hi = boot.ci(name)
-            cells.append("n/a" if lo != lo or hi != hi else f"{100 * lo:.2f}–{100 * hi:.2f}")
-        table.add_row(f"{ci_level:g}% CI", *cells)
-        table.add_row("bias", *(pct(b) if b != b else f"{100 * b:+.2f}" for b in boot.bias[[
-            boot.metrics.index(n) for n in ("full", "rare", "non_rare", *res.subsets)]]))
+        cols = [boot.metrics.index(n) for n in ("full", "rare", "non_rare", *res.subsets)]
+        table.add_row("bootstrap SE", *(pct(v) if v != v else f"±{100 * v:.2f}" for v in boot.se[cols]))
+        table.add_row("resampling bias", *(pct(b) if b != b else f"{100 * b:+.2f}" for b in boot.bias[cols]))
+        table.caption = ("bootstrap SE: spread of the mAP over resampled test images, not a confidence "
+                         "interval (none passed the coverage check for one model's mAP); to compare "
+                         "models use the paired intervals of `hoibench analyze compare`")
     console.print(table)
-    if boot is not None:
-        outside = [n for n, e, lo, hi in zip(boot.metrics, boot.estimate, boot.low, boot.high) if not lo <= e <= hi]
-        if outside:
-            console.print(f"note: the mAP lies outside its {ci_method} interval for {', '.join(outside)}: "
-                          "mAP is biased upward under image resampling (bias row); see docs/evaluation.md, "
-                          "'Confidence intervals' and 'Which interval' (no interval method covered the "
-                          "unlimited-test-set mAP in the coverage simulation)")
     n_det = len(loaded.predictions)
     console.print(f"{n_det:,} detections on {loaded.predictions.n_images:,} images "
                   f"({loaded.format} format); {gt.n_images:,} ground-truth images, "

@@ -589,8 +589,10 @@ class HICOMapCI:
     :func:`hoibench.analysis.hico_map_bootstrap` computes them.
 
     ``intervals[metric]`` is ``(low, high)`` or ``None`` where undefined (no class with ground
-    truth in a replicate); ``bias`` is the mean of the replicates minus the estimate. The JSON
-    (``"ci"`` of ``hico_map``) holds these in percent, as it always did.
+    truth in a replicate); ``bias`` is the mean of the replicates minus the estimate, ``se`` their
+    standard deviation. ``method`` ``"se"``: no interval passed the coverage check for one model's
+    mAP (:data:`~hoibench.evaluation.CI_METHOD_OF`), so there are no intervals and no level, only
+    ``se`` and ``bias``. The JSON (``"ci"`` of ``hico_map``) holds these in percent.
     """
 
     intervals: Mapping[str, tuple[float, float] | None]
@@ -605,17 +607,22 @@ class HICOMapCI:
         """The ``"ci"`` object of ``hico_map`` (percent)."""
         out: dict[str, Any] = {m: None if iv is None else [to_percent(iv[0]), to_percent(iv[1])]
                                for m, iv in self.intervals.items()}
-        out.update({"level": self.confidence, "n_boot": self.n_resamples, "seed": self.seed,
+        if self.confidence is not None:
+            out["level"] = self.confidence
+        out.update({"n_boot": self.n_resamples, "seed": self.seed,
                     "method": self.method, "resampled": self.resampled,
                     "bias": {m: json_float(to_percent(b)) for m, b in self.bias.items()}})
+    se: Mapping[str, float] = field(default_factory=dict)
         return out
 
     @classmethod
     def from_json(cls, f: Fields) -> HICOMapCI:
         """Read the ``"ci"`` object; ``f`` is its :class:`Fields` (percent in, fractions out)."""
-        meta = {"level", "n_boot", "seed", "method", "resampled", "bias"}
+        meta = {"level", "n_boot", "seed", "method", "resampled", "bias", "se"}
         intervals = {str(k): f.interval(k, scale=from_percent) for k in f.d if k not in meta}
         seed = f.d.get("seed")
+        if self.se:
+            out["se"] = {m: json_float(to_percent(v)) for m, v in self.se.items()}
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise f.error("seed", f"expected an integer or null, got {seed!r}")
         return cls(intervals=intervals,
@@ -623,7 +630,8 @@ class HICOMapCI:
                    confidence=f.number("level", default=None, lo=0.0, hi=1.0, unit="a fraction")
                    if f.has("level") else None,
                    n_resamples=f.integer("n_boot", default=None, lo=1), seed=seed,
-                   method=f.string("method", default=None), resampled=f.string("resampled", default="images"))
+                   method=f.string("method", default=None), resampled=f.string("resampled", default="images"),
+                   se=f.number_map("se", null=True, default={}, scale=from_percent))
 
 
 @dataclass(frozen=True, repr=False)

@@ -196,7 +196,7 @@ def paired_difference_table(cmp: ModelComparison, metric: str = "full", *,
                             reference: str | None = None, method: str = MAP_CI_METHOD) -> Any:
     """Paired differences as a :class:`~hoibench.reports.Table` (Markdown / CSV)."""
 
-    points = ("map_a", "map_b", "difference", "ci_low", "ci_high", "bias")  # fractions -> percent
+    points = ("map_a", "map_b", "difference", "ci_low", "ci_high", "se", "bias")  # fractions -> percent
     rows = [{k: 100 * v if k in points else v for k, v in r.items()}
             for r in cmp.paired_differences(metric, reference=reference, method=method)]
     level = f"{cmp.confidence * 100:g}%"
@@ -204,11 +204,11 @@ def paired_difference_table(cmp: ModelComparison, metric: str = "full", *,
         f"paired-difference-{metric.replace('_', '-')}",
         f"Paired mAP differences ({metric}, {cmp.n_resamples} image-bootstrap replicates)",
         rows, columns=["model_a", "model_b", "map_a", "map_b", "difference", "ci_low", "ci_high",
-                       "p_a_better", "bias"],
-        caption=f"difference = mAP(a) − mAP(b) in points; ci_low/ci_high: {level} {method} interval "
-                "over the same resamples of test images for both models; p_a_better: share of "
-                f"replicates where a scores higher; bias: mean replicate difference − difference "
-                f"(seed {cmp.seed}).")
+                       "se", "p_a_better", "bias"],
+        caption=f"difference = mAP(a) − mAP(b) in points; ci_low/ci_high: {level} {method} CI over the "
+                "same resamples of test images for both models (empty where it would not hold the "
+                "difference: read se); se: bootstrap standard error; p_a_better: share of replicates "
+                f"where a scores higher; bias: mean replicate difference − difference (seed {cmp.seed}).")
 
 
 def rank_distribution_table(cmp: ModelComparison, metric: str = "full") -> Any:
