@@ -244,22 +244,22 @@ class MapBootstrapResult:
     def bias(self) -> np.ndarray:
         return _bias(self.samples, self.estimate)
 
-    def ci(self, metric: str = "full") -> tuple[float, float]:
-        """``(low, high)`` of a metric (an interval method asked for by name only)."""
     @property
     def se(self) -> np.ndarray:
         return bootstrap_se(self.samples)
 
+    def ci(self, metric: str = "full") -> tuple[float, float]:
+        """``(low, high)`` of a metric (an interval method asked for by name only)."""
         try:
             k = self.metrics.index(metric)
         except ValueError:
             raise ConfigError(f"no metric {metric!r}; have {', '.join(self.metrics)}") from None
-        return float(self.low[k]), float(self.high[k])
-
         if self.method == SE_METHOD:
             raise ConfigError("no interval: none passed the coverage check for one model's mAP "
                               "(docs/evaluation.md, 'Which interval'); read .se, or compare models "
                               "with compare_hico_models")
+        return float(self.low[k]), float(self.high[k])
+
     def to_ci(self) -> HICOMapCI:
         """The intervals as a :class:`~hoibench.evaluation.HICOMapCI`, what a ``hico_map``
         result holds (and its file writes as ``"ci"``, in percent)."""
@@ -398,9 +398,9 @@ class ModelComparison:
         d = self.samples[:, i, k] - self.samples[:, j, k]
         observed = float(self.estimate[i, k] - self.estimate[j, k])
         lo, hi = bootstrap_interval(d, observed, confidence=self.confidence, method=method)
+        how, lo, hi = reportable_interval(observed, float(lo), float(hi), method)
         ok = ~np.isnan(d)
         return {"model_a": a, "model_b": b, "metric": metric,
-        how, lo, hi = reportable_interval(observed, float(lo), float(hi), method)
                 "map_a": float(self.estimate[i, k]), "map_b": float(self.estimate[j, k]),
                 "difference": observed, "ci_low": lo, "ci_high": hi, "ci_method": how,
                 "se": float(bootstrap_se(d)),

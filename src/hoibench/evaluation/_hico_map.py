@@ -602,6 +602,7 @@ class HICOMapCI:
     seed: int | None = None
     method: str | None = None
     resampled: str = "images"
+    se: Mapping[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The ``"ci"`` object of ``hico_map`` (percent)."""
@@ -612,7 +613,8 @@ class HICOMapCI:
         out.update({"n_boot": self.n_resamples, "seed": self.seed,
                     "method": self.method, "resampled": self.resampled,
                     "bias": {m: json_float(to_percent(b)) for m, b in self.bias.items()}})
-    se: Mapping[str, float] = field(default_factory=dict)
+        if self.se:
+            out["se"] = {m: json_float(to_percent(v)) for m, v in self.se.items()}
         return out
 
     @classmethod
@@ -621,8 +623,6 @@ class HICOMapCI:
         meta = {"level", "n_boot", "seed", "method", "resampled", "bias", "se"}
         intervals = {str(k): f.interval(k, scale=from_percent) for k in f.d if k not in meta}
         seed = f.d.get("seed")
-        if self.se:
-            out["se"] = {m: json_float(to_percent(v)) for m, v in self.se.items()}
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise f.error("seed", f"expected an integer or null, got {seed!r}")
         return cls(intervals=intervals,
