@@ -233,11 +233,14 @@ def test_gen_vlkt_results_json_scores_like_hoibench_format(case, known_object):
 
 
 def test_gen_vlkt_with_only_low_hoi_ids_needs_format_or_is_told_apart(tmp_path):
-    # HOI ids < 117 on boxes whose label makes them invalid as CDN verbs: GEN-VLKT
+    # HOI ids < 117 on boxes whose label makes them invalid as CDN verbs, and whose HOI classes
+    # name another object than the box label: neither reading fits, --format decides
     text = NUMPY1_REPR.replace("'category_id': 76", "'category_id': 3").replace("'score': 0.0", "'score': 0.5")
     path = tmp_path / "r.json"
     path.write_text(json.dumps(text))
-    loaded = load_predictions(path)
+    with pytest.raises(FormatError, match=r"cannot tell cdn from gen-vlkt: .* 0\.0% .* 0\.0% .*pass --format cdn"):
+        load_predictions(path)
+    loaded = load_predictions(path, format="gen-vlkt")
     assert loaded.format == "gen-vlkt"
     assert loaded.predictions.objects.tolist() == [int(loaded.predictions.vocab.hoi_verb_object[3, 1]),
                                                    int(loaded.predictions.vocab.hoi_verb_object[4, 1])]

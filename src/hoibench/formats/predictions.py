@@ -29,7 +29,9 @@ Formats
     ``category_id`` is the verb id. See :func:`_repr_results_columns` for the frame.
 ``gen-vlkt``
     GEN-VLKT's and HOICLIP's ``results.json`` (``datasets/hico_eval_triplet.py``): the same
-    layout, ``category_id`` is the HOI class id (0..599); told apart from ``cdn`` by content.
+    layout, ``category_id`` is the HOI class id (0..599); told apart from ``cdn`` by content, on
+    evidence (:func:`_repr_readings`): a guess is made only when one reading clearly fits better,
+    and says so in :attr:`LoadedPredictions.detection`; otherwise the file is refused.
 ``ho-rcnn``
     ho-rcnn's MATLAB evaluation input, a folder of ``detections_01.mat`` .. ``detections_80.mat``
     (what UPT's and PViC's ``--cache`` write) or one ``all_boxes`` ``.mat``; 0-based pixel
@@ -76,6 +78,7 @@ import orjson
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import atomic_write_json, read_buffer, read_json
 from hoibench.data import HOIDataset, HOIPredictions
+from hoibench.formats import _evidence as _ev
 from hoibench.formats import _scan as _S
 from hoibench.formats._common import image_spans, json_brackets, list_spans, text_brackets
 from hoibench.formats._frame import box_frame_hint
@@ -128,6 +131,9 @@ class LoadedPredictions:
     dropped: Counter[str] = field(default_factory=Counter)
     #: one-line notes for the user (e.g. embedded ground truth that differs from the one named)
     warnings: list[str] = field(default_factory=list)
+    #: how a format told apart from a look-alike by content was chosen, with the evidence
+    #: (``read as cdn: of 9,700 scored triplets, ...``); ``None`` when given or plain from the layout
+    detection: str | None = None
 
     @property
     def n_dropped(self) -> int:
@@ -236,9 +242,10 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
             images = _repr_images_fast(raw, p)  # a map searched in place: no copy of the whole text
         if images is not None:
             vocab = vocab or hico_det()
-            cols, name, warnings = _repr_results_columns(None, p, vocab, format, ground_truth, images)
+            cols, name, warnings, detection = _repr_results_columns(None, p, vocab, format, ground_truth, images)
             loaded = _assemble(cols, vocab, p, name, lenient)
             loaded.warnings += warnings
+            loaded.detection = detection
             return loaded
     if format in (None, "hoibench", "generic") and first == b"{":
         fast = _decode_native(raw)
@@ -279,10 +286,11 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
     name = _sniff(data) if format is None else format
     if name == _REPR or name in REPR_RESULTS:
         vocab = vocab or hico_det()
-        cols, name, warnings = _repr_results_columns(data, p, vocab, None if name == _REPR else name,
-                                                     ground_truth)
+        cols, name, warnings, detection = _repr_results_columns(data, p, vocab, None if name == _REPR else name,
+                                                                ground_truth)
         loaded = _assemble(cols, vocab, p, name, lenient)
         loaded.warnings += warnings
+        loaded.detection = detection
         return loaded
     if name not in PREDICTION_FORMATS:
         raise FormatError(_UNKNOWN, file=p)
@@ -1247,7 +1255,7 @@ def predictions_from_qpic(outputs: list[dict[str, Any]], file_names: list[str], 
 
 def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | None,
                           ground_truth: HOIDataset | None,
-                          images: _ReprImages | None = None) -> tuple[_Columns, str, list[str]]:
+                          images: _ReprImages | None = None) -> tuple[_Columns, str, list[str], str | None]:
     """Columns of a ``json.dumps(str({'preds': [...], 'gts': [...]}))`` results file.
 
     ``preds`` holds per image ``{'filename', 'predictions': [{'bbox', 'category_id'}],
@@ -1256,7 +1264,9 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
     (as the ``qpic`` reader). The file is already cut to the evaluator's top 100 per image.
     Their heads compute in float32: boxes and scores are rounded to float32 (recovering exactly
     the values the model produced from their shortest repr) unless the text mentions float64.
-    ``images``: what :func:`_repr_images_fast` read, else ``text`` is read carefully.
+    ``images``: what :func:`_repr_images_fast` read, else ``text`` is read carefully. Also
+    returns the format read (``fmt``, else decided by :func:`_repr_format`), warnings, and the
+    line saying how the format was detected (``None`` when ``fmt`` was given).
     """
     flat, gts_names, f32 = images if images is not None else _repr_images_careful(text, path)
     n_images = len(flat.names)
@@ -1278,7 +1288,7 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
     box_start = np.concatenate([[0], np.cumsum(flat.n_boxes)[:-1]]).astype(np.int64)
     gsub, gobj = flat.sub + box_start[img_of_hoi], flat.obj + box_start[img_of_hoi]
     inv80 = _objects_of_coco80(vocab)
-    name = fmt or _repr_variant(flat, vocab, inv80, gobj)
+    name, detection, warnings = _repr_format(flat, vocab, inv80, gobj, path, fmt)
     boxes, scores, cat = flat.boxes, flat.scores, flat.cat
     if f32:
         boxes, scores = boxes.astype(np.float32).astype(np.float64), scores.astype(np.float32).astype(np.float64)
@@ -1303,7 +1313,6 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
         verbs, objects = cat, inv80[flat.labels[gobj]]
         keep = vocab.hoi_index(verbs, objects) >= 0
     counts = np.bincount(img_of_hoi[keep], minlength=n_images).astype(np.int64)
-    warnings = []
     if ground_truth is not None and gts_names is not None:
         embedded = set(gts_names)
         given = set(ground_truth.file_names)
@@ -1313,7 +1322,7 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
                             "scoring against the one given")
     return (_Columns(flat.names, counts, boxes[gsub[keep]].reshape(-1, 4), boxes[gobj[keep]].reshape(-1, 4),
                      np.asarray(objects[keep], dtype=np.int64), np.asarray(verbs[keep], dtype=np.int64),
-                     None, scores[keep].astype(np.float64)), name, warnings)
+                     None, scores[keep].astype(np.float64)), name, warnings, detection)
 
 
 class _ReprFlat(NamedTuple):
@@ -1596,20 +1605,76 @@ def _repr_image_buffers(im: Any) -> tuple[str, int, int, int, Any, Any] | None:
     return fn, nb, nh, width, box_buf, hoi_buf
 
 
-def _repr_variant(flat: _ReprFlat, vocab: LabelSpace, inv80: np.ndarray, gobj: np.ndarray) -> str:
-    """``cdn`` or ``gen-vlkt`` from the content: HOI ids beyond the verbs are GEN-VLKT's; CDN
-    zeroes every triplet whose (verb, box label) is no HOI class, so a positive score on one
-    means the ids are HOI classes. ``--format`` decides when a file could be either. ``inv80``:
-    :func:`_objects_of_coco80`; ``gobj``: each HOI record's object box among all boxes."""
-    if ((~flat.labeled) & (flat.n_boxes > 0)).any():  # CDN's boxes always carry labels
-        return "gen-vlkt"
+class _ReprEvidence(NamedTuple):
+    """What :func:`_repr_readings` found."""
+
+    settled: str | None  # the format the structure alone settles
+    why: str  # ... and why
+    verb: _ev.Reading | None  # the cdn reading (None: impossible, or nothing to weigh)
+    hoi: _ev.Reading | None  # the gen-vlkt reading (None: the boxes carry no labels to check)
+    records: str  # what the shares are of ("9,700 scored triplets")
+    hint: str  # what else the numbers suggest (box labels in another index space)
+
+
+def _repr_readings(flat: _ReprFlat, vocab: LabelSpace, inv80: np.ndarray, gobj: np.ndarray) -> _ReprEvidence:
+    """The evidence for reading ``category_id`` as a verb (``cdn``) or an HOI class (``gen-vlkt``).
+
+    Settled by structure:
+    boxes without labels (CDN's always carry one) or ids beyond the verbs are GEN-VLKT's; a file
+    without triplets reads the same either way. Otherwise, over the triplets with a positive score
+    (all of them when none has one): the share whose (verb, object box label) is an HOI class
+    (CDN zeroes the others' scores) and the share whose HOI class names the object box's label.
+    ``inv80``: :func:`_objects_of_coco80`; ``gobj``: each triplet's object box among all boxes."""
     cat = flat.cat
-    if len(cat) and (cat.max() >= vocab.n_verbs or cat.min() < 0):
-        return "gen-vlkt"
     pos = flat.scores > 0
-    if pos.any() and (vocab.hoi_index(cat[pos], inv80[flat.labels[gobj[pos]]]) < 0).any():
-        return "gen-vlkt"
-    return "cdn"
+    sel = pos if pos.any() else np.ones(len(cat), dtype=bool)
+    records = f"{int(sel.sum()):,} {'scored triplets' if pos.any() else 'triplets'}"
+    if ((~flat.labeled) & (flat.n_boxes > 0)).any():
+        return _ReprEvidence("gen-vlkt", "its boxes carry no category_id (CDN's always do)", None, None, records, "")
+    if not len(cat):
+        return _ReprEvidence("cdn", "it holds no triplets (either reading gives none)", None, None, records, "")
+    labels = flat.labels[gobj[sel]]
+    c = cat[sel]
+    objects = inv80[labels]
+    in_hois = (c >= 0) & (c < vocab.n_hois)
+    hoi_fit = float(np.mean(in_hois & (vocab.hoi_verb_object[np.where(in_hois, c, 0), 1] == objects)))
+    hoi = _ev.Reading("gen-vlkt", hoi_fit, "have an HOI class naming the object box's label")
+    if cat.max() >= vocab.n_verbs or cat.min() < 0:
+        return _ReprEvidence("gen-vlkt", f"its category_id values leave the verbs' 0..{vocab.n_verbs - 1}", None, hoi,
+                             records, "")
+
+    def verb_fit(obj: np.ndarray) -> float:
+        return float(np.mean(vocab.hoi_index(c, obj) >= 0))
+    verb = _ev.Reading("cdn", verb_fit(objects), "form HOI classes as (verb, object box label)")
+    hint = ""
+    others = {f"{vocab.name} object indices": np.where(labels < vocab.n_objects, labels, -1),
+              "COCO-91 ids": vocab.object_from_coco91(labels)}
+    for what, obj in others.items():
+        fit = verb_fit(obj)
+        if fit >= _ev.FIT and fit - max(verb.fit or 0.0, hoi_fit) >= _ev.MARGIN:
+            hint = (f" (with the box labels taken as {what} instead of COCO-80 indices, as CDN writes them, "
+                    f"{_ev.pct(fit)} would form HOI classes: relabel the boxes)")
+            break
+    return _ReprEvidence(None, "", verb, hoi, records, hint)
+
+
+def _repr_format(flat: _ReprFlat, vocab: LabelSpace, inv80: np.ndarray, gobj: np.ndarray, path: Path,
+                 fmt: str | None) -> tuple[str, str | None, list[str]]:
+    """The format to read a results file as, the line saying how it was detected (``None`` when
+    ``fmt`` was given) and warnings: ``fmt`` when given (with a warning when the file fits it
+    poorly), else what the structure settles, else :func:`~hoibench.formats._evidence.choose`
+    on the evidence of :func:`_repr_readings`."""
+    settled, why, verb, hoi, records, hint = _repr_readings(flat, vocab, inv80, gobj)
+    if fmt is not None:
+        forced = verb if fmt == "cdn" else hoi
+        warning = None if forced is None else _ev.poor_fit(forced, records=records, path=path, hint=hint)
+        return fmt, None, [] if warning is None else [warning]
+    if settled is not None:
+        shown = "" if hoi is None or settled != "gen-vlkt" else f"; of {records}, {_ev.pct(hoi.fit or 0.0)} {hoi.evidence}"
+        return settled, f"read as {settled}: {why}{shown}; --format overrides", []
+    assert verb is not None and hoi is not None
+    name, line = _ev.choose(verb, hoi, records=records, path=path, option="--format", hint=hint)
+    return name, line, []
 
 
 def _take(items: list[Any], key: str, dtype: type, path: Path, record: int, where: str) -> np.ndarray:
