@@ -89,7 +89,9 @@ def test_build_stats_score_from_detections_on_fixture(tmp_path: Path) -> None:
     ans = tmp_path / "a.jsonl"
     _letters_answers(qs, ans)
     res = tmp_path / "scores.json"
-    r = run("score", "--questions", str(out), "--answers", str(ans), "--json", str(res), "--bootstrap", "50")
+    # the file records no questions asked: --count-unanswered scores its unanswered question as a miss
+    r = run("score", "--questions", str(out), "--answers", str(ans), "--json", str(res), "--bootstrap", "50",
+            "--count-unanswered")
     assert r.returncode == 0, r.stderr
     scores = json.loads(res.read_text())
     assert set(scores) >= KEYS and all(0.0 <= scores[k] <= 1.0 for k in KEYS)
@@ -98,7 +100,7 @@ def test_build_stats_score_from_detections_on_fixture(tmp_path: Path) -> None:
     assert scores["kind"] == "mcq_metrics" and scores["benchmark"] == out.name  # a result hoibench report reads
     # '-' prints the same object on stdout (no table there), not to a file called '-'
     r = run("score", "--questions", str(out), "--answers", str(ans), "--json", "-", "--bootstrap", "50",
-            "--model", "random")
+            "--model", "random", "--count-unanswered")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {**scores, "model": "random"} and not (Path.cwd() / "-").exists()
 
