@@ -3,22 +3,24 @@
 - :func:`class_split_counts` — per HOI class, the instances (pairs) in a train and a test set
   and their ratio: Figure 2's long tail and its varying train/test ratio, and, with the unseen
   classes of a zero-shot split, Figure S6's imbalance of seen and unseen classes (RF-UC).
-- :func:`augmentation_counts` — generated and crawled images and HOI instances kept by the
-  augmentation pipeline, read from the manifests of its output folders (Tables S2/S3).
+- :func:`augmentation_counts` — generated and crawled images and HOI instances in a balanced
+  train set after its per-class cap (or, without the split folder, as the augmentation pipeline
+  kept them), read from the manifests of its output folders (Tables S2/S3).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench.augment import read_manifests
+from hoibench.augment import manifest_image_name, read_manifests
+from hoibench.benchmarks.balanced import EXTRA_TRAIN_FILE, read_extra_train_record
 from hoibench.data import HOIDataset
 
 __all__ = [
@@ -110,11 +112,20 @@ def class_split_counts(train: HOIDataset, test: HOIDataset, *, classes: Sequence
 
 @dataclass(frozen=True)
 class AugmentationCounts:
-    """Tables S2/S3: per split, kept images and their HOI instances by origin."""
+    """Tables S2/S3: per split, kept images and their HOI instances by origin.
+
+    ``train_split[split]`` is the balanced split folder whose train set was counted (after its
+    per-class cap), or None where the counts are the augmentation's own (before any trimming)."""
 
     splits: tuple[str, ...]
     images: Mapping[str, Mapping[str, int]]  # split -> {"generated", "crawled"}
     instances: Mapping[str, Mapping[str, int]]
+    train_split: Mapping[str, str | None] = field(default_factory=dict)
+
+    @property
+    def untrimmed(self) -> tuple[str, ...]:
+        """The splits counted without a balanced split folder (before trimming)."""
+        return tuple(s for s in self.splits if self.train_split.get(s) is None)
 
     def rows(self, what: str) -> list[dict[str, Any]]:
         table = self.images if what == "images" else self.instances
@@ -123,22 +134,41 @@ class AugmentationCounts:
 
 
 def augmentation_counts(folders: Mapping[str, Sequence[str | os.PathLike[str]]]) -> AugmentationCounts:
-    """Kept images and instances per split from augmentation output folders.
+    """Images and instances per split from augmentation output folders.
 
     ``folders[split]`` lists the output folders of that split (``hoibench augment run`` writes
-    generated images, ``hoibench augment filter`` crawled ones). An image counts once, by its last
-    verdict (a resumed run may re-inspect one); its instances are the pairs of its pseudo-label.
+    generated images, ``hoibench augment filter`` crawled ones) and, optionally, the folder of
+    ``hoibench split balanced --extra-train`` built from them. With that folder an image counts
+    when the train set holds it, with the instances the per-class cap left it (its
+    ``extra_train.json``); every image of the train set must come from one of the augmentation
+    folders. Without it, an image counts by its last verdict (a resumed run may re-inspect one)
+    with the pairs of its pseudo-label: the augmentation's output, before any trimming.
     """
     images: dict[str, dict[str, int]] = {}
     instances: dict[str, dict[str, int]] = {}
+    trained_by: dict[str, str | None] = {}
     for split, dirs in folders.items():
         img = {"generated": 0, "crawled": 0}
         ins = {"generated": 0, "crawled": 0}
+        split_dirs = [Path(d) for d in dirs if (Path(d) / EXTRA_TRAIN_FILE).is_file()]
+        if len(split_dirs) > 1:
+            raise ConfigError(f"split {split}: {len(split_dirs)} balanced split folders "
+                              f"({', '.join(map(str, split_dirs))}); give one per split")
+        in_train: dict[str, int] | None = None
+        if split_dirs:
+            in_train = {im["image"]: im["instances"] for im in read_extra_train_record(split_dirs[0])["images"]
+                        if im["instances"] > 0}
+        seen: set[str] = set()
         for d in dirs:
             path = Path(d)
+            if path in split_dirs:
+                continue
             if not path.is_dir():
                 raise ConfigError(f"{path}: not an augmentation output folder")
             records = read_manifests(path)
+            if not records and (path / "deficits.json").is_file():
+                raise ConfigError(f"{path}: a balanced split built without --extra-train (no "
+                                  f"{EXTRA_TRAIN_FILE}); its train set holds no augmentation image")
             if not records:
                 raise ConfigError(f"{path}: no manifest records (manifest*.jsonl of hoibench augment)")
             last: dict[tuple[str, Any], dict[str, Any]] = {}
@@ -148,6 +178,13 @@ def augmentation_counts(folders: Mapping[str, Sequence[str | os.PathLike[str]]])
                 elif rec["event"] == "filtered":
                     last[("crawled", rec.get("image"))] = rec
             for (origin, key), rec in last.items():
+                if in_train is not None:
+                    name = manifest_image_name(rec)
+                    if name in in_train and name not in seen:
+                        seen.add(name)
+                        img[origin] += 1
+                        ins[origin] += in_train[name]
+                    continue
                 if rec.get("status") != "kept":
                     continue
                 ann = rec.get("annotation")
@@ -156,5 +193,12 @@ def augmentation_counts(folders: Mapping[str, Sequence[str | os.PathLike[str]]])
                                       field="annotation")
                 img[origin] += 1
                 ins[origin] += len(ann["pairs"])
+        if in_train is not None:
+            missing = sorted(set(in_train) - seen)
+            if missing:
+                raise ConfigError(f"{split_dirs[0] / EXTRA_TRAIN_FILE}: {len(missing)} extra train images "
+                                  f"are in none of the augmentation folders of split {split} (first: "
+                                  f"{missing[0]}); add the augment run/filter folders they came from")
         images[split], instances[split] = img, ins
-    return AugmentationCounts(tuple(folders), images, instances)
+        trained_by[split] = str(split_dirs[0]) if split_dirs else None
+    return AugmentationCounts(tuple(folders), images, instances, trained_by)

@@ -14,7 +14,7 @@ from hoibench.augment._config import (
     WatermarkConfig,
     load_config,
 )
-from hoibench.augment._manifest import Manifest, read_manifests
+from hoibench.augment._manifest import Manifest, manifest_image_name, read_manifests
 from hoibench.augment._models import (
     Detection,
     Detector,
@@ -78,6 +78,7 @@ __all__ = [
     "derive_seed",
     "filter_images",
     "load_config",
+    "manifest_image_name",
     "parse_shard",
     "read_decisions",
     "read_deficits",

@@ -19,7 +19,7 @@ import orjson
 from hoibench._exceptions import FormatError
 from hoibench._io import iter_jsonl
 
-__all__ = ["Manifest", "manifest_name", "read_manifests"]
+__all__ = ["Manifest", "manifest_image_name", "manifest_name", "read_manifests"]
 
 
 def manifest_name(shard: int = 0, n_shards: int = 1) -> str:
@@ -65,6 +65,16 @@ def _only_torn(lines: Sequence[bytes], n: int) -> bool:
     # object without its end
     line = lines[n].strip()
     return line.startswith(b"{") and not line.endswith(b"}")
+
+
+def manifest_image_name(rec: dict[str, Any]) -> str | None:
+    """The file name an image of a manifest record has in the augmented dataset: a generated one
+    (event ``attempt``) ``images/NAME`` is ``NAME``, a crawled one (``filtered``) keeps its path;
+    None where the record names no image."""
+    image = rec.get("image")
+    if not isinstance(image, str):
+        return None
+    return image.split("/", 1)[1] if rec.get("event") == "attempt" and "/" in image else image
 
 
 def read_manifests(out_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:

@@ -10,14 +10,18 @@ The recipe
 3. Balancing algorithm (Algorithm 1): for ``N`` epochs, walk the classes tail → head adding random
    images that contain the class until it has at least ``L`` instances; then (except in the last
    epoch) walk head → tail removing random images that contain the class until it has at most
-   ``L``. Afterwards optional extra (generated) training images are added the same way, and every
-   class above ``L`` loses random annotations of that class until it has exactly ``L``. The number
-   of images that lost annotations is the paper's "R/A".
+   ``L``. Afterwards every class above ``L`` loses random annotations of that class until it has
+   exactly ``L``. The number of images that lost annotations is the paper's "R/A".
 4. Classes that still have fewer than ``L`` instances are reported as **deficits** (what the
    augmentation pipeline must generate), never hidden.
 5. The balanced zero-shot set: HOI classes outside the top ``K`` whose verb and object both occur
    among the top ``K``, with at least ``L`` instances in the images used by neither split, balanced
    the same way (``l_zero_shot`` instances each).
+6. Optional extra (generated or crawled) train images fill the train deficits last (supplementary
+   C), from a random stream of their own: tail → head, random extra images holding a class still
+   below ``L`` are added until it reaches ``L``, and the per-class cap then removes random
+   annotations of the extra images only (:func:`_fill_deficits`). Steps 1-5 never see them, so
+   the test set, the zero-shot set and the real train images are the same with or without them.
 
 Only annotations of the balanced classes are kept in each set (the paper's instance totals are
 exactly ``K * L``); images left without any pair are dropped.
@@ -39,8 +43,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hoibench._exceptions import ConfigError, ValidationError
-from hoibench._io import atomic_write_bytes, atomic_write_json
+from hoibench._exceptions import ConfigError, FormatError, ValidationError
+from hoibench._io import atomic_write_bytes, atomic_write_json, read_json
 from hoibench._random import check_random_state
 from hoibench.benchmarks._build import check_seed, write_folder
 from hoibench.data import HOIDataset
@@ -49,6 +53,7 @@ from hoibench.formats import write_hicodet, write_ppdm
 from hoibench.vocab import hico_det
 
 __all__ = [
+    "EXTRA_TRAIN_FILE",
     "LAYOUT",
     "BalancedSet",
     "BalancedSplit",
@@ -56,6 +61,7 @@ __all__ = [
     "balance_images",
     "build_balanced_split",
     "hico_det_selection_counts",
+    "read_extra_train_record",
     "select_top_classes",
     "stats_markdown",
     "write_balanced_split",
@@ -70,6 +76,8 @@ LAYOUT = {
     "test": ("test_hico.json", "instances_test.json"),
     "zero_shot": ("test_zero_shot_hico.json", "instances_zero_shot.json"),
 }
+#: what a split built with extra train images used of them (:meth:`BalancedSplit.extra_train_json`)
+EXTRA_TRAIN_FILE = "extra_train.json"
 
 
 # ---------------------------------------------------------------------------------------- records
@@ -156,6 +164,10 @@ class BalancedSplit:
         The balanced sets (``zero_shot`` is ``None`` unless requested).
     params:
         The parameters of the run (echoed in ``stats.json``).
+    extra_train:
+        What the train set took of the extra images (``extra_train.json``; None without them): the
+        deficits they filled, each chosen extra image with its kept instances and the annotations
+        the per-class cap removed from it, and the real train set, which they never change.
     """
 
     classes: np.ndarray
@@ -164,6 +176,7 @@ class BalancedSplit:
     test: BalancedSet
     zero_shot: BalancedSet | None
     params: dict[str, Any] = field(default_factory=dict)
+    extra_train: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         p = self.params
@@ -213,18 +226,30 @@ class BalancedSplit:
                 {"hoi": int(h), "name": vocab.hoi_name(h)} for h in self.zero_shot.classes.tolist()],
         }
 
+    def extra_train_json(self, file_sha256: str | None = None) -> dict[str, Any] | None:
+        """The ``extra_train.json`` object (None without extra images); ``file_sha256`` names the
+        file the extra images were read from (``sha256:...``), when known."""
+        if self.extra_train is None:
+            return None
+        rec = dict(self.extra_train)
+        rec["extra_train"] = {"file_sha256": file_sha256, **rec["extra_train"]}
+        return rec
+
     def write(self, out: str | os.PathLike[str], *, inputs: dict[str, Any] | None = None) -> dict[str, Path]:
         """Write every set into the folder ``out`` in the PPDM/QPIC and hicodet-toolkit layouts
         (:data:`LAYOUT`), plus ``stats.json`` (:meth:`stats`), ``deficits.json``, ``classes.json``,
-        ``stats.md`` and ``provenance.json`` (the parameters, ``inputs``: content hashes of the
-        source files, and every file's hash); returns ``{role: path}`` (``train``,
-        ``train_hicodet``, ...).
+        ``stats.md``, ``extra_train.json`` (:meth:`extra_train_json`, with extra images only; its
+        file hash is ``inputs["extra_train"]``) and ``provenance.json`` (the parameters,
+        ``inputs``: content hashes of the source files, and every file's hash); returns
+        ``{role: path}`` (``train``, ``train_hicodet``, ...).
 
         The folder is written as a whole (:func:`~hoibench.benchmarks.write_folder`) and
         byte-stable: the same result gives identical files.
         """
         names = {"stats": "stats.json", "deficits": "deficits.json", "classes": "classes.json",
-                 "table": "stats.md"}
+                 "table": "stats.md", "extra_train": EXTRA_TRAIN_FILE}
+        file_hash = (inputs or {}).get("extra_train")
+        extra = self.extra_train_json(file_hash if isinstance(file_hash, str) else None)
         for s in self.sets:
             names[s.name], names[f"{s.name}_hicodet"] = LAYOUT[s.name]
 
@@ -236,7 +261,9 @@ class BalancedSplit:
                 paths[f"{s.name}_hicodet"] = folder / names[f"{s.name}_hicodet"]
                 write_hicodet(s.dataset, paths[f"{s.name}_hicodet"])
             for role, obj in (("stats", self.stats()), ("deficits", self.deficits_json()),
-                              ("classes", self.classes_json())):
+                              ("classes", self.classes_json()), ("extra_train", extra)):
+                if obj is None:
+                    continue
                 paths[role] = folder / names[role]
                 atomic_write_json(paths[role], obj, indent=True)
             paths["table"] = folder / names["table"]
@@ -400,10 +427,12 @@ def balance_images(
     return in_set, cnt
 
 
-def _trim(ds: HOIDataset, mask: np.ndarray, classes: np.ndarray, target: int,
+def _trim(ds: HOIDataset, mask: np.ndarray, classes: np.ndarray, target: int | np.ndarray,
           rng: np.random.Generator, name: str) -> tuple[HOIDataset, np.ndarray, int]:
     """Keep the masked images and only pairs of ``classes``; drop random annotations of every class
-    above ``target`` (head first). Returns the set, its counts and the R/A image count."""
+    above ``target`` (one for all, or one per class; head first). Returns the set, its counts and
+    the R/A image count."""
+    cap = np.broadcast_to(np.asarray(target, dtype=np.int64), (len(classes),))
     sub = ds.subset(np.flatnonzero(mask))
     rank = np.full(ds.vocab.n_hois + 1, -1, dtype=np.int64)
     rank[classes] = np.arange(len(classes))
@@ -415,7 +444,7 @@ def _trim(ds: HOIDataset, mask: np.ndarray, classes: np.ndarray, target: int,
     touched = np.zeros(sub.n_images, dtype=bool)
     for k in range(len(classes)):
         members = order[bounds[k]:bounds[k + 1]]
-        excess = len(members) - target
+        excess = len(members) - int(cap[k])
         if excess > 0:
             drop = rng.choice(members, size=excess, replace=False)
             keep[drop] = False
@@ -429,13 +458,73 @@ def _trim(ds: HOIDataset, mask: np.ndarray, classes: np.ndarray, target: int,
 
 
 def _balanced_set(name: str, ds: HOIDataset, classes: np.ndarray, *, target: int, epochs: int,
-                  allowed: np.ndarray, extra: np.ndarray | None, rng: np.random.Generator) -> BalancedSet:
-    mask, _ = balance_images(ds, classes, target=target, epochs=epochs, allowed=allowed, extra=extra,
-                             random_state=rng)
+                  allowed: np.ndarray, rng: np.random.Generator) -> BalancedSet:
+    """Algorithm 1 on the allowed (real) images, then the per-class cap."""
+    mask, _ = balance_images(ds, classes, target=target, epochs=epochs, allowed=allowed, random_state=rng)
     out, counts, removed = _trim(ds, mask, classes, target, rng, name)
-    n_extra = int((mask & extra).sum()) if extra is not None else 0
     return BalancedSet(name=name, dataset=out, classes=classes, counts=counts, target=target,
-                       removed_annotation_images=removed, extra_images=n_extra)
+                       removed_annotation_images=removed)
+
+
+def _fill_deficits(real: BalancedSet, extra: HOIDataset,
+                   rng: np.random.Generator) -> tuple[BalancedSet, dict[str, Any]]:
+    """Supplementary C's extra images, after the real train set is final: tail → head, random extra
+    images holding a class still below ``L`` are added until it reaches ``L``; then each class keeps
+    at most ``L`` minus its real instances of the extra annotations (random ones removed).
+
+    The real train set is never touched: its own cap left every class at ``L`` or below, so a
+    class's excess is never more than its extra instances. Returns the train set and the record
+    of ``extra_train.json``."""
+    classes, target = real.classes, real.target
+    vocab = extra.vocab
+    chosen = np.zeros(extra.n_images, dtype=bool)
+    cnt = real.counts.astype(np.int64)
+    _add_stage(_ClassIndex(extra, classes), chosen, np.ones(extra.n_images, dtype=bool), cnt, target, rng)
+    room = target - real.counts
+    if (room < 0).any():  # the real set's cap guarantees this; a broken invariant is not a silent number
+        raise ValidationError("the real train set holds a class above L; cannot fill deficits")
+    kept, kept_counts, touched = _trim(extra, chosen, classes, room, rng, "train")
+    train = HOIDataset.concat([real.dataset, kept], name="train") if kept.n_images else real.dataset
+    rank = np.full(vocab.n_hois + 1, -1, dtype=np.int64)
+    rank[classes] = np.arange(len(classes))
+    picked = extra.subset(np.flatnonzero(chosen))
+    before = _pairs_by_image(picked, rank >= 0)
+    after = _pairs_by_image(kept, rank >= 0)
+    images = []
+    for name, hois in before.items():
+        left = after.get(name, {})
+        removed = [[h, n - left.get(h, 0)] for h, n in sorted(hois.items()) if n > left.get(h, 0)]
+        images.append({"image": name, "instances": sum(left.values()), "removed": removed})
+    filled = [{"hoi": int(h), "name": vocab.hoi_name(h), "real": int(c), "need": target,
+               "extra": int(kept_counts[k])}
+              for k, (h, c) in enumerate(zip(classes.tolist(), real.counts.tolist(), strict=True)) if c < target]
+    record = {
+        "kind": "balanced_extra_train",
+        "l_train": target,
+        "extra_train": {"content_sha256": extra.content_hash(), "images": extra.n_images,
+                        "instances": extra.n_pairs},
+        "real_train": {"images": real.dataset.n_images, "instances": int(real.counts.sum()),
+                       "changed_images": []},
+        "classes": filled,
+        "images_used": kept.n_images,
+        "images_unused": extra.n_images - int(chosen.sum()),
+        "images": images,
+    }
+    out = BalancedSet(name="train", dataset=train, classes=classes, counts=real.counts + kept_counts,
+                      target=target, removed_annotation_images=real.removed_annotation_images + touched,
+                      extra_images=kept.n_images)
+    return out, record
+
+
+def _pairs_by_image(ds: HOIDataset, keep_class: np.ndarray) -> dict[str, dict[int, int]]:
+    """``{file name: {hoi: pairs}}`` over the pairs whose class ``keep_class`` marks, every image listed."""
+    out: dict[str, dict[int, int]] = {f: {} for f in ds.file_names}
+    names = ds.file_names
+    for i, h in zip(ds.pair_image.tolist(), ds.pair_hoi.tolist(), strict=True):
+        if h >= 0 and keep_class[h]:
+            row = out[names[i]]
+            row[h] = row.get(h, 0) + 1
+    return out
 
 
 def build_balanced_split(
@@ -464,7 +553,9 @@ def build_balanced_split(
         Integer seed; the output is byte-for-byte a function of it (the paper released four).
     extra_train:
         Additional (generated or crawled) training images with the same label space; used only
-        for the train set, after the real images, to fill deficits.
+        to fill the train set's deficits once every set is built from the real images, so the test
+        set, the zero-shot set and the real train images are the same with or without them (see
+        :func:`_fill_deficits`; what was used is :attr:`BalancedSplit.extra_train`).
     zero_shot:
         Also build the balanced zero-shot test set from the images neither split uses.
     l_zero_shot:
@@ -502,22 +593,15 @@ def build_balanced_split(
     classes = select_top_classes(counts, top_k)
     rng = check_random_state(seed)
 
-    test = _balanced_set("test", dataset, classes, target=l_test, epochs=epochs,
-                         allowed=np.ones(dataset.n_images, dtype=bool), extra=None, rng=rng)
-    # images of the test set are excluded from train even if only some of their pairs were kept
-    used = _rows_of(dataset, test.dataset.file_names)
-    pool = ~used
-
     if extra_train is not None:
         _check_extra(dataset, extra_train)
-        merged = HOIDataset.concat([dataset, extra_train], name=f"{dataset.name}+extra")
-        extra_mask = np.r_[np.zeros(dataset.n_images, bool), np.ones(extra_train.n_images, bool)]
-        train = _balanced_set("train", merged, classes, target=l_train, epochs=epochs,
-                              allowed=np.r_[pool, np.zeros(extra_train.n_images, bool)],
-                              extra=extra_mask, rng=rng)
-    else:
-        train = _balanced_set("train", dataset, classes, target=l_train, epochs=epochs,
-                              allowed=pool, extra=None, rng=rng)
+
+    # every draw below sees the real images and the seed only: the extra images come last
+    test = _balanced_set("test", dataset, classes, target=l_test, epochs=epochs,
+                         allowed=np.ones(dataset.n_images, dtype=bool), rng=rng)
+    # images of the test set are excluded from train even if only some of their pairs were kept
+    used = _rows_of(dataset, test.dataset.file_names)
+    train = _balanced_set("train", dataset, classes, target=l_train, epochs=epochs, allowed=~used, rng=rng)
     used |= _rows_of(dataset, train.dataset.file_names)
 
     zs = None
@@ -534,15 +618,22 @@ def build_balanced_split(
                                   f"n_zero_shot_classes={n_zero_shot_classes}")
             zs_classes = zs_classes[:n_zero_shot_classes]
         zs = _balanced_set("zero_shot", dataset, zs_classes, target=l_zero_shot, epochs=epochs,
-                           allowed=remaining, extra=None, rng=rng)
+                           allowed=remaining, rng=rng)
 
+    record = None
+    if extra_train is not None:
+        # a stream of its own: the same extra images give the same train set with or without --zero-shot
+        train, record = _fill_deficits(train, extra_train,
+                                       np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,))))
+        record = {"seed": seed, **record}
     params = {"dataset": dataset.name, "top_k": int(top_k), "l_train": int(l_train),
               "l_test": int(l_test), "l_zero_shot": int(l_zero_shot) if zero_shot else None,
               "n_zero_shot_classes": n_zero_shot_classes,
               "epochs": int(epochs), "seed": seed, "selection_counts": selection,
-              "extra_train_images": 0 if extra_train is None else extra_train.n_images}
+              "extra_train_images": 0 if extra_train is None else extra_train.n_images,
+              "extra_train_sha256": None if extra_train is None else extra_train.content_hash()}
     return BalancedSplit(classes=classes, selection_counts=counts, train=train, test=test,
-                         zero_shot=zs, params=params)
+                         zero_shot=zs, params=params, extra_train=record)
 
 
 def _selection_counts(dataset: HOIDataset, selection_counts: Any) -> tuple[str, np.ndarray]:
@@ -579,6 +670,24 @@ def _check_extra(dataset: HOIDataset, extra: HOIDataset) -> None:
                               f"({len(clash)} clashes); extra images need their own names")
     if len(set(extra.file_names)) != extra.n_images:
         raise ValidationError(f"{what}: file names are not unique")
+
+
+def read_extra_train_record(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``extra_train.json`` of a ``split balanced --extra-train`` folder, checked: each chosen
+    extra image with the instances the train set kept of it (``images``)."""
+    path = Path(folder) / EXTRA_TRAIN_FILE
+    rec = read_json(path)
+    if not isinstance(rec, dict) or rec.get("kind") != "balanced_extra_train":
+        raise FormatError("not a balanced split's extra-train record", file=path, field="kind")
+    images = rec.get("images")
+    if not isinstance(images, list):
+        raise FormatError("expected a list", file=path, field="images")
+    for n, im in enumerate(images):
+        if not (isinstance(im, dict) and isinstance(im.get("image"), str)
+                and isinstance(im.get("instances"), int) and im["instances"] >= 0):
+            raise FormatError("expected {'image': name, 'instances': count >= 0, ...}", file=path,
+                              record=n + 1, field="images")
+    return rec
 
 
 def _check_positive(**values: int) -> None:

@@ -27,7 +27,8 @@ __all__ = ["balanced"]
               help="Keep the N eligible zero-shot classes with the most remaining instances "
                    "(107 gives the paper's count) [default: every eligible class].")
 @click.option("--extra-train", type=click.Path(dir_okay=False), default=None,
-              help="Generated/crawled training images (any supported format) used to fill deficits.")
+              help="Generated/crawled training images (any supported format) used only to fill the "
+                   "train deficits; the test and zero-shot sets and the real train images do not change.")
 @click.option("--counts", "counts_source", type=click.Choice(["auto", "official", "data"]),
               default="auto", show_default=True,
               help="Counts to rank classes by: official HICO-DET train counts + test pairs (auto for "
@@ -72,6 +73,15 @@ def balanced(dataset: str, top_k: int, l_train: int, l_test: int, epochs: int, s
                       str(st["classes"]), str(st["objects"]), str(st["verbs"]),
                       f"{st['removed_annotation_images']:,}", f"{result.total_deficit(s.name):,}")
     console.print(table)
+    rec = result.extra_train
+    if rec is not None:
+        kept = sum(im["instances"] for im in rec["images"])
+        capped = sum(n for im in rec["images"] for _, n in im["removed"])
+        console.print(f"extra train: {rec['images_used']:,} of {rec['extra_train']['images']:,} images used "
+                      f"({kept:,} instances) for {len(rec['classes'])} classes in deficit; {capped:,} of "
+                      f"their annotations removed by the per-class cap; real train images unchanged "
+                      f"({rec['real_train']['images']:,}); test and zero-shot sets as without "
+                      f"--extra-train: see {Path(out_dir) / 'extra_train.json'}")
     n_def = len(result.deficits())
     if n_def:
         console.print(f"{n_def} classes below target ({result.total_deficit():,} instances): "

@@ -273,14 +273,23 @@ def class_counts_figure(c: ClassSplitCounts, *, name: str, title: str, train_lab
 
 
 def augmentation_tables(a: AugmentationCounts) -> list[Table]:
-    """Tables S2 (images) and S3 (HOI instances): generated, crawled and total per split."""
+    """Tables S2 (images) and S3 (HOI instances): generated, crawled and total per split; the
+    caption says which splits were counted in their balanced train set (after the per-class cap)
+    and which before it (no split folder given)."""
+    untrimmed = a.untrimmed
+    if not untrimmed:
+        caption = ("Augmentation images in the balanced train set and the instances the per-class cap "
+                   "left them (the split folder's extra_train.json).")
+    else:
+        caption = (f"Split{'s' if len(untrimmed) > 1 else ''} {', '.join(untrimmed)}: counted before the "
+                   f"balanced split's trimming (no split folder given): images the augmentation pipeline "
+                   f"kept (last verdict per image) and the pairs of their pseudo-labels; add "
+                   f"SPLIT=<split balanced --extra-train folder> to count what the train set holds.")
     out = []
     for what, label in (("images", "Table S2: generated and crawled images"),
                         ("instances", "Table S3: HOI instances of generated and crawled images")):
         out.append(Table.from_records(f"augmentation-{what}", f"{label} in the train set", a.rows(what),
-                                      columns=("split", "generated", "crawled", "total"),
-                                      caption="Images the augmentation pipeline kept (last verdict per "
-                                              "image in its manifests) and the pairs of their pseudo-labels."))
+                                      columns=("split", "generated", "crawled", "total"), caption=caption))
     return out
 
 
