@@ -428,7 +428,9 @@ def class_counts(specs: tuple[str, ...], unseen: str | None, out_dir: str | None
               help="Write augmentation-images.{md,csv} and augmentation-instances.{md,csv} here.")
 def augmentation_counts_cmd(folders: tuple[str, ...], out_dir: str | None) -> None:
     """Generated and crawled images and HOI instances per split from augmentation output folders
-    (B-RIGHT Tables S2/S3); SPLIT=DIR groups several folders (run and filter) under one split."""
+    (B-RIGHT Tables S2/S3); SPLIT=DIR groups several folders (run and filter) under one split.
+    Add the split's `split balanced --extra-train` folder (SPLIT=DIR) to count what its train set
+    holds after the per-class cap; without it the counts are the augmentation's, before trimming."""
     from hoibench.analysis import augmentation_counts
     from hoibench.cli._paper_inputs import split_folders
     from hoibench.reports import augmentation_tables
@@ -436,6 +438,7 @@ def augmentation_counts_cmd(folders: tuple[str, ...], out_dir: str | None) -> No
     tables = augmentation_tables(augmentation_counts(split_folders(folders)))
     for t in tables:
         console.print(f"## {t.title}\n\n{t.to_markdown()}", markup=False)
+    console.print(tables[0].caption, markup=False)
     _write(out_dir, tables, [])
 
 
