@@ -336,9 +336,13 @@ def read_scored_questions(questions_path: str, setting: int | None) -> list[Any]
     ``mcq run --setting 3`` asks them); for commands without answers (``mcq export``)."""
     from hoibench._exceptions import ConfigError
     from hoibench.formats import read_questions
-    from hoibench.runners.mcq import select_questions
 
-    qs_list = select_questions(read_questions(questions_path), setting=setting)
+    qs = read_questions(questions_path)
+    if setting is not None:
+        want = 2 if setting == 3 else setting
+        qs_list = [q for q in qs if q.setting in (want, setting)]
+    else:
+        qs_list = list(qs)
     if not qs_list:
         raise ConfigError(f"{questions_path}: no questions of setting {setting}")
     return qs_list
