@@ -11,6 +11,7 @@ from hoibench.data._choices import (
     parse_choice_text,
     reference_class_key,
     reference_class_keys,
+    shown_choice_text,
 )
 from hoibench.data._dataset import HOIDataset, HOIImage
 from hoibench.data._predictions import HOIPredictions
@@ -41,6 +42,7 @@ __all__ = [
     "parse_choice_text",
     "reference_class_key",
     "reference_class_keys",
+    "shown_choice_text",
     "validate_dataset",
     "vcoco_action_names",
     "vcoco_role_classes",

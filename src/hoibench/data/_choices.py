@@ -17,7 +17,7 @@ from hoibench.vocab import (
 )
 
 __all__ = ["ARTICLE", "NO_INTERACTION", "REFERENCE_CLASS_TABLES", "choice_text", "parse_choice_text",
-           "reference_class_key", "reference_class_keys"]
+           "reference_class_key", "reference_class_keys", "shown_choice_text"]
 
 
 ARTICLE = " a/an "
@@ -32,6 +32,17 @@ def choice_text(verb: str, obj: str) -> str:
     if verb == NO_INTERACTION:
         return f"{NO_INTERACTION} with{ARTICLE}{obj}"
     return f"{verb}{ARTICLE}{obj}"
+
+
+def shown_choice_text(text: str) -> str:
+    """A choice as the released prompts show it: ``"no_interaction a/an cow"`` (and
+    ``"no_interaction with a/an cow"``) → ``"no_interaction with cow"``; other texts unchanged.
+    Applying it twice changes nothing, so a prompt's line maps back to its choice."""
+    if NO_INTERACTION in text:
+        at = text.find(ARTICLE)
+        if at >= 0:
+            return "no_interaction with" + text[at + 5:]
+    return text
 
 
 def reference_class_key(text: str) -> tuple[str, str]:

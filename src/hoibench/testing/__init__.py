@@ -15,6 +15,7 @@ module only tests know about:
   oracle the vectorised evaluator is checked against.
 """
 
+from hoibench.testing._answerer import QuestionAnswerer
 from hoibench.testing._fake_server import FakeChatServer, FakeReply, request_image, request_text
 from hoibench.testing._hico_loop import hico_average_precision_loop
 from hoibench.testing._noisy import noisy_predictions
@@ -23,6 +24,7 @@ from hoibench.testing._tiny import save_tiny_detr, save_tiny_owlv2, tiny_sdxl_pi
 __all__ = [
     "FakeChatServer",
     "FakeReply",
+    "QuestionAnswerer",
     "hico_average_precision_loop",
     "noisy_predictions",
     "request_image",

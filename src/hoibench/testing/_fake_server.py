@@ -80,6 +80,7 @@ class FakeChatServer:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None  # why the server could not start
 
     @property
     def url(self) -> str:
@@ -90,6 +91,8 @@ class FakeChatServer:
         self._thread.start()
         if not self._ready.wait(10):
             raise RuntimeError("fake chat server did not start")
+        if self._error is not None:  # e.g. the port is taken: the caller's OSError
+            raise self._error
         return self
 
     def stop(self) -> None:
@@ -105,7 +108,11 @@ class FakeChatServer:
         self.stop()
 
     def _serve(self) -> None:
-        asyncio.run(self._main())
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import parse_yaml_mapping
-from hoibench.data import Choice, MCQuestion
+from hoibench.data import Choice, MCQuestion, shown_choice_text
 
 __all__ = ["ANSWER_FORMATS", "PromptTemplate", "RenderedQuestion", "load_template", "render_question"]
 
@@ -107,13 +107,7 @@ class RenderedQuestion:
 
 
 def _display(choice: Choice, rename: bool) -> str:
-    text = choice.text
-    if rename and "no_interaction" in text:
-        # the released code: "no_interaction a/an cow" → "no_interaction with cow"
-        at = text.find(" a/an ")
-        if at >= 0:
-            return "no_interaction with" + text[at + 5:]
-    return text
+    return shown_choice_text(choice.text) if rename else choice.text
 
 
 def render_question(question: MCQuestion, template: PromptTemplate, *, setting: int | None = None,
