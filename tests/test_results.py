@@ -70,7 +70,7 @@ def _hico_map(hico) -> HICOMapResult:
     gt, preds = hico
     subsets = {"rare": gt.vocab.rare_classes(), "odd": np.arange(1, 600, 2)}
     res = hico_mean_ap(preds, gt, class_subsets=subsets, classes=subsets["odd"])
-    boot = hico_map_bootstrap(preds, gt, class_subsets=subsets, n_resamples=20, random_state=1)
+    boot = hico_map_bootstrap(preds, gt, class_subsets=subsets, n_resamples=20, random_state=1, method="basic")
     return dataclasses.replace(res, headline="odd", ci=boot.to_ci())
 
 
@@ -169,13 +169,15 @@ def test_percent_conversion_keeps_every_digit(p):
 
 def test_bootstrap_intervals_are_fractions_until_the_json(hico):
     gt, preds = hico
-    boot = hico_map_bootstrap(preds, gt, n_resamples=20, random_state=0)
+    boot = hico_map_bootstrap(preds, gt, n_resamples=20, random_state=0, method="percentile")
     ref = hico_mean_ap(preds, gt)
     assert boot.estimate[0] == pytest.approx(ref.full, abs=1e-15)
     ci = boot.to_ci()
     lo, hi = ci.intervals["full"]
     assert 0 < lo < hi < 1
     assert ci.to_json()["full"] == [100 * lo, 100 * hi]
+    se = hico_map_bootstrap(preds, gt, n_resamples=20, random_state=0).to_ci()  # the default: SE only
+    assert se.intervals == {} and 0 < se.se["full"] < 1 and se.to_json()["se"]["full"] == 100 * se.se["full"]
 
 
 # ----------------------------------------------------------------------------- old files
@@ -336,7 +338,7 @@ def test_hico_headline_follows_the_classes_spec():
 def test_hico_map_record_adds_every_dropped_detection_and_the_interval(hico):
     gt, preds = hico
     res = dataclasses.replace(hico_mean_ap(preds, gt, protocol="qpic"), n_dropped={"unknown image": 3})
-    boot = hico_map_bootstrap(preds, gt, protocol="qpic", n_resamples=10, random_state=0)
+    boot = hico_map_bootstrap(preds, gt, protocol="qpic", n_resamples=10, random_state=0, method="basic")
     rec = hico_map_record(res, model="m", benchmark="b", dropped={"NaN box": 2, "unknown image": 1},
                           ci=boot.to_ci(), prediction_format="hoibench")
     assert list(rec.result.n_dropped.items()) == [("NaN box", 2), ("unknown image", 4)]  # reader's first
