@@ -129,6 +129,10 @@ def test_extra_images_only_fill_classes_in_deficit(built) -> None:
     assert record["images_unused"] == extra.n_images - len(record["images"])
     assert filled.train.stats()["extra_images"] == len(used)
     assert plain.extra_train is None
+    # the extra images are drawn from a stream of their own: the zero-shot set does not move them
+    no_zs = {k: v for k, v in KW.items() if k not in ("zero_shot", "l_zero_shot")}
+    alone = build_balanced_split(built["real"], random_state=3, extra_train=extra, **no_zs)
+    assert alone.train.dataset.equals(train)
 
 
 def test_cli_files_identical_and_extra_file_recorded(built, tmp_path: Path, capsys) -> None:

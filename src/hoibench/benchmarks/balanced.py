@@ -474,7 +474,7 @@ def _fill_deficits(real: BalancedSet, extra: HOIDataset,
 
     The real train set is never touched: its own cap left every class at ``L`` or below, so a
     class's excess is never more than its extra instances. Returns the train set and the record
-    of ``extra_train.json``."""
+    of ``extra_train.json`` (without its kind and seed)."""
     classes, target = real.classes, real.target
     vocab = extra.vocab
     chosen = np.zeros(extra.n_images, dtype=bool)
@@ -499,7 +499,6 @@ def _fill_deficits(real: BalancedSet, extra: HOIDataset,
                "extra": int(kept_counts[k])}
               for k, (h, c) in enumerate(zip(classes.tolist(), real.counts.tolist(), strict=True)) if c < target]
     record = {
-        "kind": "balanced_extra_train",
         "l_train": target,
         "extra_train": {"content_sha256": extra.content_hash(), "images": extra.n_images,
                         "instances": extra.n_pairs},
@@ -625,7 +624,7 @@ def build_balanced_split(
         # a stream of its own: the same extra images give the same train set with or without --zero-shot
         train, record = _fill_deficits(train, extra_train,
                                        np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(1,))))
-        record = {"seed": seed, **record}
+        record = {"kind": "balanced_extra_train", "seed": seed, **record}
     params = {"dataset": dataset.name, "top_k": int(top_k), "l_train": int(l_train),
               "l_test": int(l_test), "l_zero_shot": int(l_zero_shot) if zero_shot else None,
               "n_zero_shot_classes": n_zero_shot_classes,

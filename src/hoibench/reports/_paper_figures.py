@@ -278,17 +278,21 @@ def augmentation_tables(a: AugmentationCounts) -> list[Table]:
     and which before it (no split folder given)."""
     untrimmed = a.untrimmed
     if not untrimmed:
+        where = "in the train set"
         caption = ("Augmentation images in the balanced train set and the instances the per-class cap "
                    "left them (the split folder's extra_train.json).")
     else:
-        caption = (f"Split{'s' if len(untrimmed) > 1 else ''} {', '.join(untrimmed)}: counted before the "
-                   f"balanced split's trimming (no split folder given): images the augmentation pipeline "
-                   f"kept (last verdict per image) and the pairs of their pseudo-labels; add "
-                   f"SPLIT=<split balanced --extra-train folder> to count what the train set holds.")
+        named = f"split{'s' if len(untrimmed) > 1 else ''} {', '.join(untrimmed)}"
+        where = ("kept by the augmentation, before trimming" if len(untrimmed) == len(a.splits)
+                 else f"in the train set ({named}: before trimming)")
+        caption = (f"{named[0].upper()}{named[1:]}: counted before the balanced split's trimming (no split "
+                   f"folder given): images the augmentation pipeline kept (last verdict per image) and the "
+                   f"pairs of their pseudo-labels; add SPLIT=<split balanced --extra-train folder> to "
+                   f"count what the train set holds.")
     out = []
     for what, label in (("images", "Table S2: generated and crawled images"),
                         ("instances", "Table S3: HOI instances of generated and crawled images")):
-        out.append(Table.from_records(f"augmentation-{what}", f"{label} in the train set", a.rows(what),
+        out.append(Table.from_records(f"augmentation-{what}", f"{label} {where}", a.rows(what),
                                       columns=("split", "generated", "crawled", "total"), caption=caption))
     return out
 
