@@ -87,7 +87,8 @@ def paper_input_options(func: Any) -> Any:
                      help="A B-RIGHT, SG or zero-shot split folder: per-class train/test counts (B-RIGHT "
                           "Figure 2, Figure S6 for a zero-shot folder)."),
         click.option("--augmentation", "paper_augmentation", multiple=True, metavar="[SPLIT=]DIR",
-                     help="Output folder of hoibench augment run/filter (Tables S2/S3)."),
+                     help="Output folder of hoibench augment run/filter (Tables S2/S3); add the split's "
+                          "`split balanced --extra-train` folder to count its train set after trimming."),
     ]
     for option in reversed(options):
         func = option(func)
