@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from hoibench.cli._common import confidence_interval_options, console
+from hoibench.cli._common import confidence_interval_options, console, err_console
 
 __all__ = ["analyze"]
 
@@ -254,6 +254,10 @@ def sensitivity(predictions: str | None, dataset: str | None, protocol: str, mat
               help="Ground truth shared by the models: a bundled dataset (hico-det:test) or a file.")
 @click.option("--pred", "pred_paths", required=True, multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Detections of one model (any format `hoibench eval hico` reads); give two or more.")
+@click.option("--format", "pred_formats", multiple=True,
+              type=click.Choice(["hoibench", "generic", "qpic", "cdn", "gen-vlkt"]),
+              help="Prediction format (as `eval hico --format`): once for every --pred, or once per --pred in "
+                   "order (default: detected from each file's content).")
 @click.option("--name", "names", multiple=True,
               help="Model names, in --pred order (default: the file names without extension).")
 @click.option("--protocol", type=click.Choice(["official", "qpic", "pocket", "cdn"]), default="official",
@@ -271,7 +275,8 @@ def sensitivity(predictions: str | None, dataset: str | None, protocol: str, mat
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write paired-difference-METRIC, map-se, rank-stability-METRIC (.md, .csv) and "
                    "rank-distribution-METRIC.png here.")
-def compare(gt_spec: str, pred_paths: tuple[str, ...], names: tuple[str, ...], protocol: str,
+def compare(gt_spec: str, pred_paths: tuple[str, ...], pred_formats: tuple[str, ...], names: tuple[str, ...],
+            protocol: str,
             known_object: bool, classes_spec: str | None, metric: str, reference: str | None, n_boot: int,
             seed: int, ci_level: float, ci_method: str, lenient: bool, out_dir: str | None) -> None:
     """Paired bootstrap comparison of models on the same test images, and rank stability."""
@@ -290,6 +295,11 @@ def compare(gt_spec: str, pred_paths: tuple[str, ...], names: tuple[str, ...], p
         raise ConfigError("analyze compare needs at least two --pred files")
     if names and len(names) != len(pred_paths):
         raise ConfigError(f"--name given {len(names)} times for {len(pred_paths)} --pred files")
+    if len(pred_formats) not in (0, 1, len(pred_paths)):
+        raise ConfigError(f"--format given {len(pred_formats)} times for {len(pred_paths)} --pred files "
+                          "(give it once for all, or once per --pred)")
+    formats: list[str | None] = (list(pred_formats) if len(pred_formats) > 1
+                                 else [pred_formats[0] if pred_formats else None] * len(pred_paths))
     labels = list(names) or [Path(p).name.split(".")[0] for p in pred_paths]
     if len(set(labels)) != len(labels):
         raise ConfigError(f"model names must differ (got {labels}); use --name")
@@ -302,8 +312,13 @@ def compare(gt_spec: str, pred_paths: tuple[str, ...], names: tuple[str, ...], p
                           f"got {metric!r}")
     preds = {}
     with console.status("reading the detections"):
-        for label, path in zip(labels, pred_paths):
-            preds[label] = load_predictions(path, vocab=gt.vocab, lenient=lenient).predictions
+        for label, path, fmt in zip(labels, pred_paths, formats):
+            loaded = load_predictions(path, format=fmt, vocab=gt.vocab, lenient=lenient)
+            preds[label] = loaded.predictions
+            if loaded.detection is not None:  # a format told from a look-alike: say on what evidence
+                err_console.print(f"format of {label}: {loaded.detection}", markup=False)
+            for line in loaded.warnings:
+                err_console.print(f"[yellow]warning:[/] {line}")
     cmp = compare_hico_models(preds, gt, protocol=protocol, known_object=known_object, class_subsets=subsets,
                               n_resamples=n_boot, confidence=ci_level / 100.0, random_state=seed,
                               lenient=lenient, progress=True)
@@ -547,5 +562,3 @@ def head_to_tail(questions_path: str, answers_path: str, train_path: str, bins: 
     figures = [head_to_tail_figure(h2t, name="head-to-tail-train-questions",
                                    title="Recall by frequency in the training questions")] if out_dir else []
     _write(out_dir, [table], figures)
-
-

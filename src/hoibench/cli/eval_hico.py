@@ -102,6 +102,8 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, box_shift: float
         loaded = load_predictions(pred_path, format=pred_format, vocab=gt.vocab, lenient=lenient,
                                   ground_truth=gt, box_shift=box_shift)
         labels = read_image_labels(image_labels, vocab=gt.vocab) if image_labels else None
+    if loaded.detection is not None:  # a format told from a look-alike: say on what evidence
+        err_console.print(f"format: {loaded.detection}", markup=False)
     for line in loaded.warnings:
         err_console.print(f"[yellow]warning:[/] {line}")
     t_read = time.perf_counter() - t0
