@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -37,7 +38,12 @@ from hoibench.benchmarks.mcq import PAPER_REFERENCE, build_mcq_benchmark, questi
 from hoibench.benchmarks.sg import PAPER_TABLE1, build_preset, paper_row, split_table1
 from hoibench.data import HOIDataset
 from hoibench.datasets import bundled_path, ground_truth_id, hico_class_subsets, load_dataset
-from hoibench.evaluation import hico_mean_ap, mcq_class_recall, mcq_metrics
+from hoibench.evaluation import (
+    ClassesWithoutGroundTruthWarning,
+    hico_mean_ap,
+    mcq_class_recall,
+    mcq_metrics,
+)
 from hoibench.formats import read_answers, write_answers, write_ppdm, write_predictions
 from hoibench.reports import ReportFiles, Table, TrainCounts, build_report
 from hoibench.results import (
@@ -253,8 +259,10 @@ def _map_results(cfg: DemoConfig, benches: list[_DetectionBenchmark], out: Path,
                 if cfg.save_predictions:
                     write_predictions(preds, pred_path)
                 subsets, classes = hico_class_subsets(b.classes_spec) if b.classes_spec else ({}, None)
-                res = hico_mean_ap(preds, b.test, protocol=cfg.protocol, class_subsets=subsets,
-                                   classes=classes)
+                with warnings.catch_warnings():  # the report states it (its mAP section)
+                    warnings.simplefilter("ignore", ClassesWithoutGroundTruthWarning)
+                    res = hico_mean_ap(preds, b.test, protocol=cfg.protocol, class_subsets=subsets,
+                                       classes=classes)
                 spec = show(b.classes_spec) if b.classes_spec else None
                 cmd = f"hoibench eval hico --gt {b.gt} --pred {show(pred_path)} --protocol {cfg.protocol}"
                 return hico_map_record(res, model=model, benchmark=b.name, classes_spec=spec,

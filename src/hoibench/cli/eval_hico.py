@@ -8,7 +8,10 @@ results JSON of ``docs/interfaces.md``).
 from __future__ import annotations
 
 import time
+import warnings
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -69,13 +72,19 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, box_shift: float
          n_boot: int,
          seed: int, ci_level: float, ci_method: str) -> None:
     """Score HICO-DET detections: mAP (Full, Rare, Non-rare) and per-class AP."""
+    import numpy as np
     from rich.table import Table
 
     from hoibench._exceptions import ConfigError
     from hoibench._io import atomic_write_csv
     from hoibench.cli._common import reject_unused_options
     from hoibench.datasets import ground_truth_id, hico_class_subsets, resolve_dataset
-    from hoibench.evaluation import HICOProtocol, hico_mean_ap, match_hico_detections
+    from hoibench.evaluation import (
+        ClassesWithoutGroundTruthWarning,
+        HICOProtocol,
+        hico_mean_ap,
+        match_hico_detections,
+    )
     from hoibench.formats import load_predictions, read_image_labels, write_matlab_detections
     from hoibench.results import (
         GROUND_TRUTH_KEY,
@@ -114,8 +123,14 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, box_shift: float
     if classes_spec:
         subsets, classes = hico_class_subsets(classes_spec, vocab=gt.vocab)
     t1 = time.perf_counter()
-    res = hico_mean_ap(loaded.predictions, gt, protocol=proto, known_object=known_object,
-                       image_labels=labels, class_subsets=subsets, classes=classes, lenient=lenient)
+    with warnings.catch_warnings(record=True) as caught:  # printed below, in this command's style
+        warnings.simplefilter("always", ClassesWithoutGroundTruthWarning)
+        res = hico_mean_ap(loaded.predictions, gt, protocol=proto, known_object=known_object,
+                           image_labels=labels, class_subsets=subsets, classes=classes, lenient=lenient)
+    for w in caught:
+        if not issubclass(w.category, ClassesWithoutGroundTruthWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    eval_warnings = [str(w.message) for w in caught if issubclass(w.category, ClassesWithoutGroundTruthWarning)]
     t_eval = time.perf_counter() - t1
     boot = matches = None
     if n_boot or matches_out:
@@ -147,8 +162,13 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, box_shift: float
                          ([c, name, int(res.n_gt[c]), int(res.n_detections[c]),
                            None if ap != ap else f"{ap:.10f}", int(c in rare), int(c in sel)]
                           for c, (name, ap) in enumerate(zip(res.class_names, res.per_class_ap))))
+    named_sets = dict(subsets)
+    if gt.vocab.name == "hico-det":
+        named_sets = {"rare": gt.vocab.rare_classes(),
+                      "non_rare": np.setdiff1d(np.arange(gt.vocab.n_hois), gt.vocab.rare_classes()), **subsets}
+    notes = _ground_truth_notes(record.result, gt_spec, classes_spec, named_sets, eval_warnings)
     if json_out == "-":
-        echo_json(record.to_json())
+        echo_json(record.to_json())  # its n_gt and nulls say what the console notes would
         return
     if json_out:
         write_record(record, json_out)
@@ -157,17 +177,23 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, box_shift: float
         """A fraction printed as percent."""
         return "n/a" if v != v else f"{100 * v:.2f}"
 
+    shown = record.result  # undefined subsets are NaN here, as in the JSON
+    if shown.headline != "full":  # lead with the benchmark's number (an SG test set: unseen)
+        n_head = len(subsets.get(shown.headline, ()))
+        console.print(f"[bold]{_label(shown.headline)} mAP {pct(shown.headline_map)}[/]: the number this "
+                      f"benchmark reports, the mean over its {n_head:,} {shown.headline} classes "
+                      f"(--classes {classes_spec})")
+    metrics = [shown.headline, *(m for m in ("full", "rare", "non_rare", *shown.subsets) if m != shown.headline)]
     table = Table(title=f"HICO-DET mAP ({res.protocol.name} protocol, "
                         f"{'Known-Object' if known_object else 'Default'})")
     if boot is not None:
         table.add_column("")
-    for col in ("Full", "Rare", "Non-rare", *(k.replace("_", "-").capitalize() for k in res.subsets)):
-        table.add_column(col, justify="right")
+    for m in metrics:
+        table.add_column(_label(m), justify="right")
     lead = ["mAP"] if boot is not None else []
-    table.add_row(*lead, pct(res.full), pct(res.rare), pct(res.non_rare),
-                  *(pct(v) for v in res.subsets.values()))
+    table.add_row(*lead, *(pct(shown.mean_ap(m)) for m in metrics))
     if boot is not None:
-        cols = [boot.metrics.index(n) for n in ("full", "rare", "non_rare", *res.subsets)]
+        cols = [boot.metrics.index(n) for n in metrics]
         table.add_row("bootstrap SE", *(pct(v) if v != v else f"±{100 * v:.2f}" for v in boot.se[cols]))
         table.add_row("resampling bias", *(pct(b) if b != b else f"{100 * b:+.2f}" for b in boot.bias[cols]))
         table.caption = ("bootstrap SE: spread of the mAP over resampled test images, not a confidence "
@@ -177,10 +203,44 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, box_shift: float
     n_det = len(loaded.predictions)
     console.print(f"{n_det:,} detections on {loaded.predictions.n_images:,} images "
                   f"({loaded.format} format); {gt.n_images:,} ground-truth images, "
-                  f"{int(res.n_gt.sum()):,} pairs in {int((res.n_gt > 0).sum())} classes")
+                  f"{int(res.n_gt.sum()):,} pairs in {int((res.n_gt > 0).sum())} of {len(res.n_gt)} classes")
+    for line in notes:
+        console.print(line)
     if known_object:
         console.print(f"Known-Object image labels: {res.known_object_source}")
     for reason, count in dropped.items():
         console.print(f"not counted: {count:,} detections ({reason})")
     console.print(f"read {t_read:.2f} s, evaluated {t_eval:.2f} s"
                   + (f", bootstrap ({n_boot} image resamples, seed {seed}) {t_boot:.2f} s" if boot else ""))
+
+
+def _label(metric: str) -> str:
+    """A column name for an mAP key: ``non_rare`` -> ``Non-rare``."""
+    return metric.replace("_", "-").capitalize()
+
+
+def _ground_truth_notes(res: Any, gt_spec: str, classes_spec: str | None,
+                        subsets: Mapping[str, Any], eval_warnings: list[str]) -> list[str]:
+    """What the console says about classes without ground truth: the undefined means of
+    ``subsets`` (name -> classes; n/a, never a number), how the protocol averages the classes
+    without ground truth (the evaluator's warning under official/pocket), and where the
+    benchmark's own number is on an SG split scored without ``--classes``."""
+    from hoibench.formats import COMBINATIONS_FILE
+
+    lines = []
+    n_cls = len(res.n_gt)
+    k = int((res.n_gt == 0).sum())
+    for name, cls in subsets.items():
+        if res.mean_ap(name) != res.mean_ap(name):
+            lines.append(f"{_label(name)}: n/a, none of its {len(cls):,} classes has ground truth in this test "
+                         "set (a mean over no scored class is undefined, not 0)")
+    lines += [f"[yellow]warning:[/] {w}" for w in eval_warnings]
+    if k and res.protocol.mean_over == "with_gt":
+        lines.append(f"note: {k:,} of {n_cls:,} HOI classes have no ground-truth pairs in this test set; the "
+                     f"{res.protocol.name} protocol leaves them out of every mean (Full averages the "
+                     f"{n_cls - k:,} classes with ground truth)")
+    split_dir = Path(str(gt_spec)).parent
+    if k and not classes_spec and (split_dir / COMBINATIONS_FILE).is_file():
+        lines.append(f"note: {gt_spec} is in an SG split folder: the number SG papers report is the mean over "
+                     f"its unseen classes, --classes unseen:{split_dir}")
+    return lines

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from hoibench.evaluation._metric import Metric, Verbatim
 __all__ = [
     "HICO_PROTOCOLS",
     "MAP_METRICS",
+    "ClassesWithoutGroundTruthWarning",
     "HICOMapCI",
     "HICOMapResult",
     "HICOMatches",
@@ -58,6 +60,12 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+class ClassesWithoutGroundTruthWarning(UserWarning):
+    """Some HOI classes have no ground-truth pair in the evaluated images and a mean over all
+    classes (official, pocket) counts each as AP 0: a validation subset in a training loop, an SG
+    test set. Raised once per ``compute``; the message says how many and which means."""
 
 
 # ----------------------------------------------------------------------------- protocols
@@ -779,9 +787,32 @@ def _read_protocol(f: Fields) -> HICOProtocol:
 
 
 def _mean(ap: np.ndarray, classes: np.ndarray, mean_over: str) -> float:
+    """Mean AP over ``classes``; NaN when none of them has ground truth (NaN AP), under either
+    rule: a mean over no scored class is undefined, not the 0.0 that counting absent classes
+    as AP 0 would give (an SG test set's seen classes, the Rare classes of a small subset)."""
     vals = ap[classes]
-    vals = vals[~np.isnan(vals)] if mean_over == "with_gt" else np.nan_to_num(vals, nan=0.0)
-    return float(np.mean(vals)) if len(vals) else float("nan")
+    scored = ~np.isnan(vals)
+    if not scored.any():
+        return float("nan")
+    return float(np.mean(vals[scored] if mean_over == "with_gt" else np.nan_to_num(vals, nan=0.0)))
+
+
+def _zero_ap_warning(ap: np.ndarray, means: Mapping[str, np.ndarray], protocol: HICOProtocol) -> str | None:
+    """The warning of a mean over all classes when some classes have no ground truth: each
+    counts as AP 0 in every defined mean that includes it (None when none does)."""
+    missing = np.isnan(ap)
+    k, n = int(missing.sum()), len(ap)
+    if k == 0 or protocol.mean_over != "all":
+        return None
+    head = f"{k:,} of {n:,} HOI classes have no ground-truth pairs in the evaluated images"
+    if k == n:
+        return head + ": every mAP is undefined (NaN)"
+    hit = [name for name, cls in means.items()
+           if len(cls) and missing[cls].any() and not missing[cls].all()]
+    names = ", ".join(hit[:-1]) + f" and {hit[-1]}" if len(hit) > 1 else hit[0]
+    return (f"{head}: the {protocol.name} protocol averages over all classes, so {names} count each of "
+            f"them as AP 0 (the qpic protocol averages only the {n - k:,} "
+            f"{'class' if n - k == 1 else 'classes'} with ground truth)")
 
 
 def _result(matches: HICOMatches, target: HOIDataset, known_object: bool, source: str | None,
@@ -794,11 +825,16 @@ def _result(matches: HICOMatches, target: HOIDataset, known_object: bool, source
     rare = vocab.rare_classes() if vocab.name == "hico-det" else np.zeros(0, dtype=np.int64)
     non_rare = np.setdiff1d(all_cls, rare)
     subsets = {}
+    means = {"Full": all_cls, "Rare": rare, "Non-rare": non_rare}
     for name, cls in (class_subsets or {}).items():
         cls = np.asarray(cls, dtype=np.int64)
         if len(cls) and (cls.min() < 0 or cls.max() >= vocab.n_hois):
             raise ConfigError(f"class subset {name!r} has ids outside 0..{vocab.n_hois - 1}")
         subsets[name] = _mean(ap, cls, proto.mean_over)
+        means.setdefault(name, cls)
+    warning = _zero_ap_warning(ap, means, proto)
+    if warning is not None:
+        warnings.warn(warning, ClassesWithoutGroundTruthWarning, stacklevel=4)
     return HICOMapResult(
         protocol=proto, known_object=known_object, known_object_source=source,
         full=_mean(ap, all_cls, proto.mean_over), rare=_mean(ap, rare, proto.mean_over),
