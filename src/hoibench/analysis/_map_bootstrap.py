@@ -209,9 +209,11 @@ class WeightedHICOMap:
                 k = (~np.isnan(vals)).sum(axis=1)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     cols.append(np.where(k > 0, np.nansum(vals, axis=1) / k, np.nan))
+            elif len(cls):  # classes without ground truth count as 0; a mean over none is undefined
+                scored = (~np.isnan(vals)).any(axis=1)
+                cols.append(np.where(scored, np.nan_to_num(vals, nan=0.0).mean(axis=1), np.nan))
             else:
-                cols.append(np.nan_to_num(vals, nan=0.0).mean(axis=1) if len(cls)
-                            else np.full(len(ap), np.nan))
+                cols.append(np.full(len(ap), np.nan))
         return np.stack(cols, axis=1)
 
     @property
