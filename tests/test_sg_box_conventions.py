@@ -204,3 +204,23 @@ def test_preset_sg2_warns_and_converts_to_the_hicodet_toolkits_boxes(tmp_path, c
         ours = {tuple(b) for b in converted.image(int(i)).boxes.tolist()}
         theirs = {tuple(b) for b in original.image(row[converted.file_names[i]]).boxes.tolist()}
         assert ours <= theirs, converted.file_names[i]
+
+
+def test_split_zero_shot_warns_about_a_mixed_split_folder(tmp_path, monkeypatch):
+    """A split folder written as released is a zero-shot source; its mixture is said, per file."""
+    union = _union(corner=10.0)
+    monkeypatch.setattr(sg, "load_union", lambda name: union)
+    folder = tmp_path / "rel"
+    assert _cli("split", "sg", "--dataset", "hico-det", "--seed", "3", "--ratio", "0.75", "--policy", "released",
+                "--out", str(folder)).exit_code == 0
+    r = _cli("split", "zero-shot", "--protocol", str(folder), "--dataset", str(folder), "--out", str(tmp_path / "z"))
+    assert r.exit_code == 0, r.output
+    warning = [ln for ln in r.stderr.splitlines() if ln.startswith("warning:")]
+    assert [w.split(":")[1].strip() for w in warning] == [str(folder / "trainval_hico.json"),
+                                                          str(folder / "test_hico.json")], r.stderr
+    assert all("two conventions" in w and "--boxes 0-based" in w for w in warning)
+    zero = tmp_path / "zero"
+    assert _cli("split", "sg", "--dataset", "hico-det", "--seed", "3", "--ratio", "0.75", "--policy", "released",
+                "--boxes", "0-based", "--out", str(zero)).exit_code == 0
+    r = _cli("split", "zero-shot", "--protocol", str(zero), "--dataset", str(zero), "--out", str(tmp_path / "z0"))
+    assert r.exit_code == 0 and "warning" not in r.stderr, r.output

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from hoibench.cli._common import console, emit_json, input_hashes, json_option
+from hoibench.cli._common import console, emit_json, err_console, input_hashes, json_option
 
 __all__ = ["zero_shot"]
 
@@ -27,6 +27,7 @@ def zero_shot(protocol: str, datasets: tuple[str, ...], out: str, as_json: str |
 
     with console.status("reading", spinner="dots"):
         train, test, name = load_zero_shot_source(datasets)
+    _warn_mixed_boxes(train, test)
     split = build_zero_shot_split(train, test=test, protocol=protocol, name=name)
     with console.status(f"writing {out}", spinner="dots"):
         paths = split.write(out, inputs=input_hashes(dataset=list(datasets), protocol=protocol))
@@ -42,3 +43,19 @@ def zero_shot(protocol: str, datasets: tuple[str, ...], out: str, as_json: str |
     console.print(f"test:  {te['images']:,} images, {te['pairs']:,} pairs ({te['unseen_pairs']:,} unseen, "
                   f"{te['seen_pairs']:,} seen)")
     console.print(f"wrote {', '.join(str(p) for p in paths.values())}")
+
+
+def _warn_mixed_boxes(*parts: object) -> None:
+    """One warning line per input file whose boxes are in two conventions (an SG split folder
+    written as released, the released files): they are written as read, the shift included."""
+    from hoibench.data import HOIDataset
+    from hoibench.formats import box_conventions
+
+    for ds in parts:
+        if not isinstance(ds, HOIDataset):
+            continue
+        conv = box_conventions(ds, ds.name)  # a file's dataset is named by its path
+        if conv.mixed:
+            err_console.print(f"[yellow]warning:[/] {ds.name}: boxes are in two conventions: {conv.describe()}; "
+                              "split zero-shot writes them as read: give files in one convention (split sg "
+                              "--boxes 0-based, or hoibench data convert --mixed-boxes unify)", soft_wrap=True)
