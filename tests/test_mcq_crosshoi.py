@@ -231,7 +231,8 @@ def _script_replies(raw: dict, seed: int) -> dict[str, dict[str, list[str]]]:
 def _write_answers(path: Path, raw: dict, output: dict, questions: list[MCQuestion]) -> int:
     """The replies as a hoibench answers file (texts, repeats kept); returns how many answers
     pick a text more than once."""
-    lines = [json.dumps({"header": {"kind": "mcq_answers", "model": "random"}})]
+    # like the script's run, asked every question of the file (setting null): unanswered ones are misses
+    lines = [json.dumps({"header": {"kind": "mcq_answers", "model": "random", "setting": None}})]
     n_repeats = 0
     for q in questions:
         keys = list(raw[q.file_name]) if "QA_0" in raw[q.file_name] else ["QA_0"]
