@@ -40,6 +40,13 @@ from hoibench.reports._figures import (
     vcoco_ap_figure,
 )
 from hoibench.reports._paper_figures import PaperInputs, add_paper_sections
+from hoibench.reports._reasons import (
+    HICO_FIRST,
+    defined_split,
+    map_reasons,
+    ranking_reasons,
+    vcoco_reasons,
+)
 from hoibench.reports._report import Report
 from hoibench.reports._style import EXCLUDES_MARK, benchmark_color, interval_excludes, model_color
 from hoibench.reports._tables import Table
@@ -62,9 +69,6 @@ __all__ = [
     "vcoco_table",
 ]
 
-
-#: name of HICO-DET's first HOI class, to recognise its 600-class results
-_HICO_FIRST = "board airplane"
 
 #: (model, benchmark, train counts, per-class fractions): one panel of a head-to-tail plot
 _Panel = tuple[str, str, np.ndarray, np.ndarray]
@@ -94,7 +98,7 @@ def map_table(records: Sequence[ResultRecord[HICOMapResult]]) -> Table:
         flag = interval_excludes(r.headline_map, *ci) if r.headline_ci else None
         rows.append((rec.model, rec.benchmark, r.protocol.name + (" (known object)" if r.known_object else ""),
                      _pct(r.headline_map), *((_pct(ci[0]), _pct(ci[1]), flag) if with_ci else ()),
-                     _class_set(r), _pct(r.full), *(_pct(_defined(r, k)) for k in ("rare", "non_rare")),
+                     _class_set(r), _pct(r.full), *(_pct(defined_split(r, k)) for k in ("rare", "non_rare")),
                      *(_pct(r.subsets.get(s)) for s in subsets)))
     return Table("map", "HICO-DET mAP (%)", tuple(columns), tuple(rows),
                  caption="mAP: the benchmark's main number, over the classes named in 'classes' "
@@ -105,19 +109,6 @@ def map_table(records: Sequence[ResultRecord[HICOMapResult]]) -> Table:
                          + ". Full, Rare, Non-rare and the subset columns are as the evaluator reports "
                            "them; n/a: not computed for that benchmark, or none of the column's classes has "
                            "ground truth in its test set (never a score of 0).")
-
-
-def _defined(r: HICOMapResult, split: str) -> float | None:
-    """HICO-DET's Rare / Non-rare mAP, or None where none of those classes has ground truth in
-    the test set (an SG split's test set): the official mean over absent classes is 0.0, which
-    reads as a score."""
-    value = getattr(r, split)
-    if r.n_gt is None or len(r.n_gt) != 600 or r.class_names[:1] not in ((), (_HICO_FIRST,)):
-        return value
-    rare = np.zeros(600, dtype=bool)
-    rare[hico_det().rare_classes()] = True
-    ids = rare if split == "rare" else ~rare
-    return value if (r.n_gt[ids] > 0).any() else None
 
 
 def _class_set(r: HICOMapResult) -> str:
@@ -425,7 +416,7 @@ def _benchmark_train_counts(with_ap: Sequence[ResultRecord[HICOMapResult]],
         rs = [r for r in with_ap if r.benchmark == b]
         if tc is None and b.lower() == "hico-det" and all(
                 r.result.per_class_ap is not None and len(r.result.per_class_ap) == 600
-                and r.result.class_names[:1] in ((), (_HICO_FIRST,)) for r in rs):
+                and r.result.class_names[:1] in ((), (HICO_FIRST,)) for r in rs):
             tc = TrainCounts(hico_det().train_counts_official(), "HICO-DET's official train split")
         if tc is None:
             notes.append(f"{b}: no head-to-tail profile, its train split was not given "
@@ -527,8 +518,9 @@ def build_report(
     if maps:
         report.add_section(
             "HOI detection mAP",
-            "mAP of every model on every benchmark. A drop from the original split to an SG "
-            "split measures how badly a model generalises to unseen verb-object combinations.",
+            " ".join(["mAP of every model on every benchmark. A drop from the original split to an SG "
+                      "split measures how badly a model generalises to unseen verb-object combinations.",
+                      *map_reasons(maps)]),
             tables=[map_table(maps)], figures=[map_bars_figure(maps)])
         with_ap = [r for r in maps if len(r.result.class_ap())]
         if with_ap:
@@ -550,6 +542,7 @@ def build_report(
                     value_label="class AP", caption={
                         b: f"Grey: mean train instances per class in each bin, from {tc.source}; "
                            "coloured: mean class AP." for b, tc in own.items()}))
+            notes += ranking_reasons(maps)
             if notes:
                 section.text += " " + " ".join(notes)
             benches = _unique([r.benchmark for r in maps])
@@ -566,7 +559,8 @@ def build_report(
     if vcocos:
         report.add_section(
             "V-COCO role AP",
-            "Agent AP and role AP (scenarios 1 and 2) of every model, as vsrl_eval.py computes them.",
+            " ".join(["Agent AP and role AP (scenarios 1 and 2) of every model, as vsrl_eval.py computes "
+                      "them.", *vcoco_reasons(vcocos)]),
             tables=[vcoco_table(vcocos)], figures=vcoco_figures(vcocos))
     if mcqs:
         report.add_section(
