@@ -89,10 +89,21 @@ def _file_id(path: str) -> str:
                    "(OUT with .orderK before the suffix), to measure position sensitivity.")
 @click.option("--max-tokens", type=int, default=512, show_default=True)
 @click.option("--temperature", type=float, default=0.0, show_default=True)
-@click.option("--max-retries", type=int, default=5, show_default=True)
+@click.option("--max-retries", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Retries of a question after a 429, 408/409, 5xx, timeout or connection error "
+                   "(openai); then it is recorded as failed and the others go on.")
 @click.option("--timeout", type=float, default=600.0, show_default=True,
               help="Seconds one attempt may take in all, connect to last byte (openai); then it is "
                    "retried, on another server when there is one.")
+@click.option("--backoff", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="Seconds before a question's first retry, doubling per retry (jittered, openai); "
+                   "also how long a server's opened circuit gets no requests.")
+@click.option("--max-backoff", type=click.FloatRange(min=0), default=60.0, show_default=True,
+              help="The longest backoff and circuit-open period (openai); with every server down, the "
+                   "run stops when nothing has answered for this long.")
+@click.option("--failure-threshold", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Distinct questions failing on a server with no success in between that open its "
+                   "circuit (openai); one question failing again and again counts once.")
 @click.option("--iou-threshold", type=float, default=0.5, show_default=True)
 @click.option("--strict-iou", is_flag=True, help="IoU > threshold (released code) instead of >= (paper).")
 @click.option("--strict-detection-parser", is_flag=True, help="Only fenced ```json blocks (released code).")
@@ -110,7 +121,8 @@ def run(questions_path: str, images: str, follow_symlinks: bool, model: str, bac
         detections: str | None, limit: int | None, out: str, cache: str | None, template: str,
         answer_format: str, seed: int, permutation: int, n_orders: int, max_tokens: int,
         temperature: float,
-        max_retries: int, timeout: float, iou_threshold: float, strict_iou: bool,
+        max_retries: int, timeout: float, backoff: float, max_backoff: float, failure_threshold: int,
+        iou_threshold: float, strict_iou: bool,
         strict_detection_parser: bool, box_shift: float, overwrite: bool, no_progress: bool,
         as_json: str | None) -> None:
     """Answer multiple-choice HOI questions with a VLM; resumable, every response cached.
@@ -164,7 +176,8 @@ def run(questions_path: str, images: str, follow_symlinks: bool, model: str, bac
         raise ConfigError(f"--min-pixels ({px_min}) must not exceed --max-pixels ({px_max})")
     if backend == "openai":
         inner = make_backend("openai", model=model, base_urls=base_urls, concurrency=concurrency,
-                             max_retries=max_retries, timeout=timeout, extra_body=extra, routing=routing)
+                             max_retries=max_retries, timeout=timeout, extra_body=extra, routing=routing,
+                             backoff=backoff, max_backoff=max_backoff, failure_threshold=failure_threshold)
     elif backend == "vllm":
         inner = make_backend("vllm", model=model, batch_size=batch_size, engine_kwargs=engine)
     else:
@@ -215,9 +228,21 @@ def run(questions_path: str, images: str, follow_symlinks: bool, model: str, bac
         n = sum(x.error for x in failed)
         total = sum(x.total for x in summaries)
         first = next(x.first_error for x in failed if x.first_error)
-        err_console.print(f"error: {n} of {total} questions failed (first: {first}); run the same "
-                          "command again to ask them again", soft_wrap=True, highlight=False, markup=False)
+        err_console.print(f"error: {n} of {total} questions failed (first: {first}){_rerun_hint(failed)}",
+                          soft_wrap=True, highlight=False, markup=False)
         raise SystemExit(1)
+
+
+def _rerun_hint(failed: list[Any]) -> str:
+    """Suggest a rerun only for failures it may fix (timeouts, 5xx, connection errors), not for
+    refusals it would only send again (a 4xx such as 400/401/404/413, a malformed reply)."""
+    n = sum(x.error for x in failed)
+    k = sum(x.retryable_errors for x in failed)
+    if k == 0:
+        return "; the server refused the requests: a rerun would send them again the same way"
+    if k == n:
+        return "; run the same command again to ask them again"
+    return f"; run the same command again to ask the {k} that a rerun may answer again"
 
 
 def _json_object(option: str, text: str | None) -> dict[str, Any] | None:
@@ -252,6 +277,7 @@ def _print_summary(summary: Any, model: str, backend: str) -> None:
                        ("no_person_match", "no person matched (setting 3)"), ("error", "errors"),
                        ("requests", "requests (one per question and stage)"),
                        ("attempts", "attempts sent (retries included)"), ("retries", "retries"),
+                       ("sends", "requests written (re-sends on a fresh connection included)"),
                        ("cache_hits", "cache hits")):
         value = getattr(summary, key)
         if value is not None:

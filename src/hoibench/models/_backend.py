@@ -100,11 +100,14 @@ class ChatRequest:
 
 @dataclass(frozen=True)
 class ChatResponse:
-    """The text a backend returned, or the error that prevented it."""
+    """The text a backend returned, or the error that prevented it; ``retryable`` says whether
+    asking again later may answer it (a timeout, a 5xx, a broken connection), ``False`` when the
+    request itself is refused (a 4xx other than 408/409/429, a malformed reply)."""
 
     text: str | None
     error: str | None = None
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    retryable: bool = True
 
     @property
     def ok(self) -> bool:
@@ -114,22 +117,26 @@ class ChatResponse:
 @dataclass(frozen=True)
 class ServerStats:
     """One server's share of a run: ``attempts`` sent to it, ``failures`` among them (errors and
-    timeouts) and ``wait_seconds``, the time requests spent waiting on it (sum over attempts)."""
+    timeouts), ``wait_seconds``, the time requests spent waiting on it (sum over attempts), and
+    ``sends``, the requests written to its connections (an attempt re-sent once on a fresh
+    connection after a kept-alive one closed unanswered counts twice; ``None`` when not counted)."""
 
     url: str
     attempts: int = 0
     failures: int = 0
     wait_seconds: float = 0.0
+    sends: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"url": self.url, "attempts": self.attempts, "failures": self.failures,
-                "wait_seconds": round(self.wait_seconds, 3)}
+                "wait_seconds": round(self.wait_seconds, 3), "sends": self.sends}
 
 
 @dataclass(frozen=True)
 class BackendStats:
     """What a backend has done since it was made: ``requests`` answered by the model or given up
     on (``None`` when the backend does not count them), ``attempts`` sent (retries included;
+    ``None`` when not counted), ``sends`` (requests written to a connection, re-sends included;
     ``None`` when not counted), ``cache_hits`` (answers served without a request) and per-server
     counts."""
 
@@ -137,6 +144,7 @@ class BackendStats:
     cache_hits: int = 0
     attempts: int | None = None
     servers: tuple[ServerStats, ...] = ()
+    sends: int | None = None
 
 
 class BackendUnavailable(HOIBenchError):

@@ -194,7 +194,7 @@ class CachedBackend(ChatBackend):
     def stats(self) -> BackendStats:
         inner = self.backend.stats()
         return BackendStats(requests=self.misses, cache_hits=self.hits, attempts=inner.attempts,
-                            servers=inner.servers)
+                            servers=inner.servers, sends=inner.sends)
 
     def session(self) -> ChatSession | None:
         inner = self.backend.session()

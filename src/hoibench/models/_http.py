@@ -11,13 +11,21 @@ speak.
 Errors: :class:`ConnectFailed` (nothing listens: the server is down) and :class:`TransportFailed`
 (the connection broke mid-request); the caller's deadline cancels a request in flight (its
 connection is then dropped, never reused).
+
+Re-sends: a request goes out again at most once, and only when it went out on a kept-alive
+connection that the server closed without a byte of reply (or answered ``408`` and closed: the
+server says it never took the request); a pooled connection with anything to read (a late
+``408``, stray bytes, its close) is dropped before reuse, never read as the next reply.
+:attr:`HTTPPool.sends` counts every request written, re-sends included.
 """
 
 from __future__ import annotations
 
 import asyncio
+import select
 import ssl
 import urllib.request
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -38,7 +46,14 @@ class TransportFailed(OSError):
 class HTTPReply:
     status: int
     headers: Mapping[str, str]  # lower-case names
-    content: bytes
+    content: bytes  # decoded when the server sent gzip or deflate anyway (see ``encoding``)
+    reason: str = ""  # the status line's reason phrase
+
+    @property
+    def encoding(self) -> str:
+        """The reply's ``Content-Encoding`` as sent (``""``: none); gzip and deflate bodies are
+        decoded, any other coding is left as it came."""
+        return self.headers.get("content-encoding", "").strip().lower()
 
     @property
     def text(self) -> str:
@@ -72,6 +87,7 @@ class _Conn(asyncio.Protocol):
         self.buf = bytearray()
         self.got_any = False  # a byte of the current reply arrived
         self._head: tuple[int, dict[str, str], bool] | None = None  # status, headers, keep-alive
+        self._reason = ""
         self._body_at = 0  # where the body starts in ``buf``
         self._mode = ""  # "length", "chunked" or "close"
         self._length = 0
@@ -122,7 +138,7 @@ class _Conn(asyncio.Protocol):
             return
         if self._head is not None and self._mode == "close":  # the body ends with the connection
             status, headers, _ = self._head
-            w.set_result((HTTPReply(status, headers, bytes(self.buf[self._body_at:])), False))
+            w.set_result((HTTPReply(status, headers, bytes(self.buf[self._body_at:]), self._reason), False))
         elif not self.got_any:
             w.set_exception(_Stale(f"{type(exc).__name__}: {exc}" if exc else "closed before a reply"))
         else:
@@ -159,6 +175,7 @@ class _Conn(asyncio.Protocol):
                 self._scan = 0
                 return self._parse()
             self._head = (status, headers, keep)
+            self._reason = parts[2].strip() if len(parts) > 2 else ""
             self._body_at = self._scan = end + 4
             if status in (204, 304):  # no body, whatever the headers say
                 self._mode, self._length = "length", 0
@@ -175,7 +192,7 @@ class _Conn(asyncio.Protocol):
             end = self._body_at + self._length
             if len(buf) < end:
                 return None
-            return HTTPReply(status, headers, bytes(buf[self._body_at:end])), keep and len(buf) == end
+            return HTTPReply(status, headers, bytes(buf[self._body_at:end]), self._reason), keep and len(buf) == end
         if self._mode == "chunked":
             return self._chunked(status, headers, keep)
         return None  # "close": whole at the connection's end
@@ -194,7 +211,8 @@ class _Conn(asyncio.Protocol):
                     if nxt < 0:
                         return None
                     if nxt == pos:
-                        return HTTPReply(status, headers, b"".join(self._chunks)), keep and len(buf) == nxt + 2
+                        return (HTTPReply(status, headers, b"".join(self._chunks), self._reason),
+                                keep and len(buf) == nxt + 2)
                     pos = nxt + 2
             if len(buf) < eol + 2 + size + 2:
                 return None
@@ -230,6 +248,7 @@ class HTTPPool:
         self._idle: list[_Conn] = []
         self._open: set[_Conn] = set()  # every connection not closed yet (closed by aclose)
         self.max_idle = max_idle  # idle keep-alive connections kept (more open when needed, closed on return)
+        self.sends = 0  # requests written to a connection, re-sends included
 
     async def _connect(self) -> _Conn:
         loop = asyncio.get_running_loop()
@@ -242,39 +261,57 @@ class HTTPPool:
         self._open.add(conn)
         return conn
 
-    async def post(self, path: str, body: bytes) -> HTTPReply:
-        """``POST prefix + path`` with ``body``; a kept-alive connection that the server closed
-        meanwhile is retried once on a fresh one (nothing was processed)."""
-        head = (f"POST {self.prefix}{path} HTTP/1.1\r\n".encode("latin-1") + self._head
-                + b"Content-Length: %d\r\n\r\n" % len(body))
+    def _reusable(self) -> _Conn | None:
+        """An idle connection that is still clean: not closed, and with nothing to read. Bytes or
+        an EOF waiting on an idle connection (a ``408`` or close already on its way) would
+        otherwise be read as the reply to the next request; as httpcore does, such a connection
+        is dropped."""
         while self._idle:
             conn = self._idle.pop()
-            if conn.closed or conn.transport is None or conn.transport.is_closing():
+            transport = conn.transport
+            if conn.closed or transport is None or transport.is_closing() or _readable(transport):
+                conn.close(abort=True)
                 self._open.discard(conn)
                 continue
+            return conn
+        return None
+
+    async def post(self, path: str, body: bytes) -> HTTPReply:
+        """``POST prefix + path`` with ``body``. Sent again, once, on a fresh connection only when
+        it went out on a kept-alive connection that the server closed before any byte of a
+        reply (or answered ``408`` and closed); a fresh connection's failure is never re-sent."""
+        head = (f"POST {self.prefix}{path} HTTP/1.1\r\n".encode("latin-1") + self._head
+                + b"Content-Length: %d\r\n\r\n" % len(body))
+        conn = self._reusable()
+        if conn is not None:
             try:
-                return await self._exchange(conn, head, body)
+                reply, keep = await self._exchange(conn, head, body)
             except _Stale:
-                continue
+                pass  # nothing came back: the server closed it before taking the request
+            else:
+                if not (reply.status == 408 and not keep):
+                    return reply  # a 408 and close on a reused connection: the request was not taken
         try:
-            return await self._exchange(await self._connect(), head, body)
+            reply, _ = await self._exchange(await self._connect(), head, body)
         except _Stale as exc:  # a fresh connection closed before any byte
             raise TransportFailed(f"the server closed the connection without a reply ({exc})") from None
+        return reply
 
-    async def _exchange(self, conn: _Conn, head: bytes, body: bytes) -> HTTPReply:
+    async def _exchange(self, conn: _Conn, head: bytes, body: bytes) -> tuple[HTTPReply, bool]:
         waiter: asyncio.Future[tuple[HTTPReply, bool]] = asyncio.get_running_loop().create_future()
         conn.start(waiter)
         keep = False
         try:
             transport = conn.transport
             assert transport is not None
+            self.sends += 1
             if len(body) < 65536:
                 transport.write(head + body)
             else:  # no copy of a large body
                 transport.write(head)
                 transport.write(body)
             reply, keep = await waiter
-            return reply
+            return _decoded(reply), keep
         finally:
             conn.waiter = None
             if keep and not conn.closed and len(self._idle) < self.max_idle:
@@ -291,6 +328,48 @@ class HTTPPool:
         pending = [c.lost for c in conns if not c.lost.done()]
         if pending:  # plain sockets close in one turn of the loop; TLS ones say goodbye first
             await asyncio.wait(pending, timeout=1.0)
+
+
+def _readable(transport: asyncio.BaseTransport) -> bool:
+    """Whether an idle connection's socket has anything to read (bytes, or the peer's close):
+    one ``poll`` with no wait."""
+    sock = transport.get_extra_info("socket")
+    try:
+        fd = sock.fileno() if sock is not None else -1
+    except OSError:
+        return True
+    if fd < 0:
+        return sock is not None  # closed under us: not reusable; no socket (a test double): trust it
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))
+    ready, _, _ = select.select([fd], [], [], 0)  # pragma: no cover - Windows
+    return bool(ready)
+
+
+#: content codings decoded (a server may use any when a client says nothing; this client asks for
+#: ``identity``, and some servers compress all the same)
+_DECODERS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+def _decoded(reply: HTTPReply) -> HTTPReply:
+    """``reply`` with a gzip or deflate body decoded; any other coding is left for the caller,
+    who names it (:attr:`HTTPReply.encoding`)."""
+    coding = reply.encoding
+    if not coding or coding == "identity" or coding not in _DECODERS or not reply.content:
+        return reply
+    try:
+        d = zlib.decompressobj(_DECODERS[coding])
+        content = d.decompress(reply.content) + d.flush()
+    except zlib.error as exc:
+        if coding != "deflate":
+            raise TransportFailed(f"the reply's body (Content-Encoding: {coding}) does not decode: {exc}") from None
+        try:  # "deflate" as raw deflate, as some servers send it
+            content = zlib.decompress(reply.content, -zlib.MAX_WBITS)
+        except zlib.error:
+            raise TransportFailed(f"the reply's body (Content-Encoding: {coding}) does not decode: {exc}") from None
+    return HTTPReply(reply.status, reply.headers, content, reply.reason)
 
 
 class _Stale(Exception):

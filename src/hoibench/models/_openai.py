@@ -1,20 +1,33 @@
 """Any OpenAI-compatible chat server (``vllm serve``, SGLang, hosted APIs) over a lean HTTP/1.1
 client (:mod:`hoibench.models._http`; httpx behind a proxy): one long-lived pool per server (one SSL context for all), each request routed to the server with
-the fewest requests outstanding, a circuit breaker per server (consecutive failures open it for a
-backoff period, one half-open probe closes it again), ``Retry-After`` honoured, backoff waits
-that hold no concurrency slot, and ``timeout`` as a total deadline per attempt (connect to last
-byte). Several base URLs scale a run out (one server per GPU or node); one URL of a
+the fewest requests outstanding, a circuit breaker per server, ``Retry-After`` honoured, backoff
+waits that hold no concurrency slot, and ``timeout`` as a total deadline per attempt (connect to
+last byte). Several base URLs scale a run out (one server per GPU or node); one URL of a
 data-parallel server or router is the simplest.
+
+The breaker judges a server on server-wide evidence only: ``failure_threshold`` *distinct*
+requests failing on it with no success in between open its circuit (one question that fails
+every time is that question's problem: it gives up after its own retries and holds nobody); one
+half-open probe then decides, and the wait doubles only when a probe fails with a request that
+had not failed there before. When every circuit is open on failures without an HTTP reply
+(refused connections, timeouts, broken connections) and nothing has answered for a while, the
+run stops (:class:`~hoibench.models.BackendUnavailable`) instead of waiting on a server that
+accepts connections and never answers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import functools
 import hashlib
+import html
+import http
+import itertools
 import os
 import random
+import re
 import ssl
 import sys
 import threading
@@ -27,6 +40,7 @@ import orjson
 
 from hoibench._exceptions import ConfigError, MissingExtraError
 from hoibench._io import base64_text
+from hoibench._version import __version__
 from hoibench.models._backend import (
     BackendStats,
     BackendUnavailable,
@@ -74,8 +88,9 @@ def openai_messages(messages: Sequence[ChatMessage], memo: dict[Any, str] | None
 
 
 class _Retry(Exception):
-    """An attempt that may succeed elsewhere or later: ``down`` when the server is unreachable
-    (connection refused; a hung server only opens its circuit), ``after`` a server-given wait."""
+    """An attempt that may succeed elsewhere or later: ``down`` when no HTTP reply came (refused
+    or broken connection, timeout: evidence that the server itself is down or hung), ``after`` a
+    server-given wait."""
 
     def __init__(self, message: str, *, down: bool = False, after: float | None = None) -> None:
         super().__init__(message)
@@ -87,13 +102,15 @@ class _Fatal(Exception):
     """An attempt that no retry can fix (a 4xx other than 408/409/429, a malformed body)."""
 
 
-def _reply_text(content: bytes) -> str:
+def _reply_text(content: bytes, encoding: str = "") -> str:
     """The assistant text of a chat-completion response body; ``content: null`` (or a missing
-    message) is a failed attempt to retry, never an empty answer to cache."""
+    message) is a failed attempt to retry, never an empty answer to cache. ``encoding``: the
+    reply's Content-Encoding, named in the error when the body is not JSON."""
     try:
         data = orjson.loads(content)
     except orjson.JSONDecodeError as exc:
-        raise _Fatal(f"the response is not JSON: {content[:200]!r}") from exc
+        coded = f" (Content-Encoding: {encoding})" if encoding and encoding != "identity" else ""
+        raise _Fatal(f"the response is not JSON{coded}: {content[:200]!r}") from exc
     choices = data.get("choices") if isinstance(data, dict) else None
     if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
         raise _Fatal(f"no choices in the response: {content[:200]!r}")
@@ -104,6 +121,56 @@ def _reply_text(content: bytes) -> str:
     if not isinstance(text, str):
         raise _Fatal(f"content is not a string: {content[:200]!r}")
     return text
+
+
+#: codings the HTTP client decodes (a server may compress although asked for ``identity``)
+_DECODED = frozenset({"", "identity", "gzip", "x-gzip", "deflate"})
+#: the longest excerpt of an error body in an error line (characters)
+EXCERPT = 120
+
+
+def _excerpt(resp: HTTPReply) -> str:
+    """A short one-line excerpt of an error reply's body: the ``message`` of a JSON error, the
+    text of an HTML page (tags, scripts and the repeated status line dropped), else the text."""
+    if resp.encoding not in _DECODED:
+        return f"a {resp.encoding}-compressed body of {len(resp.content)} bytes"
+    text = resp.content[:4096].decode("utf-8", "replace")
+    try:
+        data = orjson.loads(resp.content)
+    except orjson.JSONDecodeError:
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        msg = err.get("message") or err.get("detail") if isinstance(err, dict) else err
+        msg = msg if msg is not None else data.get("detail") or data.get("message")
+        if msg is not None:
+            text = msg if isinstance(msg, str) else orjson.dumps(msg).decode()
+    elif "html" in resp.headers.get("content-type", "").lower() or text.lstrip().startswith("<"):
+        text = re.sub(r"(?is)<(script|style)\b.*?</\1\s*>", " ", text)
+        text = html.unescape(re.sub(r"(?s)<[^>]*>", " ", text))
+    text = " ".join(text.split())  # one line
+    status = f"{resp.status} {resp.reason}".strip().lower()
+    while status and text.lower().startswith(status):  # nginx repeats the status line in title and h1
+        text = text[len(status):].lstrip(" :-")
+    return text if len(text) <= EXCERPT else text[:EXCERPT - 1].rstrip() + "…"
+
+
+def _status_error(resp: HTTPReply, url: str) -> str:
+    """One line for an HTTP error reply: status, reason, the redirect target of a 3xx, and a
+    short excerpt of the body."""
+    reason = resp.reason
+    if not reason:
+        try:
+            reason = http.HTTPStatus(resp.status).phrase
+        except ValueError:
+            reason = ""
+    line = f"HTTP {resp.status}{' ' + reason if reason else ''} from {url}"
+    if 300 <= resp.status < 400:
+        location = resp.headers.get("location")
+        line += (f" (redirected to {location}; give that URL as --base-url)" if location
+                 else " (a redirect without a Location)")
+    excerpt = _excerpt(resp)
+    return f"{line}: {excerpt}" if excerpt else line
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -152,15 +219,21 @@ class _Server:
     attempts: int = 0
     failures: int = 0
     wait: float = 0.0
-    consecutive: int = 0  # failures in a row
+    sends_before: int = 0  # sends of earlier sessions of the same backend
+    failed: set[int] = dataclasses.field(default_factory=set)  # requests failed since its last success
     open_until: float = 0.0  # circuit open (no requests) until this monotonic time
-    opened: int = 0  # times opened in a row (the backoff doubles)
-    probing: bool = False  # a half-open probe is in flight
-    last_down: bool = False  # the last failure was a refused connection or a timeout
+    opened: int = 0  # the open period is backoff * 2**(opened - 1)
+    probe: int | None = None  # the request of the half-open probe in flight
+    last_down: bool = False  # the last failure had no HTTP reply (refused, broken, timed out)
     ever_ok: bool = False
 
+    @property
+    def probing(self) -> bool:
+        return self.probe is not None
+
     def stats(self) -> ServerStats:
-        return ServerStats(self.url, self.attempts, self.failures, self.wait)
+        return ServerStats(self.url, self.attempts, self.failures, self.wait,
+                           sends=self.sends_before + self.pool.sends)
 
 
 class _HttpxPool:
@@ -173,18 +246,23 @@ class _HttpxPool:
         self._httpx = httpx
         self._client = httpx.AsyncClient(base_url=url, headers=dict(headers), limits=limits,
                                          timeout=httpx.Timeout(timeout), verify=_ssl_context())
+        self.sends = 0  # posts (httpx's own re-sends on stale connections are not seen)
 
     async def post(self, path: str, body: bytes) -> HTTPReply:
         httpx = self._httpx
+        self.sends += 1
         try:
             resp = await self._client.post(path, content=body)
         except httpx.ConnectError as exc:
             raise ConnectFailed(str(exc)) from exc
         except httpx.TimeoutException as exc:
             raise TransportFailed(f"{type(exc).__name__}: no reply in time") from exc
-        except httpx.TransportError as exc:
+        except (httpx.TransportError, httpx.DecodingError) as exc:
             raise TransportFailed(f"{type(exc).__name__}: {exc}") from exc
-        return HTTPReply(resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, resp.content)
+        headers = {k.lower(): v for k, v in resp.headers.items()}
+        if headers.get("content-encoding", "").lower() in _DECODED:
+            headers.pop("content-encoding")  # httpx has decoded it
+        return HTTPReply(resp.status_code, headers, resp.content, resp.reason_phrase)
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -210,8 +288,10 @@ class OpenAIBackend(ChatBackend):
         Seconds one attempt may take in all, connect to last byte (a server that trickles its
         reply is cut here); then the attempt counts as hung and is retried.
     failure_threshold:
-        Consecutive failures that open a server's circuit: no requests go to it for a backoff
-        period (doubling up to ``max_backoff``), then one probe request decides.
+        Distinct requests failing on a server with no success in between that open its circuit:
+        no requests go to it for ``backoff`` seconds (doubling, up to ``max_backoff``, each time
+        a probe fails with a request that had not failed there before), then one probe request
+        decides. A request failing again and again counts once.
     api_key:
         Defaults to ``$OPENAI_API_KEY``, else ``"EMPTY"`` (what local vLLM/SGLang servers accept).
     extra_body:
@@ -244,6 +324,10 @@ class OpenAIBackend(ChatBackend):
             raise ConfigError(f"timeout must be > 0; got {timeout}")
         if failure_threshold < 1:
             raise ConfigError(f"failure_threshold must be >= 1; got {failure_threshold}")
+        if backoff < 0:
+            raise ConfigError(f"backoff must be >= 0; got {backoff}")
+        if max_backoff < backoff:
+            raise ConfigError(f"max_backoff ({max_backoff}) must be >= backoff ({backoff})")
         self.model = model
         self.base_urls = tuple(u.rstrip("/") for u in base_urls)
         self.concurrency = concurrency
@@ -264,8 +348,9 @@ class OpenAIBackend(ChatBackend):
         return {"backend": "openai", "model": self.model, "extra_body": self.extra_body}
 
     def stats(self) -> BackendStats:
-        return BackendStats(requests=self.requests, attempts=self.attempts,
-                            servers=tuple(self._servers.values()))
+        servers = tuple(self._servers.values())
+        return BackendStats(requests=self.requests, attempts=self.attempts, servers=servers,
+                            sends=sum(s.sends or 0 for s in servers))
 
     def session(self) -> _OpenAISession:
         return _OpenAISession(self)
@@ -363,12 +448,17 @@ class _OpenAISession(ChatSession):
         self.b = backend
         self.capacity = backend.concurrency
         key = backend.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
-        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+        # identity: a server may use any coding when a client says nothing (RFC 9110); a
+        # User-Agent: some hosted endpoints refuse requests without one
+        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
+                   "Accept-Encoding": "identity", "User-Agent": f"hoibench/{__version__}"}
         self.servers = [_Server(u, self._pool(u, headers)) for u in backend.base_urls]
         for s in self.servers:  # counts carry on from earlier sessions of the same backend
             old = backend._servers.get(s.url)
             if old is not None:
                 s.attempts, s.failures, s.wait = old.attempts, old.failures, old.wait_seconds
+                s.sends_before = old.sends or 0
+        self._keys = itertools.count()  # one key per request: the breaker counts distinct requests
         self._slots = _Slots(backend.concurrency)
         self._rng = random.Random()
         self._turn = 0
@@ -404,14 +494,15 @@ class _OpenAISession(ChatSession):
             self._watching = None
         for s in self.servers:
             await s.pool.aclose()
+            self.b._servers[s.url] = s.stats()
 
     # ------------------------------------------------------------------ routing
-    def _choose(self, avoid: set[str], affinity: str | None = None) -> _Server | None:
+    def _choose(self, avoid: set[str], affinity: str | None = None, key: int = -1) -> _Server | None:
         """The server for the next attempt: a half-open probe when one is due, else the closed
         circuit with the fewest outstanding requests, or with ``affinity`` (an image digest under
         ``image-affinity`` routing) the first closed circuit in that image's own server order
         (``avoid``: servers this request just failed on, used only when nothing else is open);
-        ``None`` when every circuit is open."""
+        ``None`` when every circuit is open. ``key``: the request, recorded as a probe's."""
         n = len(self.servers)
         if n == 1 and not self.servers[0].open_until:  # one healthy server: the usual case
             return self.servers[0]
@@ -425,7 +516,7 @@ class _OpenAISession(ChatSession):
         closed = [s for s in order if not s.open_until]
         probe = [s for s in due if s.url not in avoid] or ([] if closed else due)
         if probe and (affinity is None or not closed or probe[0] is order[0]):
-            probe[0].probing = True
+            probe[0].probe = key
             return probe[0]
         if not closed:
             return None
@@ -450,8 +541,10 @@ class _OpenAISession(ChatSession):
         return max(0.01, min(due)) if due else 0.05
 
     def _check_down(self) -> None:
-        """Every circuit open on servers that refuse connections, and no answer for a while (none
-        at all yet, or none for ``max_backoff``): stop the run rather than retry forever."""
+        """Every circuit open on failures without an HTTP reply (refused or broken connections,
+        timeouts: also a server that accepts connections and never answers), and no answer for a
+        while (none at all yet, or none for ``max_backoff``): stop the run rather than retry
+        forever."""
         if not all(s.open_until and s.last_down for s in self.servers):
             return
         never = not any(s.ever_ok for s in self.servers)
@@ -461,22 +554,33 @@ class _OpenAISession(ChatSession):
 
     _last_error = ""
 
-    def _failed(self, s: _Server, message: str, *, down: bool) -> None:
+    def _failed(self, s: _Server, key: int, message: str, *, down: bool) -> None:
+        """Request ``key`` failed on ``s``. Only server-wide evidence opens the circuit:
+        ``failure_threshold`` distinct requests failing with no success in between; a failed
+        probe reopens it, for twice as long only when its request had not failed there before
+        (a question that always fails is no news about the server)."""
         s.failures += 1
-        s.consecutive += 1
         s.last_down = down
         self._last_error = message
-        if s.probing or s.consecutive >= self.b.failure_threshold:
-            s.opened += 1
-            period = min(self.b.max_backoff, self.b.backoff * 2 ** (s.opened - 1))
-            s.open_until = time.monotonic() + period * (0.75 + self._rng.random() / 2)
-        s.probing = False
+        new = key not in s.failed
+        s.failed.add(key)
+        if s.probe == key:  # the half-open probe failed
+            s.probe = None
+            s.opened += new
+            self._open(s)
+        elif not s.open_until and len(s.failed) >= self.b.failure_threshold:
+            s.opened = 1
+            self._open(s)
+
+    def _open(self, s: _Server) -> None:
+        period = min(self.b.max_backoff, self.b.backoff * 2 ** (max(1, s.opened) - 1))
+        s.open_until = time.monotonic() + max(period * (0.75 + self._rng.random() / 2), 1e-3)
 
     def _succeeded(self, s: _Server, seconds: float) -> None:
-        s.consecutive = 0
+        s.failed.clear()
         s.open_until = 0.0
         s.opened = 0
-        s.probing = False
+        s.probe = None
         s.ever_ok = True
         self._last_ok = time.monotonic()
         self.latency = seconds if not self.latency else 0.9 * self.latency + 0.1 * seconds
@@ -498,15 +602,17 @@ class _OpenAISession(ChatSession):
         except ConnectFailed as exc:
             raise _Retry(f"ConnectError: {exc} ({s.url})", down=True) from exc
         except TransportFailed as exc:
-            raise _Retry(f"{exc} ({s.url})") from exc
+            raise _Retry(f"{exc} ({s.url})", down=True) from exc
         code = resp.status
         if code == 200:
-            return _reply_text(resp.content)
-        detail = resp.text[:200]
+            if resp.encoding not in _DECODED:
+                raise _Fatal(f"HTTP 200 from {s.url}: the body is {resp.encoding}-compressed "
+                             f"(Content-Encoding: {resp.encoding}), which hoibench does not decode "
+                             "(it asks for identity)")
+            return _reply_text(resp.content, resp.encoding)
         if code == 429 or code in (408, 409) or code >= 500:
-            raise _Retry(f"HTTP {code} from {s.url}: {detail}",
-                         after=_retry_after(resp.headers.get("retry-after")))
-        raise _Fatal(f"HTTP {code} from {s.url}: {detail}")
+            raise _Retry(_status_error(resp, s.url), after=_retry_after(resp.headers.get("retry-after")))
+        raise _Fatal(_status_error(resp, s.url))
 
     async def _attempt(self, s: _Server, body: bytes) -> str:
         """One attempt within the total deadline; a stalled attempt (far slower than the usual
@@ -532,7 +638,7 @@ class _OpenAISession(ChatSession):
         except asyncio.CancelledError as exc:
             if not flight.timed_out or (_CAN_UNCANCEL and task.uncancel() > base):
                 raise  # this request was cancelled (the run stops), not timed out
-            raise _Retry(f"Timeout: no complete reply within {self.b.timeout:g} s ({s.url})") from exc
+            raise _Retry(f"Timeout: no complete reply within {self.b.timeout:g} s ({s.url})", down=True) from exc
         finally:
             del self._flights[flight]
             if not _CAN_UNCANCEL and not task.done():  # pragma: no cover - Python 3.10
@@ -576,11 +682,12 @@ class _OpenAISession(ChatSession):
         avoid: set[str] = set()
         last = ""
         attempt = 0
+        key = next(self._keys)
         while True:
             if self._slots.locked():
                 self.slot_waits += 1
             await self._slots.acquire()
-            s = self._choose(avoid, affinity)  # chosen with a slot in hand: the health of now, not of the queue
+            s = self._choose(avoid, affinity, key)  # chosen with a slot in hand: the health of now, not of the queue
             if s is None:
                 self._slots.release()
                 self._check_down()
@@ -611,9 +718,9 @@ class _OpenAISession(ChatSession):
                 s.failures += 1
                 self.b._servers[s.url] = s.stats()
                 self.b.requests += 1
-                return ChatResponse(None, error=str(err), meta=dict(request.meta))
+                return ChatResponse(None, error=str(err), meta=dict(request.meta), retryable=False)
             last = str(err)
-            self._failed(s, last, down=err.down)
+            self._failed(s, key, last, down=err.down)
             self.b._servers[s.url] = s.stats()
             if attempt > self.b.max_retries:
                 self.b.requests += 1

@@ -161,8 +161,9 @@ class LoopResult(Generic[R]):
     """What a run did: ``records`` in item order (``None``: no record, e.g. the run stopped),
     ``resumed`` records kept from an earlier run, ``counts`` per status of the final records,
     ``requests`` that went to the model, ``attempts`` sent for them (retries included; ``None``
-    when the backend does not count), ``cache_hits`` answered without a request, and per-server
-    counts of this run."""
+    when the backend does not count), ``sends`` written to connections for them (an attempt
+    re-sent on a fresh connection counts twice; ``None`` when not counted), ``cache_hits``
+    answered without a request, and per-server counts of this run."""
 
     records: list[R | None]
     resumed: int
@@ -172,6 +173,7 @@ class LoopResult(Generic[R]):
     seconds: float
     attempts: int | None = None
     servers: tuple[ServerStats, ...] = ()
+    sends: int | None = None
 
     @property
     def missing(self) -> int:
@@ -223,10 +225,11 @@ def run_resumable(task: ChatTask[T, R], items: Sequence[T], *, backend: ChatBack
             if stats1.requests is not None and stats0.requests is not None else sent)
     attempts = (stats1.attempts - stats0.attempts
                 if stats1.attempts is not None and stats0.attempts is not None else None)
+    sends = stats1.sends - stats0.sends if stats1.sends is not None and stats0.sends is not None else None
     return LoopResult(records=final, resumed=resumed, counts=dict(counts), requests=reqs,
                       cache_hits=stats1.cache_hits - stats0.cache_hits,
                       seconds=time.perf_counter() - start, attempts=attempts,
-                      servers=_server_delta(stats0.servers, stats1.servers))
+                      servers=_server_delta(stats0.servers, stats1.servers), sends=sends)
 
 
 def _server_delta(before: Sequence[ServerStats], after: Sequence[ServerStats]) -> tuple[ServerStats, ...]:
@@ -235,8 +238,9 @@ def _server_delta(before: Sequence[ServerStats], after: Sequence[ServerStats]) -
     out = []
     for s in after:
         o = old.get(s.url, ServerStats(s.url))
+        sends = None if s.sends is None else s.sends - (o.sends or 0)
         out.append(ServerStats(s.url, s.attempts - o.attempts, s.failures - o.failures,
-                               s.wait_seconds - o.wait_seconds))
+                               s.wait_seconds - o.wait_seconds, sends))
     return tuple(out)
 
 

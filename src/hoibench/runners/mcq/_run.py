@@ -75,8 +75,11 @@ class RunSummary:
     the answers in the file at the end. ``requests`` went to the model (one per question and
     stage), ``attempts`` were sent for them (``retries`` = attempts - requests; ``None`` when the
     backend does not count), ``cache_hits`` needed no request; ``servers`` gives each server's
-    attempts, failures and seconds spent waiting on it; ``first_error`` is the cause of the first
-    failed question (item order)."""
+    attempts, failures and seconds spent waiting on it; ``sends`` counts the requests written to
+    connections (an attempt re-sent once on a fresh connection, after a kept-alive one closed
+    unanswered, counts twice); ``first_error`` is the cause of the first failed question (item
+    order); ``retryable_errors`` how many of the ``error`` questions a rerun may answer (not a
+    4xx refusal or a malformed reply, which a rerun sends again the same way)."""
 
     total: int
     resumed: int
@@ -91,6 +94,8 @@ class RunSummary:
     attempts: int | None = None
     servers: tuple[dict[str, Any], ...] = ()
     first_error: str | None = None
+    sends: int | None = None
+    retryable_errors: int = 0
 
     @property
     def retries(self) -> int | None:
@@ -393,6 +398,8 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
                 self._pool.shutdown(cancel_futures=True)
                 self._pool = None
         counts = res.counts
+        retryable = sum(r is None or (r.status == "error" and r.meta.get("retryable", True))
+                        for r in res.records)
         first = next((r for r in res.records if r is None or r.status == "error"), False)
         first_error = (None if first is False else "no answer (the run stopped)" if first is None
                        else f"question {first.question_id!r}: {first.meta.get('error') or 'error'}")
@@ -402,7 +409,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
                           error=counts.get("error", 0) + res.missing, requests=res.requests,
                           cache_hits=res.cache_hits, seconds=res.seconds, out=str(out),
                           attempts=res.attempts, servers=tuple(x.as_dict() for x in res.servers),
-                          first_error=first_error)
+                          first_error=first_error, sends=res.sends, retryable_errors=retryable)
 
     # ------------------------------------------------------------------ the task protocol
     def item_id(self, item: MCQuestion) -> str:
@@ -468,7 +475,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
                 if size is None:
                     img.failed = "error" if not resp.ok else "parse_error"
                     img.stage_meta["failed_stage"] = "image_size"
-                    img.stage_meta["error"] = resp.error
+                    img.stage_meta.update(_error_meta(resp))
                 else:
                     img.frame = model_frame("internvl", img.width, img.height, perceived=size)
 
@@ -487,7 +494,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
                 img = images[detect[i]]
                 if not resp.ok:
                     img.failed = "error"
-                    img.stage_meta.update(failed_stage="detection", error=resp.error)
+                    img.stage_meta.update(failed_stage="detection", **_error_meta(resp))
                     return
                 parsed = parse_detection(resp.text, strict=self.strict_detection_parser)
                 frame = _frame(img)
@@ -548,7 +555,7 @@ class MCQRunner(ChatTask[MCQuestion, MCAnswer]):
             q, rendered, meta = asked[i]
             meta = {**meta, "order": list(rendered.order)}
             if not resp.ok:
-                emit(MCAnswer(q.id, frozenset(), None, "error", meta={**meta, "error": resp.error}))
+                emit(MCAnswer(q.id, frozenset(), None, "error", meta={**meta, **_error_meta(resp)}))
                 return
             parsed = parse_letters(resp.text, rendered.letters, answer_format=self.answer_format)
             texts = [rendered.letters[x] for x in parsed.tokens]  # a letter named twice: two picks
@@ -578,3 +585,9 @@ class _AnswersFile:
 
     def rewrite(self, records: Sequence[MCAnswer], header: Mapping[str, Any]) -> None:
         write_answers(self.path, records, header=header)
+
+
+def _error_meta(resp: ChatResponse) -> dict[str, Any]:
+    """A failed response's meta: its error, and ``retryable: false`` when a rerun would only send
+    the same refused request again (a 4xx, a malformed reply)."""
+    return {"error": resp.error, **({} if resp.retryable else {"retryable": False})}
