@@ -1,22 +1,33 @@
 # The two set-up commands of the README: `make demo` (main job) and `make test` (whole suite).
 # Both create .venv on first use and install hoibench into it, so a fresh clone needs nothing else.
+# `make demo` installs the core package only (what `hoibench demo` imports: no torch, transformers,
+# diffusers, trl or datasets); `make test` adds the test extras. Each install has its own stamp,
+# remade when pyproject.toml changes: demo then test installs the extras once, test then demo
+# installs nothing more (the test install includes the core one).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+CORE_STAMP := $(VENV)/.installed-core
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: demo test lint bench clean chromium
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(CORE_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $(CORE_STAMP)
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(TEST_STAMP) $(CORE_STAMP)
+
+demo: $(CORE_STAMP)
 	$(BIN)/hoibench demo --out hoibench-demo
 
-test: $(STAMP) chromium
+test: $(TEST_STAMP) chromium
 	$(BIN)/ruff check src tests perf scripts
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
@@ -31,10 +42,10 @@ chromium:
 	    || echo "could not install chromium: the HTML render tests will be skipped"; \
 	  else echo "chromium missing and not root: the HTML render tests will be skipped"; fi; }
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests perf scripts
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	for f in perf/bench_*.py; do $(BIN)/python $$f || exit 1; done
 
 clean:
