@@ -204,3 +204,47 @@ def test_analyze_compare_takes_format_and_says_how_each_file_was_read(case, tmp_
     r = CliRunner().invoke(cli, [*base[:-2], "--pred", str(a), "--name", "x", "--name", "y", "--name", "z",
                                  "--format", "cdn", "--format", "cdn"])
     assert r.exit_code != 0 and "--format given 2 times for 3 --pred files" in str(r.exception)
+
+
+# ----------------------------------------------------------------- PPDM/QPIC annotations: HICO-DET or V-COCO
+def ppdm_file(tmp_path, pairs: list[tuple[int, int]], name: str = "anno.json"):
+    """A PPDM/QPIC annotation list of one image per (verb id, COCO-91 object id), file names
+    that name no dataset."""
+    rows = [{"file_name": f"img_{k}.jpg", "annotations": [{"bbox": [0, 0, 10, 10], "category_id": 1},
+                                                          {"bbox": [5, 5, 20, 20], "category_id": c}],
+             "hoi_annotation": [{"subject_id": 0, "object_id": 1, "category_id": v}]} for k, (v, c) in enumerate(pairs)]
+    path = tmp_path / name
+    path.write_text(json.dumps(rows))
+    return path
+
+
+def test_ppdm_hico_file_with_low_verb_ids_is_read_as_hico_det(tmp_path):
+    """HICO-DET annotations whose verb ids happen to stay below 29 were read as V-COCO (ids < 29);
+    the classes they form say HICO-DET."""
+    from hoibench.formats import read_dataset
+
+    hico = load_dataset("hico-det:test").vocab
+    vc = load_dataset("v-coco:test").vocab
+    pairs = [(int(v) + 1, int(hico.object_to_coco91(o))) for v, o in hico.hoi_verb_object if v < 28
+             and vc.hoi_index(int(v) + 1, int(vc.object_from_coco91(hico.object_to_coco91(o)))) < 0]
+    assert len(pairs) >= 10
+    assert read_dataset(ppdm_file(tmp_path, pairs)).vocab.name == "hico-det"
+
+
+def test_ppdm_file_both_label_spaces_fit_is_refused_with_the_numbers(tmp_path, capsys):
+    from hoibench.formats import read_dataset
+    from hoibench.vocab import get_label_space
+
+    hico = load_dataset("hico-det:test").vocab
+    vc = load_dataset("v-coco:test").vocab
+    pairs = [(int(v) + 1, int(hico.object_to_coco91(o))) for v, o in hico.hoi_verb_object if v < 28
+             and vc.hoi_index(int(v) + 1, int(vc.object_from_coco91(hico.object_to_coco91(o)))) >= 0]
+    assert len(pairs) >= 10
+    path = ppdm_file(tmp_path, pairs)
+    err = one_line_error(["data", "info", str(path)], capsys)
+    assert f"cannot tell hico-det from v-coco: of {len(pairs)} HOI annotations with verb ids 1..{max(v for v, _ in pairs)}, 100.0% " in err
+    assert "100.0% are V-COCO action-roles as 0-based ids (v-coco)" in err
+    assert err.endswith("name the images HICO_*/COCO_*, or read it with read_dataset(..., "
+                        "vocab=get_label_space('hico-det'|'v-coco'))")
+    assert read_dataset(path, vocab=get_label_space("hico-det")).vocab.name == "hico-det"
+    assert read_dataset(path, vocab=get_label_space("v-coco")).vocab.name == "v-coco"

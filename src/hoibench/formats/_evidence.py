@@ -51,16 +51,18 @@ def _said(r: Reading) -> str:
 
 
 def choose(a: Reading, b: Reading, *, records: str, path: str | os.PathLike[str], option: str,
-           hint: str = "") -> tuple[str, str]:
+           hint: str = "", remedy: str | None = None) -> tuple[str, str]:
     """The name of the reading that fits at least :data:`FIT` and beats the other by
     :data:`MARGIN`, and one line saying which evidence decided; otherwise a :class:`FormatError`
     naming both numbers and ``option``. ``records``: what the shares are of (``"9,700 scored
-    triplets"``); ``hint``: appended to a refusal (what else the numbers suggest)."""
+    triplets"``); ``hint``: appended to a refusal (what else the numbers suggest); ``remedy``:
+    the refusal's last words (default ``pass <option> <a> or <option> <b>``)."""
     for win, lose in ((a, b), (b, a)):
         if win.fit is not None and win.fit >= FIT and (lose.fit is None or win.fit - lose.fit >= MARGIN):
             return win.name, f"read as {win.name}: of {records}, {_said(win)} vs {_said(lose)}; {option} overrides"
-    raise FormatError(f"cannot tell {a.name} from {b.name}: of {records}, {_said(a)}, {_said(b)}{hint}; "
-                      f"pass {option} {a.name} or {option} {b.name}", file=path)
+    remedy = remedy or f"pass {option} {a.name} or {option} {b.name}"
+    raise FormatError(f"cannot tell {a.name} from {b.name}: of {records}, {_said(a)}, {_said(b)}{hint}; {remedy}",
+                      file=path)
 
 
 def poor_fit(r: Reading, *, records: str, path: str | os.PathLike[str], hint: str = "") -> str | None:

@@ -21,6 +21,7 @@ import numpy as np
 from hoibench._exceptions import FormatError
 from hoibench._io import atomic_write_json, read_json
 from hoibench.data import DatasetBuilder, HOIDataset
+from hoibench.formats import _evidence as _ev
 from hoibench.formats._common import RecordReader, check_dataset, plain_number
 from hoibench.vocab import LabelSpace, hico_det, vcoco
 
@@ -45,20 +46,52 @@ def looks_like_ppdm(data: Any) -> bool:
     return isinstance(first, dict) and "file_name" in first and "hoi_annotation" in first
 
 
-def guess_ppdm_vocab(data: list[Any]) -> LabelSpace:
-    """HICO-DET or V-COCO from the file names (``HICO_``/``COCO_``), else from the verb ids."""
+def guess_ppdm_vocab(data: list[Any], path: str | os.PathLike[str] = "<annotations>") -> LabelSpace:
+    """HICO-DET or V-COCO from the file names (``HICO_``/``COCO_``), else from the verb ids.
+
+    Ids settle it where only one layout has them (0: V-COCO's 0-based ids; 29 and up: HICO-DET's
+    1-based 117 verbs). Ids 1..28 fit both: the evidence is then the share of HOI annotations that
+    are classes of each label space (with the object box's COCO label; no object fits V-COCO's
+    agent-only actions only), weighed by :func:`~hoibench.formats._evidence.choose`, which refuses
+    a file that fits neither clearly better."""
     for entry in data[:50]:
         name = entry.get("file_name", "") if isinstance(entry, dict) else ""
         if isinstance(name, str) and name.startswith("HICO_"):
             return hico_det()
         if isinstance(name, str) and name.startswith("COCO_"):
             return vcoco()
-    max_verb = 0
+    verbs: list[int] = []
+    coco: list[int] = []  # the object box's COCO-91 id; 0: no object (or none readable)
     for entry in data:
-        for h in entry.get("hoi_annotation", []) if isinstance(entry, dict) else []:
+        if not isinstance(entry, dict):
+            continue
+        anns = entry.get("annotations")
+        anns = anns if isinstance(anns, list) else []
+        for h in entry.get("hoi_annotation", []) or []:
             if isinstance(h, dict) and isinstance(h.get("category_id"), int):
-                max_verb = max(max_verb, h["category_id"])
-    return vcoco() if max_verb < 29 else hico_det()
+                verbs.append(h["category_id"])
+                o = h.get("object_id")
+                a = anns[o] if isinstance(o, int) and 0 <= o < len(anns) else None
+                c = a.get("category_id") if isinstance(a, dict) else None
+                coco.append(c if isinstance(c, int) and 0 < c < 92 else 0)
+    if not verbs or max(verbs) < 1:
+        return vcoco()
+    if max(verbs) >= vcoco().n_verbs:
+        return hico_det()
+    v, c = np.asarray(verbs), np.asarray(coco)
+    if v.min() < 1:  # HICO-DET's ids start at 1 (the reader names an id out of its range)
+        return vcoco()
+    hico, vc = hico_det(), vcoco()
+    hico_fit = float(np.mean(hico.hoi_index(v - 1, hico.object_from_coco91(c)) >= 0))
+    vcoco_obj = vc.object_from_coco91(c)
+    vcoco_fit = float(np.mean((vc.hoi_index(v, vcoco_obj) >= 0) | (c == 0)))
+    name, _ = _ev.choose(_ev.Reading(hico.name, hico_fit, "are HICO-DET classes as 1-based verb ids"),
+                         _ev.Reading(vc.name, vcoco_fit, "are V-COCO action-roles as 0-based ids"),
+                         records=f"{len(v):,} HOI annotations with verb ids 1..{int(v.max())}", path=path,
+                         option="the label space",
+                         remedy="name the images HICO_*/COCO_*, or read it with read_dataset(..., "
+                                "vocab=get_label_space('hico-det'|'v-coco'))")
+    return hico if name == hico.name else vc
 
 
 _TRAILING_DIGITS = re.compile(r"(\d+)$")
@@ -90,7 +123,7 @@ def read_ppdm(
     if not looks_like_ppdm(data):
         raise FormatError("not a PPDM/QPIC annotation file (needs a list of entries with "
                           "'file_name' and 'hoi_annotation')", file=path)
-    vocab = vocab or guess_ppdm_vocab(data)
+    vocab = vocab or guess_ppdm_vocab(data, path)
     first_verb = verb_id_base(vocab)
     r = RecordReader(path)
     coco_to_obj = np.full(92, -1, dtype=np.int64)
