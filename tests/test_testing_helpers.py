@@ -140,6 +140,16 @@ def test_fake_server_random_mode_and_bad_arguments(tmp_path):
     answer = QuestionAnswerer("random", seed=1).reply(body)
     assert answer and set(answer.split(",")) <= {"A", "B"}  # never a padding choice
     assert QuestionAnswerer("random", seed=1).reply(body) == answer  # the same prompt, the same answer
+    # truth: a prompt whose choices no question shows is an HTTP error naming why, never an answer
+    from hoibench.data import Choice, MCQuestion
+
+    q = MCQuestion("q1", "a.jpg", 1, (Choice("ride a/an horse"), Choice("no_interaction a/an horse")),
+                   frozenset({1}))
+    truth = QuestionAnswerer("truth", questions=[q])
+    assert truth(body).status == 400 and "matches no question" in (truth(body).text or "")
+    shown = {"model": "m", "messages": [{"role": "user", "content": "Q?\nChoices:\n(A) ride a/an horse\n"
+                                          "(B) no_interaction with horse\n(C) None\n(D) None\nIMPORTANT"}]}
+    assert truth(shown).text == "B" and truth.counts["truth"] == 1 and truth.counts["unmatched"] == 2
     for args, message in [(["--mode", "truth"], "needs the questions"),
                           (["--questions", str(tmp_path / "none.jsonl")], "none.jsonl"),
                           (["--port", "70000"], "--port must be"),

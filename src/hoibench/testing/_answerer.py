@@ -95,11 +95,16 @@ class QuestionAnswerer:
         return len(self._files)
 
     def __call__(self, body: dict[str, Any]) -> FakeReply:
-        return FakeReply(self.reply(body), delay=self.latency)
+        text = self.reply(body)
+        if text is None:  # an error answer with the reason, not a silently empty one
+            return FakeReply("fake server: the prompt matches no question of its --questions file",
+                             status=400, delay=self.latency)
+        return FakeReply(text, delay=self.latency)
 
     # ------------------------------------------------------------------ the three requests
-    def reply(self, body: dict[str, Any]) -> str:
-        """The text a model would answer to one chat request."""
+    def reply(self, body: dict[str, Any]) -> str | None:
+        """The text a model would answer to one chat request; ``None`` for a question prompt that
+        matches no question (truth mode)."""
         text = request_text(body)
         image = request_image(body)
         shown = _CHOICE_LINE.findall(text)
@@ -116,7 +121,9 @@ class QuestionAnswerer:
         else:
             picked = self._truth(text, shown, image)
         self._count(self.mode if self.mode != "truth" or picked is not None else "unmatched")
-        answer = ",".join(picked or [])
+        if picked is None:
+            return None
+        answer = ",".join(picked)
         return f"<answer>{answer}</answer>" if "<answer>" in text else answer
 
     def _size(self, image: bytes | None) -> str:
