@@ -96,7 +96,8 @@ def test_build_stats_score_from_detections_on_fixture(tmp_path: Path) -> None:
     scores = json.loads(res.read_text())
     assert set(scores) >= KEYS and all(0.0 <= scores[k] <= 1.0 for k in KEYS)
     assert scores["n_missing"] == 1 and "no answer" in r.stderr
-    assert set(scores["ci"]) == KEYS
+    assert set(scores["ci"]) == KEYS - {"macro_f1"} and set(scores["se"]) == KEYS  # macro-F1: its SE only
+    assert scores["ci_method"]["macro_f1"] == "se" and scores["ci_method"]["exact_match"] == "percentile"
     assert scores["kind"] == "mcq_metrics" and scores["benchmark"] == out.name  # a result hoibench report reads
     # '-' prints the same object on stdout (no table there), not to a file called '-'
     r = run("score", "--questions", str(out), "--answers", str(ans), "--json", "-", "--bootstrap", "50",
