@@ -70,6 +70,15 @@ class Simulation:
     population_value: float
 
 
+def passes(result: dict[str, object], method: str, confidence: float = 0.95) -> bool:
+    """The coverage check an interval must pass to be printed as a confidence interval: its
+    coverage at least the nominal level minus two Monte-Carlo standard errors of that level over
+    the simulated benchmarks (``CI_METHOD_OF`` in hoibench.evaluation records the outcome)."""
+    reps = int(result["reps"])  # type: ignore[call-overload]
+    got = float(result[method]["coverage"])  # type: ignore[index]
+    return got >= confidence - 2.0 * float(np.sqrt(confidence * (1.0 - confidence) / reps))
+
+
 def coverage(sim: Simulation, *, reps: int, resamples: int, seed: int, confidence: float = 0.95,
              methods: tuple[str, ...] = CI_METHODS, max_rejections: int = 10_000,
              progress: bool = False) -> dict[str, object]:
@@ -125,6 +134,7 @@ def coverage(sim: Simulation, *, reps: int, resamples: int, seed: int, confidenc
         p = float(np.mean(hits[m]))
         out[m] = {"coverage": p, "mc_se": float(np.sqrt(p * (1 - p) / reps)),
                   "mean_width": float(np.mean(widths[m])), "excludes_estimate": float(np.mean(excl[m]))}
+        out[m]["passes"] = passes(out, m, confidence)
     # per benchmark, so that coverage of another target can be computed afterwards
     out["per_benchmark"] = {"truth": truths, "estimate": estimates,
                             **{m: [[lo, lo + wd] for lo, wd in zip(lows[m], widths[m])] for m in methods}}

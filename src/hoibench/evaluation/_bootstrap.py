@@ -87,10 +87,13 @@ def bootstrap_se(samples: np.ndarray) -> np.ndarray:
 def reportable_interval(estimate: float, low: float, high: float, method: str) -> tuple[str, float, float]:
     """``(method, low, high)`` when the interval may be printed as a confidence interval, else
     ``(SE_METHOD, nan, nan)``: a method that did not pass the coverage check (:data:`SE_METHOD`),
-    a NaN end, or an interval that excludes its own estimate is no confidence interval."""
-    if method == SE_METHOD or low != low or high != high or interval_excludes_estimate(estimate, low, high):
+    a NaN end, or an interval that excludes its own estimate is no confidence interval. An
+    interval off by rounding only (a constant statistic: every replicate within 1e-12) is
+    stretched to hold the estimate exactly."""
+    if method == SE_METHOD or low != low or high != high or \
+            interval_excludes_estimate(estimate, low, high, rtol=1e-12):
         return SE_METHOD, float("nan"), float("nan")
-    return method, float(low), float(high)
+    return method, float(min(low, estimate)), float(max(high, estimate))
 
 
 def interval_excludes_estimate(estimate: float | None, low: float | None, high: float | None, *,
