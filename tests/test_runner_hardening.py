@@ -138,7 +138,7 @@ def test_a_dropped_request_goes_out_at_most_twice_and_every_send_is_counted():
         await asyncio.gather(*(pool.post("/x", b"warm") for _ in range(5)))  # five idle connections
         with pytest.raises(TransportFailed, match="without a reply"):
             await pool.post("/x", b"drop")
-        sends = pool.sends
+        sends = getattr(pool, "sends", None)
         await pool.aclose()
         return sends
 
@@ -237,14 +237,15 @@ def test_what_arrives_on_an_idle_connection_is_never_read_as_the_next_reply(afte
         first = await pool.post("/x", b"1")
         time.sleep(0.3)  # blocks the loop: what the server sends now is not read yet
         second = await asyncio.wait_for(pool.post("/x", b"2"), 5)
-        sends = pool.sends
+        sends = getattr(pool, "sends", None)
         await pool.aclose()
         return first, second, sends
 
     with _RawServer(lambda head, body, k: OK, idle=0.05, after=after, close=close) as server:
         first, second, sends = asyncio.run(main(server.url))
     assert (first.status, first.content) == (second.status, second.content) == (200, b"ok")
-    assert sends == len(server.bodies) == 2 and server.connections == 2
+    assert len(server.bodies) == 2 and server.connections == 2
+    assert sends == 2
 
 
 def test_a_408_and_close_in_answer_to_a_request_on_a_reused_connection_is_sent_once_more():
@@ -261,7 +262,8 @@ def test_a_408_and_close_in_answer_to_a_request_on_a_reused_connection_is_sent_o
         responses = backend.generate([ChatRequest((ChatMessage.user(t),)) for t in "ab"])
         stats = backend.stats()
     assert [r.text for r in responses] == ["A", "A"], [r.error for r in responses]
-    assert stats.attempts == 2 and stats.sends == len(server.bodies) == 3
+    assert stats.attempts == 2 and len(server.bodies) == 3
+    assert stats.sends == 3
 
 
 # --------------------------------------------------------------------------- item 10: the breaker
@@ -276,7 +278,7 @@ def test_three_questions_that_always_fail_do_not_stall_the_run(tmp_path, images)
     failed after 1 + max_retries sends each, and no question is sent more often. Wall-clock
     ratios on a shared machine: up to three clean/failing pairs, the best counts."""
     qs = _questions(100)
-    max_retries = 2
+    max_retries = 3
 
     def clean(body):
         return FakeReply("A", delay=0.05)
@@ -286,6 +288,7 @@ def test_three_questions_that_always_fail_do_not_stall_the_run(tmp_path, images)
         return FakeReply("boom", status=500, delay=0.05) if n in FAILING else FakeReply("A", delay=0.05)
 
     pairs = []
+    counted = []  # (the summary's sends, the server's count, retryable errors) per failing run
     for attempt in range(3):
         with FakeChatServer(clean) as server:
             t0 = time.perf_counter()
@@ -300,11 +303,12 @@ def test_three_questions_that_always_fail_do_not_stall_the_run(tmp_path, images)
         failed = {a.question_id for a in read_answers(tmp_path / f"f{attempt}.jsonl") if a.status == "error"}
         assert failed == {f"q{n}" for n in FAILING}
         assert max(sent.values()) <= 1 + max_retries and all(sent[n] == 1 + max_retries for n in FAILING)
-        assert s1.sends == sum(sent.values()) and s1.retryable_errors == 3
+        counted.append((getattr(s1, "sends", None), sum(sent.values()), getattr(s1, "retryable_errors", None)))
         pairs.append((t_fail, t_clean))
         if t_fail <= 2 * t_clean:
             break
     assert min(f / c for f, c in pairs) <= 2, pairs
+    assert all(sends == n and k == 3 for sends, n, k in counted), counted
 
 
 def test_a_server_that_accepts_connections_and_never_answers_is_declared_down(tmp_path, images):
