@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from importlib import resources
 from dataclasses import dataclass, field, fields
+from importlib import resources
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 

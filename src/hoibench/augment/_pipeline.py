@@ -18,8 +18,7 @@ import hashlib
 import io
 import logging
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +36,6 @@ from hoibench._io import (
     read_json,
     write_folder_provenance,
 )
-from hoibench._progress import make_progress
 from hoibench.augment._chat_stages import ChatStages, derive_seed
 from hoibench.augment._config import AugmentConfig, ChatStageConfig
 from hoibench.augment._manifest import Manifest, manifest_name, read_manifests
@@ -51,6 +49,7 @@ from hoibench.augment._models import (
 )
 from hoibench.augment._prompts import PromptSet
 from hoibench.augment._review import DECISIONS_FILE, final_records, read_decisions, review_cards
+from hoibench.augment._run_progress import RunProgress
 from hoibench.augment._shard import shard_targets
 from hoibench.augment._targets import TargetClass
 from hoibench.data import DatasetBuilder, HOIDataset
@@ -143,19 +142,23 @@ class AugmentPipeline:
 
     # ------------------------------------------------------------------------- steps 4 to 6
     def inspect(self, image_path: Path, image: Image.Image, target: TargetClass, vocab: LabelSpace,
-                key: Sequence[object]) -> dict[str, Any]:
-        """Detect, verify and pseudo-label one image for ``target``; the manifest fields."""
+                key: Sequence[object], on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """Detect, verify and pseudo-label one image for ``target``; the manifest fields.
+        ``on_stage`` is told each stage as it starts (the progress bar's text)."""
+        stage = on_stage or (lambda _name: None)
         verb, obj = vocab.verbs[target.verb], vocab.objects[target.object]
         w, h = image.width, image.height
         rec: dict[str, Any] = {"width": w, "height": h, "detections": [], "pairs": [], "labels": [],
                                "annotation": None, "target_instances": 0}
         if self.watermark is not None:
+            stage("watermark")
             marked, marks = self.watermark.check(image)
             rec["watermark"] = [_det_dict(d) for d in marks]
             if marked:
                 return {**rec, "status": "rejected", "reason": "watermark detected"}
         person_target = target.object == vocab.person
         queries = ["person"] if person_target else ["person", obj.replace("_", " ")]
+        stage("detect")
         dets = self.detector.detect(image, queries)
         obj_query = 0 if person_target else 1
         pairs = [(i, j) for i, hd in enumerate(dets) if hd.query == 0
@@ -163,12 +166,14 @@ class AugmentPipeline:
         rec["detections"] = [_det_dict(d) for d in dets]
         if not pairs:
             return {**rec, "status": "rejected", "reason": "no person-object pair detected"}
+        stage("verify")
         verdicts = self.chat.verify(image_path, width=w, height=h, verb=verb, obj=obj, key=key,
                                     pairs=[(dets[i].box, dets[j].box) for i, j in pairs])
         rec["pairs"] = [{"subject": i, "object": j, "description": v.description, "answer": v.answer,
                          "verdict": v.yes} for (i, j), v in zip(pairs, verdicts, strict=True)]
         if not any(v.yes for v in verdicts):
             return {**rec, "status": "rejected", "reason": "verification answered no"}
+        stage("pseudo-label")
         verbs = self._candidate_verbs(target, vocab)
         cands = [(i, j, v) for i, j in pairs for v in verbs]
         answers = self.chat.pseudo_label(image_path, width=w, height=h, obj=obj, key=key,
@@ -348,23 +353,21 @@ def check_reference_images(targets: Sequence[TargetClass], *, dataset: HOIDatase
     """Refuse, with one line naming the annotation file, record and image, a dataset whose
     reference images for ``targets`` include a name that leaves ``images_dir``
     (:class:`hoibench._io.ImageFolder`). :func:`augment_deficits` checks this too; call it first
-    to fail before loading any model."""
-    _Retriever(dataset, Path(images_dir), 0, follow_symlinks=follow_symlinks, hois=[t.hoi for t in targets])
+    to fail before loading any model. A folder holding none of those images (the wrong level of
+    the dataset's folders, most often) is refused too."""
+    found = _Retriever(dataset, Path(images_dir), 0, follow_symlinks=follow_symlinks,
+                       hois=[t.hoi for t in targets])._found
+    if found and all(path is None for path in found.values()):
+        raise ConfigError(f"{images_dir}: holds none of the {len(found)} reference images of these "
+                          f"classes (looked in it and its {', '.join(f for f in _REFERENCE_FOLDERS if f)}); "
+                          "give --images the folder that holds train2015/, or leave --images out to "
+                          "prompt from text only")
 
 
 def _png_bytes(image: Image.Image) -> bytes:
     buf = io.BytesIO()
     image.save(buf, format="PNG")
     return buf.getvalue()
-
-
-@contextmanager
-def _progress(enabled: bool, total: int, what: str) -> Iterator[Any]:
-    if not enabled:
-        yield None
-        return
-    with make_progress() as prog:
-        yield (prog, prog.add_task(what, total=total))
 
 
 # ------------------------------------------------------------------------------------ the run
@@ -386,16 +389,70 @@ class AugmentResult:
         return [c for c in self.classes if c["filled"] < c["need"]]
 
 
-def _check_run_file(out: Path, header: dict[str, Any]) -> None:
+#: manifest events that stand for produced work (a generated image, a verdict on an image)
+_PRODUCED = ("generated", "attempt", "filtered")
+
+
+def _check_run_file(out: Path, header: dict[str, Any]) -> str | None:
+    """Start, resume or restart the run of ``out``; the line to tell the user on a restart.
+
+    A folder whose ``run.json`` matches ``header`` resumes. One made with other parameters is
+    refused, naming the first parameter that differs, while it holds produced work (an image or
+    a verdict); a folder that produced nothing (a first start that failed early) is restarted in
+    place: ``run.json`` is replaced atomically and its manifests (descriptions at most) go."""
     path = out / RUN_FILE
-    if path.exists():
-        old = read_json(path)
-        for key in header:  # every parameter and input hash must match to resume
-            if not isinstance(old, dict) or old.get(key) != header.get(key):
-                raise ConfigError(f"{out} holds a run with a different {key}; use a new --out folder "
-                                  f"(or the same {key}) to resume")
-    else:
+    if not path.exists():
         atomic_write_json(path, header, indent=True)
+        return None
+    old = read_json(path)
+    differs = _difference(old if isinstance(old, dict) else {}, header)
+    if differs is None:
+        return None
+    key, was, now = differs
+    top, dot, rest = key.partition(".")
+    key = _HEADER_NAMES.get(top, top) + dot + rest
+    what = f"a different {key} ({_short(was)}, now {_short(now)})"
+    produced = sum(rec["event"] in _PRODUCED for rec in read_manifests(out))
+    folder = out / IMAGES_DIR
+    images = sum(1 for p in folder.iterdir() if p.is_file()) if folder.is_dir() else 0
+    if produced or images:
+        work = f"{images} generated images" if images else f"{produced} verdicts on images"
+        raise ConfigError(f"{out} holds the work ({work}) of a run with {what}; use a new --out "
+                          f"folder, or the same {key} to resume")
+    atomic_write_json(path, header, indent=True)
+    for manifest in sorted(out.glob("manifest*.jsonl")):
+        manifest.unlink()
+    return f"{out}: restarting in place with {what}; its earlier run produced nothing"
+
+
+#: what the user calls the parameters ``run.json`` records
+_HEADER_NAMES = {"kind": "command", "classes": "deficits (classes)", "images": "--images folder",
+                 "follow_symlinks": "--follow-symlinks", "images_root": "--images folder",
+                 "dataset_sha256": "dataset content"}
+
+
+def _difference(old: Any, new: Any, where: str = "") -> tuple[str, Any, Any] | None:
+    """The first parameter that differs (its path, old and new value); None when all agree."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*new, *(k for k in old if k not in new)]:
+            found = _difference(old.get(key), new.get(key), f"{where}.{key}" if where else str(key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            found = _difference(a, b, f"{where}[{i}]")
+            if found is not None:
+                return found
+        return None
+    return None if old == new else (where, old, new)
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, list):
+        return f"{len(value)} entries"
+    text = "none" if value is None else str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _header(kind: str, pipeline: AugmentPipeline, targets: Sequence[TargetClass],
@@ -421,11 +478,14 @@ def augment_deficits(
     instances or ``max_attempts`` generated images (default: the config's).
 
     ``dataset`` and ``images_dir`` give the real images to retrieve references from; without them
-    the paper's basic prompt is used (its ablation (a)). The names of this shard's reference
+    the paper's basic prompt is used (its ablation (a)) and each ``describe`` record says so
+    (``prompt_from: basic``, ``no_reference``). The names of this shard's reference
     images are checked before anything else (see :func:`check_reference_images`;
     ``follow_symlinks`` follows links that leave ``images_dir``). ``shard=(i, n)`` processes the classes
     :func:`~hoibench.augment.shard_targets` gives shard ``i``; results of all shards land in the
-    same ``out_dir`` and :func:`collect_augmented` merges them. Resumes from ``out_dir``.
+    same ``out_dir`` and :func:`collect_augmented` merges them. Resumes from ``out_dir``; an
+    ``out_dir`` left by a run with other parameters that produced nothing is restarted in place
+    (see :func:`_check_run_file`). ``progress`` shows a bar in a terminal, else a line per attempt.
     """
     if pipeline.generator is None:
         raise ConfigError("this pipeline has no generator (built with generate=False)")
@@ -439,46 +499,57 @@ def augment_deficits(
     out = Path(out_dir)
     (out / IMAGES_DIR).mkdir(parents=True, exist_ok=True)
     images = retriever.images.describe() if retriever.images is not None else {"images": None}
-    _check_run_file(out, _header("augment_generate", pipeline, targets,
-                                 {"dataset": None if dataset is None else dataset.name,
-                                  "dataset_sha256": None if dataset is None else dataset.content_hash(),
-                                  **images}))
+    restarted = _check_run_file(out, _header(
+        "augment_generate", pipeline, targets,
+        {"dataset": None if dataset is None else dataset.name,
+         "dataset_sha256": None if dataset is None else dataset.content_hash(), **images}))
+    if restarted is not None:
+        logger.warning("%s", restarted)
     manifest = Manifest(out / manifest_name(index, n_shards))
     states = _states(read_manifests(out))
-    counts = {"generated": 0, "reused": 0}
     total = sum(t.need for t in mine)
     done = sum(min(states.get(t.hoi, _ClassState()).filled, t.need) for t in mine)
-    with _progress(progress, total, "instances") as bar:
-        if bar is not None:
-            bar[0].update(bar[1], completed=done)
-        for target in mine:
+    with RunProgress(progress, total=total, unit="instances", done=done) as shown:
+        shown.line(f"augment: {len(mine)} classes, {total} instances to fill ({done} filled before), "
+                   f"at most {limit} attempts per class; "
+                   + ("references from " + str(retriever.images.root) if retriever.images is not None
+                      else "no reference images: every prompt is the basic text prompt"))
+        for k, target in enumerate(mine):
             st = states.setdefault(target.hoi, _ClassState())
             _fill_class(pipeline, target, st, vocab=vocab, out=out, manifest=manifest,
-                        retriever=retriever, limit=limit, counts=counts, bar=bar)
+                        retriever=retriever, limit=limit, shown=shown,
+                        where=f"{target.name} (class {k + 1} of {len(mine)})")
     result = collect_augmented(out, vocab)
     return AugmentResult(result.dataset, result.classes, result.images_root,
-                         generated=counts["generated"], reused=counts["reused"], review=result.review)
+                         generated=shown.counts.get("generated", 0), reused=shown.counts.get("reused", 0),
+                         review=result.review)
 
 
 def _fill_class(pipeline: AugmentPipeline, target: TargetClass, st: _ClassState, *, vocab: LabelSpace,
                 out: Path, manifest: Manifest, retriever: _Retriever, limit: int,
-                counts: dict[str, int], bar: Any) -> None:
+                shown: RunProgress, where: str) -> None:
     verb, obj = vocab.verbs[target.verb], vocab.objects[target.object]
     chat = pipeline.chat
     seed = pipeline.config.seed
     while st.filled < target.need and st.attempts < limit:
         attempt, slot = st.attempts, st.kept
-        if bar is not None:
-            bar[0].update(bar[1], description=f"{target.name} (attempt {attempt + 1}/{limit})")
+        at = f"{where}, attempt {attempt + 1}/{limit}"
         prompt = st.prompt or st.descriptions.get(slot)
         if prompt is None:
+            shown.stage(at, "retrieve")
             ref = retriever.reference(target.hoi, slot)
+            source: dict[str, Any] = {"prompt_from": "reference"}
             if ref is None:
                 prompt = chat.basic_prompt(verb, obj)
+                source = {"prompt_from": "basic", "no_reference": "no images folder given"
+                          if retriever.images is None else "no real image of the class"}
+                shown.count("basic prompt")
             else:
+                shown.stage(at, "describe")
                 prompt = chat.describe(ref[1], verb=verb, obj=obj, key=(target.hoi, "slot", slot))
+                shown.count("described")
             manifest.append({"event": "describe", "hoi": target.hoi, "slot": slot,
-                             "reference": None if ref is None else ref[0], "prompt": prompt})
+                             "reference": None if ref is None else ref[0], **source, "prompt": prompt})
             st.descriptions[slot] = prompt
         gen_seed = derive_seed(seed, "generate", target.hoi, attempt)
         name = f"aug_h{target.hoi:03d}_a{attempt:04d}.png"
@@ -486,32 +557,35 @@ def _fill_class(pipeline: AugmentPipeline, target: TargetClass, st: _ClassState,
         image = _reuse(st.generated.get(attempt), path, prompt, gen_seed)
         if image is None:
             assert pipeline.generator is not None
+            shown.stage(at, "generate")
             image = pipeline.generator.generate(prompt, seed=gen_seed)
             data = _png_bytes(image)
             atomic_write_bytes(path, data)
             manifest.append({"event": "generated", "hoi": target.hoi, "attempt": attempt, "slot": slot,
                              "prompt": prompt, "seed": gen_seed, "image": f"{IMAGES_DIR}/{name}",
                              "sha256": hashlib.sha256(data).hexdigest()})
-            counts["generated"] += 1
+            shown.count("generated")
         else:
-            counts["reused"] += 1
-        rec = pipeline.inspect(path, image, target, vocab, key=(target.hoi, attempt))
+            shown.count("reused")
+        rec = pipeline.inspect(path, image, target, vocab, key=(target.hoi, attempt),
+                               on_stage=lambda name, at=at: shown.stage(at, name))
         next_prompt = None
         if rec["status"] != "kept":
+            shown.stage(at, "paraphrase")
             next_prompt = chat.paraphrase(prompt, verb=verb, obj=obj, key=(target.hoi, attempt))
         manifest.append({"event": "attempt", "hoi": target.hoi, "attempt": attempt, "slot": slot,
                          "prompt": prompt, "seed": gen_seed, "image": f"{IMAGES_DIR}/{name}", **rec,
                          "next_prompt": next_prompt})
         st.attempts += 1
+        gained = 0
         if rec["status"] == "kept":
             st.kept += 1
             gained = min(int(rec["target_instances"]), target.need - st.filled)
             st.filled += int(rec["target_instances"])
             st.prompt = None
-            if bar is not None:
-                bar[0].advance(bar[1], gained)
         else:
             st.prompt = next_prompt
+        shown.outcome(at, rec, gained)
     if st.filled < target.need:
         logger.warning("%s: %d of %d instances after %d attempts (limit reached)", target.name,
                        st.filled, target.need, st.attempts)
@@ -562,26 +636,31 @@ def filter_images(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     targets = sorted({t.hoi: t for _, t in items}.values(), key=lambda t: t.hoi)
-    _check_run_file(out, _header("augment_filter", pipeline, targets, {"images_root": str(folder.resolved)}))
+    restarted = _check_run_file(out, _header("augment_filter", pipeline, targets,
+                                             {"images_root": str(folder.resolved)}))
+    if restarted is not None:
+        logger.warning("%s", restarted)
     manifest = Manifest(out / manifest_name())
     done = {rec["image"]: rec for rec in read_manifests(out) if rec["event"] == "filtered"}
     filled: dict[int, int] = {}
     for rec in done.values():
         if rec["status"] == "kept":
             filled[rec["hoi"]] = filled.get(rec["hoi"], 0) + int(rec["target_instances"])
-    with _progress(progress, len(items), "images") as bar:
-        for rel, file, target in checked:
-            if bar is not None:
-                bar[0].advance(bar[1])
+    with RunProgress(progress, total=len(items), unit="images", label="augment filter") as shown:
+        for k, (rel, file, target) in enumerate(checked):
             if rel in done or (target.need > 0 and filled.get(target.hoi, 0) >= target.need):
+                shown.done += 1
                 continue
+            at = f"{rel} ({target.name}, image {k + 1} of {len(checked)})"
             try:
                 with Image.open(file) as im:
                     image = im.convert("RGB")
             except (OSError, UnidentifiedImageError) as exc:
                 raise FormatError(f"cannot read image ({exc})", file=file) from None
-            rec = pipeline.inspect(file, image, target, vocab, key=(target.hoi, "file", rel))
+            rec = pipeline.inspect(file, image, target, vocab, key=(target.hoi, "file", rel),
+                                   on_stage=lambda name, at=at: shown.stage(at, name))
             manifest.append({"event": "filtered", "hoi": target.hoi, "image": rel, **rec})
+            shown.outcome(at, rec, 1)
             done[rel] = rec
             if rec["status"] == "kept":
                 filled[target.hoi] = filled.get(target.hoi, 0) + int(rec["target_instances"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from hoibench.cli._common import console
+from hoibench.cli._common import console, err_console
 
 __all__ = ["augment"]
 
@@ -36,6 +36,17 @@ def _report(result: object) -> None:
     console.print(f"{ds.n_images} images, {ds.n_pairs} instances; images under {result.images_root}")  # type: ignore[attr-defined]
 
 
+def _models_line(cfg: object) -> str:
+    """The models a config loads, one line (the generator's size and steps: what its time depends on)."""
+    gen, det = cfg.generator, cfg.detector  # type: ignore[attr-defined]
+    gen_name = "tiny random SDXL" if gen.kind == "tiny" else f"{gen.kind} {gen.model}"
+    chat = ", ".join(f"{role} {getattr(cfg, role).kind}"
+                     + (f" {getattr(cfg, role).model}" if getattr(cfg, role).model else "")
+                     for role in ("describe_vlm", "region_vlm", "llm"))
+    return (f"generator {gen_name} ({gen.width}×{gen.height}, {gen.steps} step{'' if gen.steps == 1 else 's'}); "
+            f"detector {det.kind}{'' if det.kind == 'fake' else ' ' + det.model}; {chat}")
+
+
 def _on_device(cfg: object, device: str | None) -> object:
     """Give each process its own accelerator when the config says ``device: auto``."""
     if device is None:
@@ -52,21 +63,25 @@ def _on_device(cfg: object, device: str | None) -> object:
               help="deficits.json written by 'hoibench split balanced'.")
 @click.option("--dataset", default="hico-det", show_default=True,
               help="Dataset (name or file) to retrieve reference images from.")
-@click.option("--images", "images_dir", required=True, type=click.Path(file_okay=False),
-              help="Folder of the dataset's images (HICO-DET: the folder holding train2015/); an "
-                   "annotation naming an image outside it is refused before any model loads.")
+@click.option("--images", "images_dir", default=None, type=click.Path(file_okay=False),
+              help="Folder of the dataset's images (HICO-DET: the folder holding train2015/), to "
+                   "describe real reference images into prompts; an annotation naming an image "
+                   "outside it is refused before any model loads. Without it every prompt is the "
+                   "basic text prompt (no reference retrieval).")
 @click.option("--follow-symlinks", is_flag=True,
               help="Follow symlinks under --images that lead out of it (a link farm on purpose).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Output folder (created; a re-run resumes in it).")
+              help="Output folder (created; a re-run resumes in it; one whose run produced nothing "
+                   "restarts with new parameters).")
 @click.option("--max-attempts", type=int, default=None, help="Generated images per class at most "
               "(default: the config's).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-              help="YAML config (models, prompts, seed); see docs/augment.md.")
+              help="YAML config (models, prompts, seed), or the name of a packaged one: 'dry-run' "
+                   "(tiny random models, a minute on a CPU); see docs/augment.md.")
 @click.option("--shard", default=None, help="'I/N' to run shard I of N by hand; default: "
               "accelerate's process index when started with 'accelerate launch'.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def run_cmd(deficits_path: str, dataset: str, images_dir: str, follow_symlinks: bool, out_dir: str,
+def run_cmd(deficits_path: str, dataset: str, images_dir: str | None, follow_symlinks: bool, out_dir: str,
             max_attempts: int | None, config_path: str | None, shard: str | None, no_progress: bool) -> None:
     """Generate, verify and pseudo-label images until each class of DEFICITS has its instances."""
     from hoibench.augment import (
@@ -87,10 +102,17 @@ def run_cmd(deficits_path: str, dataset: str, images_dir: str, follow_symlinks: 
     if not targets:
         console.print("no train-set class has a deficit; nothing to do")
         return
-    check_reference_images(targets, dataset=ds, images_dir=images_dir, follow_symlinks=follow_symlinks)
+    if images_dir is not None:
+        check_reference_images(targets, dataset=ds, images_dir=images_dir, follow_symlinks=follow_symlinks)
+    else:
+        err_console.print("no --images: no reference retrieval; every prompt is the basic text prompt "
+                          "(recorded in the manifest as prompt_from: basic)")
 
     def work(sh: tuple[int, int], device: str | None) -> None:
-        pipeline = AugmentPipeline.from_config(_on_device(cfg, device), out_dir=out_dir)  # type: ignore[arg-type]
+        dev_cfg = _on_device(cfg, device)
+        if not no_progress:
+            err_console.print(f"loading models: {_models_line(dev_cfg)}")
+        pipeline = AugmentPipeline.from_config(dev_cfg, out_dir=out_dir)  # type: ignore[arg-type]
         augment_deficits(targets, vocab=ds.vocab, out_dir=out_dir, pipeline=pipeline, dataset=ds,
                          images_dir=images_dir, follow_symlinks=follow_symlinks, shard=sh,
                          progress=not no_progress)
