@@ -329,7 +329,7 @@ def test_cli_eval_hico_bootstrap(tmp_path, synthetic):
     for bad in (["--ci", "90"], ["--ci-method", "percentile"], ["--ci", "120"]):
         r3 = CliRunner().invoke(cli, ["eval", "hico", "--gt", gt_path, "--pred", pred_path, "--bootstrap", "10",
                                       *bad])
-        assert r3.exit_code != 0 and "coverage check" in str(r3.exception) or "120" in bad, r3.output
+        assert r3.exit_code != 0 and ("coverage check" in str(r3.exception) or "120" in bad), r3.output
 
 
 def test_cli_analyze_compare(tmp_path, synthetic):
