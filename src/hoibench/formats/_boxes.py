@@ -19,6 +19,7 @@ import numpy as np
 
 from hoibench._exceptions import FormatError
 from hoibench.data import HOIDataset
+from hoibench.formats.sg_split import recorded_box_conventions
 
 __all__ = [
     "BoxConventionGroup",
@@ -154,8 +155,6 @@ class BoxConventions:
 def box_conventions(ds: HOIDataset, path: str | os.PathLike[str]) -> BoxConventions:
     """The box conventions of ``ds``, read from ``path``: what ``split sg`` recorded for the file
     (when it sits, unchanged, in the split folder it wrote), else detected per file-name prefix."""
-    from hoibench.formats.sg_split import recorded_box_conventions
-
     rec = recorded_box_conventions(path)
     if rec is not None:
         groups = tuple(PrefixConvention(p, int(g["entries"]), str(g["convention"])) for p, g in rec.items())
