@@ -97,8 +97,9 @@ def compare(answers_a: str, answers_b: str, questions_path: str, answers_format:
                 f"P({labels[0]} > {labels[1]})"):
         table.add_column(col, justify="left" if col == "metric" else "right")
     for r in cmp.rows():
+        ci = "n/a" if r["ci_low"] != r["ci_low"] else f"[{100 * r['ci_low']:+.2f}, {100 * r['ci_high']:+.2f}]"
         table.add_row(r["metric"], f"{100 * r['a']:.2f}", f"{100 * r['b']:.2f}", f"{100 * r['difference']:+.2f}",
-                      f"[{100 * r['ci_low']:+.2f}, {100 * r['ci_high']:+.2f}]", f"{r['p_a_better']:.3f}")
+                      ci, f"{r['p_a_better']:.3f}")
     console.print(table)
     console.print(f"{cmp.n_bootstrap} paired bootstrap resamples of the {cmp.bootstrap_unit}s (seed {seed}); "
                   "percent points")

@@ -764,7 +764,9 @@ def mcq_compare(
     return MCQComparison(
         names=(str(names[0]), str(names[1])), a=by_name(est[:k]), b=by_name(est[k:2 * k]),
         difference=by_name(est[2 * k:]),
-        ci={name: (float(boot.low[2 * k + i]), float(boot.high[2 * k + i])) for i, name in enumerate(MCQ_METRIC_NAMES)},
+        # an interval that would not hold its own difference is no CI: NaN ends (its SE is printed)
+        ci={name: reportable_interval(float(est[2 * k + i]), float(boot.low[2 * k + i]), float(boot.high[2 * k + i]),
+                                      MCQ_CI_METHOD)[1:] for i, name in enumerate(MCQ_METRIC_NAMES)},
         p_a_better=by_name(better), p_tie=by_name(tie), protocol=protocol, confidence=float(confidence),
         n_bootstrap=int(n_bootstrap), bootstrap_unit=unit, n_questions=len(qs), n_images=len(set(images)))
 
