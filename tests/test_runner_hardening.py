@@ -367,9 +367,9 @@ def test_cli_breaker_options_and_a_rerun_hint_only_where_a_rerun_helps(tmp_path,
     args = ["mcq", "run", "--questions", str(qpath), "--images", str(images), "--model", MODEL,
             "--no-progress", "--json", "--max-retries", "1", "--backoff", "0.01", "--max-backoff", "0.5",
             "--failure-threshold", "2"]
-    with _RawServer(lambda head, body, k: _html("413 Request Entity Too Large", NGINX_413)) as server:
-        with pytest.raises(SystemExit) as exc:
-            main([*args, "--base-url", server.url, "--out", str(tmp_path / "a.jsonl")])
+    with _RawServer(lambda head, body, k: _html("413 Request Entity Too Large", NGINX_413)) as server, \
+            pytest.raises(SystemExit) as exc:
+        main([*args, "--base-url", server.url, "--out", str(tmp_path / "a.jsonl")])
     captured = capsys.readouterr()
     err = captured.err.strip()
     assert exc.value.code == 1 and len(err.splitlines()) == 1, err

@@ -224,8 +224,9 @@ class _Server:
     open_until: float = 0.0  # circuit open (no requests) until this monotonic time
     opened: int = 0  # the open period is backoff * 2**(opened - 1)
     probe: int | None = None  # the request of the half-open probe in flight
+    probe_at: float = 0.0  # when it went out
     last_down: bool = False  # the last failure had no HTTP reply (refused, broken, timed out)
-    ever_ok: bool = False
+    replied: bool = False  # an HTTP reply came, an error status included: the server is up
 
     @property
     def probing(self) -> bool:
@@ -462,7 +463,7 @@ class _OpenAISession(ChatSession):
         self._slots = _Slots(backend.concurrency)
         self._rng = random.Random()
         self._turn = 0
-        self._last_ok = time.monotonic()
+        self._last_reply = time.monotonic()
         self.latency = 0.0  # moving average of successful attempts: stall detection, loop pacing
         self.slot_waits = 0  # attempts that found every slot taken
         self._flights: dict[_Flight, None] = {}  # attempts in flight, in the order they started
@@ -512,11 +513,13 @@ class _OpenAISession(ChatSession):
         else:
             self._turn = (self._turn + 1) % n
             order = [self.servers[(self._turn + k) % n] for k in range(n)]
-        due = [s for s in order if s.open_until and now >= s.open_until and not s.probing]
+        stale = max(0.5, 4 * self.latency)  # a probe out this long (one question that hangs) holds nobody
+        due = [s for s in order if s.open_until and now >= s.open_until
+               and (not s.probing or now - s.probe_at > stale)]
         closed = [s for s in order if not s.open_until]
         probe = [s for s in due if s.url not in avoid] or ([] if closed else due)
         if probe and (affinity is None or not closed or probe[0] is order[0]):
-            probe[0].probe = key
+            probe[0].probe, probe[0].probe_at = key, now
             return probe[0]
         if not closed:
             return None
@@ -538,17 +541,17 @@ class _OpenAISession(ChatSession):
     def _wait_for_open(self) -> float:
         now = time.monotonic()
         due = [s.open_until - now for s in self.servers if s.open_until and not s.probing]
-        return max(0.01, min(due)) if due else 0.05
+        return max(0.01, min(due)) if due else 0.05  # a probe in flight: look again soon
 
     def _check_down(self) -> None:
         """Every circuit open on failures without an HTTP reply (refused or broken connections,
         timeouts: also a server that accepts connections and never answers), and no answer for a
-        while (none at all yet, or none for ``max_backoff``): stop the run rather than retry
-        forever."""
+        while (no HTTP reply at all yet, or none for ``max_backoff``; an error status is a reply:
+        that server is up): stop the run rather than retry forever."""
         if not all(s.open_until and s.last_down for s in self.servers):
             return
-        never = not any(s.ever_ok for s in self.servers)
-        if never or time.monotonic() - self._last_ok > self.b.max_backoff:
+        never = not any(s.replied for s in self.servers)
+        if never or time.monotonic() - self._last_reply > self.b.max_backoff:
             urls = ", ".join(s.url for s in self.servers)
             raise BackendUnavailable(f"no server answers ({urls}); last: {self._last_error}")
 
@@ -581,8 +584,6 @@ class _OpenAISession(ChatSession):
         s.open_until = 0.0
         s.opened = 0
         s.probe = None
-        s.ever_ok = True
-        self._last_ok = time.monotonic()
         self.latency = seconds if not self.latency else 0.9 * self.latency + 0.1 * seconds
 
     # ------------------------------------------------------------------ one request
@@ -709,6 +710,9 @@ class _OpenAISession(ChatSession):
                 self._slots.release()
             self.b._servers[s.url] = s.stats()
             attempt += 1
+            if not (isinstance(err, _Retry) and err.down):  # an HTTP reply: the server is up
+                s.replied = True
+                self._last_reply = time.monotonic()
             if err is None:
                 self._succeeded(s, dt)
                 self.b.requests += 1
