@@ -359,10 +359,10 @@ def test_cli_eval_hico(tmp_path):
     assert lines[0].startswith("hoi,name,n_gt") and len(lines) == 601
     r = runner.invoke(cli, [*args, "--protocol", "qpic", "--pair-nms", "0.7", "--json", "-"])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["protocol"] == "qpic+pair-nms"
+    assert json.loads(r.stdout)["protocol"] == "qpic+pair-nms"
     r = runner.invoke(cli, [*args, "--protocol", "qpic", "--known-object", "--json", "-"])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["full"] == pytest.approx(50.0)
+    assert json.loads(r.stdout)["full"] == pytest.approx(50.0)
     r = runner.invoke(cli, [*args, "--image-labels", str(tmp_path / "p.json")])
     assert r.exit_code != 0 and "--known-object" in str(r.exception)
 

@@ -183,7 +183,7 @@ def evaluate(gt_file, pred_file, *extra: str) -> dict:
     r = CliRunner().invoke(cli, ["eval", "hico", "--gt", str(gt_file), "--pred", str(pred_file),
                                  "--protocol", "qpic", *extra, "--json", "-"])
     assert r.exit_code == 0, r.output
-    return json.loads(r.output[r.output.index("{"):])
+    return json.loads(r.stdout)
 
 
 def assert_same_aps(a: dict, b: dict) -> None:

@@ -73,6 +73,13 @@ def _eval(*args: str) -> str:
     return r.output
 
 
+def _eval_json(*args: str) -> tuple[str, str]:
+    """``eval hico ... --json -``: the JSON on stdout and what stderr said."""
+    r = CliRunner().invoke(cli, ["eval", "hico", *args, "--json", "-"])
+    assert r.exit_code == 0, r.output
+    return r.stdout, r.stderr
+
+
 # ----------------------------------------------------------------------------- the evaluator
 def test_a_mean_over_no_class_with_ground_truth_is_undefined_under_every_protocol(split):
     subsets, _ = hico_class_subsets(f"unseen:{split[0]}")
@@ -139,5 +146,6 @@ def test_console_on_an_sg_folder_without_classes_points_to_the_unseen_number(spl
     d, pred = split
     out = _eval("--gt", str(d / "test_hico.json"), "--pred", str(pred))
     assert f"--classes unseen:{d}" in out and "warning: 597 of 600" in out
-    out = _eval("--gt", str(d / "test_hico.json"), "--pred", str(pred), "--json", "-")
+    out, err = _eval_json("--gt", str(d / "test_hico.json"), "--pred", str(pred))
     assert json.loads(out)["rare"] is None  # stdout stays the JSON alone
+    assert f"--classes unseen:{d}" in err and "warning: 597 of 600" in err  # the notes go to stderr

@@ -34,7 +34,7 @@ def perfect_detections(gt) -> VCOCODetections:
 def run_eval(gt_path, det_path) -> dict:
     r = CliRunner().invoke(cli, ["eval", "vcoco", "--gt", str(gt_path), "--pred", str(det_path), "--json", "-"])
     assert r.exit_code == 0, r.output
-    return json.loads(r.output[r.output.index("{"):])
+    return json.loads(r.stdout)
 
 
 def check_perfect(out: dict) -> None:

@@ -167,8 +167,10 @@ def hico(gt_spec: str, pred_path: str, pred_format: str | None, box_shift: float
         named_sets = {"rare": gt.vocab.rare_classes(),
                       "non_rare": np.setdiff1d(np.arange(gt.vocab.n_hois), gt.vocab.rare_classes()), **subsets}
     notes = _ground_truth_notes(record.result, gt_spec, classes_spec, named_sets, eval_warnings)
-    if json_out == "-":
-        echo_json(record.to_json())  # its n_gt and nulls say what the console notes would
+    if json_out == "-":  # stdout holds the JSON alone; the notes still reach the reader, on stderr
+        echo_json(record.to_json())
+        for line in notes:
+            err_console.print(line)
         return
     if json_out:
         write_record(record, json_out)
