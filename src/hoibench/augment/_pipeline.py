@@ -18,6 +18,7 @@ import hashlib
 import io
 import logging
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -409,14 +410,14 @@ def _check_run_file(out: Path, header: dict[str, Any]) -> str | None:
     if differs is None:
         return None
     key, was, now = differs
-    top, dot, rest = key.partition(".")
-    key = _HEADER_NAMES.get(top, top) + dot + rest
+    top = re.match(r"[^.\[]*", key).group(0)  # type: ignore[union-attr]
+    key = _HEADER_NAMES.get(top, top) + key[len(top):]
     what = f"a different {key} ({_short(was)}, now {_short(now)})"
     produced = sum(rec["event"] in _PRODUCED for rec in read_manifests(out))
     folder = out / IMAGES_DIR
     images = sum(1 for p in folder.iterdir() if p.is_file()) if folder.is_dir() else 0
     if produced or images:
-        work = f"{images} generated images" if images else f"{produced} verdicts on images"
+        work = _count(images, "generated image") if images else _count(produced, "record") + " of images"
         raise ConfigError(f"{out} holds the work ({work}) of a run with {what}; use a new --out "
                           f"folder, or the same {key} to resume")
     atomic_write_json(path, header, indent=True)
@@ -448,11 +449,15 @@ def _difference(old: Any, new: Any, where: str = "") -> tuple[str, Any, Any] | N
     return None if old == new else (where, old, new)
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
 def _short(value: Any) -> str:
     if isinstance(value, list):
         return f"{len(value)} entries"
     text = "none" if value is None else str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def _header(kind: str, pipeline: AugmentPipeline, targets: Sequence[TargetClass],
