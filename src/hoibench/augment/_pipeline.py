@@ -415,14 +415,14 @@ def _check_run_file(out: Path, header: dict[str, Any]) -> str | None:
     what = f"a different {key} ({_short(was)}, now {_short(now)})"
     produced = sum(rec["event"] in _PRODUCED for rec in read_manifests(out))
     folder = out / IMAGES_DIR
-    images = sum(1 for p in folder.iterdir() if p.is_file()) if folder.is_dir() else 0
+    images = sum(1 for p in folder.glob("aug_h*.png") if p.is_file())
     if produced or images:
         work = _count(images, "generated image") if images else _count(produced, "record") + " of images"
         raise ConfigError(f"{out} holds the work ({work}) of a run with {what}; use a new --out "
                           f"folder, or the same {key} to resume")
+    for manifest in sorted(out.glob("manifest*.jsonl")):  # first: a kill between leaves the old
+        manifest.unlink()  # header, so the next start restarts again instead of resuming on them
     atomic_write_json(path, header, indent=True)
-    for manifest in sorted(out.glob("manifest*.jsonl")):
-        manifest.unlink()
     return f"{out}: restarting in place with {what}; its earlier run produced nothing"
 
 
