@@ -48,7 +48,9 @@ def _bits(x: float) -> bytes:
 
 
 def _same_as_python(token: str, literal: bool = False) -> None:
-    want = float(token)
+    # an integer token is the integer (json.loads, orjson and Python's literals read "-0" as 0,
+    # so +0.0), anything else Python's float()
+    want = float(int(token)) if token.lstrip("-").isdigit() and len(token) < 300 else float(token)
     got = S.parse_float(token.encode(), literal=literal)
     if not math.isfinite(want):
         assert got is None, token  # refused: the careful reader decides

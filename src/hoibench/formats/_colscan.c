@@ -397,7 +397,9 @@ static inline __attribute__((always_inline)) int scan_number(const unsigned char
     *isint = integral;
     double v;
     if (m == 0) {
-        v = 0.0;
+        /* "-0" is the integer 0 (+0.0, as Python's float(int)); "-0.0" and "-0e0" keep the sign */
+        *out = neg && !integral ? -0.0 : 0.0;
+        return 0;
     } else if (dropped) {
         if (slow_number(start, p, &v)) return REFUSE;
         *out = v;
@@ -425,11 +427,14 @@ static int parse_number(Scan *s, double *out, int *isint) {
 
 /* ------------------------------------------------------------------------------ lexing */
 static const unsigned char WS[256] = {[' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1};
+/* literal mode: the text lies inside a JSON string, where a raw tab, newline or other control
+ * byte is not allowed (json.loads refuses it): a space is its only raw white space */
+static const unsigned char WS_LITERAL[256] = {[' '] = 1};
 
 static inline void ws(Scan *s) {
-    const unsigned char *p = s->p, *end = s->end;
+    const unsigned char *p = s->p, *end = s->end, *white = s->literal ? WS_LITERAL : WS;
     for (;;) {
-        while (p < end && WS[*p]) p++;
+        while (p < end && white[*p]) p++;
         /* literal mode reads a Python text held in a JSON string: its newlines are "\n" there */
         if (s->literal && end - p >= 2 && p[0] == '\\' && p[1] == 'n') {
             p += 2;
@@ -511,10 +516,12 @@ static inline int hexdigit(unsigned char c) {
 }
 
 /* A string at s->p (after white space): its contents' offsets and whether it holds escapes.
- * JSON: "..." with valid escapes; literal mode: '...' with no backslash (else refused). */
+ * JSON: "..." with valid escapes; literal mode: '...' with no backslash and no '"' (else
+ * refused: a raw '"' would end the JSON string the Python text is held in). */
 static int parse_string(Scan *s, const unsigned char **a, const unsigned char **b, int *escaped) {
     const unsigned char *p = s->p, *end = s->end;
     unsigned char q = s->literal ? '\'' : '"';
+    int other = s->literal ? '"' : -1; /* the quote that may not appear raw */
     if (p >= end || *p != q) return REFUSE;
     p++;
     const unsigned char *start = p;
@@ -523,7 +530,7 @@ static int parse_string(Scan *s, const unsigned char **a, const unsigned char **
         if (p >= end) return REFUSE;
         unsigned char c = *p;
         if (c == q) break;
-        if (c < 0x20) return REFUSE;
+        if (c < 0x20 || c == other) return REFUSE;
         if (c >= 0x80) high = 1;
         if (c == '\\') {
             if (s->literal) return REFUSE;
@@ -897,6 +904,7 @@ static int numbers_list(Scan *s, Col *c, int rows) {
                 /* the hot loop: plain numbers, read with local pointers */
                 const unsigned char *p = s->p, *end = s->end;
                 int literal = s->literal, nonint = 0;
+                const unsigned char *white = literal ? WS_LITERAL : WS;
                 /* the column's end kept in locals (a store through char * could alias them) */
                 const int f32 = c->f32;
                 const size_t esz = f32 ? sizeof(float) : sizeof(double);
@@ -905,7 +913,7 @@ static int numbers_list(Scan *s, Col *c, int rows) {
                 const uint64_t zeros = load8((const unsigned char *)"0.0,0.0,"),
                                zeros_sp = load8((const unsigned char *)"0.0, 0.0");
                 for (;;) {
-                    while (p < end && WS[*p]) p++;
+                    while (p < end && white[*p]) p++;
                     double v;
                     int isint;
                     /* runs of zeros (a QPIC file's verb scores are 99 % zeros) at once: four
@@ -955,7 +963,7 @@ static int numbers_list(Scan *s, Col *c, int rows) {
                         p++;
                         continue;
                     }
-                    while (p < end && WS[*p]) p++;
+                    while (p < end && white[*p]) p++;
                     if (p < end && *p == ',') {
                         p++;
                         continue;
@@ -1710,11 +1718,16 @@ static PyObject *top_valid(PyObject *self, PyObject *args) {
     }
     Py_ssize_t total = 0;
     for (Py_ssize_t i = 0; i < n_images; i++) {
-        if (ppi[i] < 0) break;
+        /* a negative count would move the next image's start back (into freed memory), a huge
+         * one overflow the sum */
+        if (ppi[i] < 0 || ppi[i] > n_pairs - total) {
+            total = -1;
+            break;
+        }
         total += ppi[i];
     }
     if (total != n_pairs) {
-        PyErr_SetString(PyExc_ValueError, "top_valid: pairs_per_image does not add up");
+        PyErr_SetString(PyExc_ValueError, "top_valid: pairs_per_image must be counts (>= 0) adding up to the pairs");
         goto done;
     }
     for (Py_ssize_t i = 0; i < n_pairs; i++) {

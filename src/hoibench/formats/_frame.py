@@ -108,12 +108,14 @@ def _top_per_image(scores: np.ndarray, offsets: np.ndarray, image: np.ndarray, t
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise IoU of continuous boxes (translation is all that is measured)."""
-    iw = np.clip(np.minimum(a[:, 2], b[:, 2]) - np.maximum(a[:, 0], b[:, 0]), 0, None)
-    ih = np.clip(np.minimum(a[:, 3], b[:, 3]) - np.maximum(a[:, 1], b[:, 1]), 0, None)
-    inter = iw * ih
-    union = ((a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) - inter)
-    return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+    """Row-wise IoU of continuous boxes (translation is all that is measured); 0 for a box whose
+    area overflows (a finite 1e308 in a file: no overflow warning, no NaN)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        iw = np.clip(np.minimum(a[:, 2], b[:, 2]) - np.maximum(a[:, 0], b[:, 0]), 0, None)
+        ih = np.clip(np.minimum(a[:, 3], b[:, 3]) - np.maximum(a[:, 1], b[:, 1]), 0, None)
+        inter = iw * ih
+        union = ((a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) - inter)
+        return np.divide(inter, union, out=np.zeros_like(inter), where=(union > 0) & np.isfinite(union))
 
 
 def _best_per_owner(v: np.ndarray, owner: np.ndarray, n: int) -> np.ndarray:
