@@ -85,6 +85,9 @@ def cheap_generator(monkeypatch: pytest.MonkeyPatch) -> _Generators:
 
 # ------------------------------------------------------------------------ references optional
 def test_run_without_images_prompts_from_text_and_records_it(tmp_path: Path, inputs, cheap_generator) -> None:
+    # nothing describes a reference: the config needs no describe_vlm (the default names no model)
+    inputs["config"].write_text("\n".join(line for line in _CONFIG.splitlines()
+                                          if not line.startswith("describe_vlm")))
     code, out = _run(inputs, tmp_path / "aug", "--no-progress")
     assert code == 0, out
     assert "no --images: no reference retrieval; every prompt is the basic text prompt" in out
@@ -221,7 +224,7 @@ def test_cli_says_which_models_it_loads(tmp_path: Path, inputs, cheap_generator)
     code, out = _run(inputs, tmp_path / "aug")
     assert code == 0, out
     assert ("loading models: generator tiny random SDXL (64×64, 4 steps); detector fake; "
-            "describe_vlm constant, region_vlm constant, llm constant") in out
+            "region_vlm constant, llm constant") in out
     assert "augment [3/3 instances] hold cup (class 2 of 2), attempt 1/10: kept, 1 instance" in out
 
 

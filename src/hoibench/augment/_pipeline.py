@@ -107,12 +107,14 @@ class AugmentPipeline:
 
     @classmethod
     def from_config(cls, config: AugmentConfig, *, out_dir: str | os.PathLike[str] | None = None,
-                    generate: bool = True, generator: ImageGenerator | None = None) -> AugmentPipeline:
+                    generate: bool = True, generator: ImageGenerator | None = None,
+                    describe: bool = True) -> AugmentPipeline:
         """Load the models a config names (``generate=False`` skips the generator and the
-        describe VLM: filtering; ``generator`` replaces the configured one)."""
+        describe VLM: filtering; ``describe=False`` skips the describe VLM: a run without
+        reference images; ``generator`` replaces the configured one)."""
         out = Path(out_dir) if out_dir is not None else None
-        # filtering never describes reference images, so it needs no describe_vlm
-        roles = _ROLES if generate else ("region_vlm", "llm")
+        # filtering and runs without references never describe an image: no describe_vlm
+        roles = _ROLES if generate and describe else ("region_vlm", "llm")
         backends = {role: _backend(getattr(config, role), out) for role in roles}
         backends.setdefault("describe_vlm", ScriptedBackend(_unused, model="unused"))
         if generate and generator is None:
@@ -212,7 +214,7 @@ def _watermark(config: AugmentConfig, detector: Detector,
 
 
 def _unused(_request: ChatRequest) -> str:
-    raise ConfigError("this pipeline was built without a describe_vlm (generate=False)")
+    raise ConfigError("this pipeline was built without a describe_vlm (generate=False or describe=False)")
 
 
 def _chat_stages(config: AugmentConfig, backends: dict[str, ChatBackend]) -> ChatStages:
@@ -406,7 +408,9 @@ def _check_run_file(out: Path, header: dict[str, Any]) -> str | None:
         atomic_write_json(path, header, indent=True)
         return None
     old = read_json(path)
-    differs = _difference(old if isinstance(old, dict) else {}, header)
+    # what the user gave comes first: a model's version differs because the --images did
+    named = {k: header[k] for k in sorted(header, key=lambda k: k == "models")}
+    differs = _difference(old if isinstance(old, dict) else {}, named)
     if differs is None:
         return None
     key, was, now = differs

@@ -36,13 +36,13 @@ def _report(result: object) -> None:
     console.print(f"{ds.n_images} images, {ds.n_pairs} instances; images under {result.images_root}")  # type: ignore[attr-defined]
 
 
-def _models_line(cfg: object) -> str:
+def _models_line(cfg: object, roles: tuple[str, ...]) -> str:
     """The models a config loads, one line (the generator's size and steps: what its time depends on)."""
     gen, det = cfg.generator, cfg.detector  # type: ignore[attr-defined]
     gen_name = "tiny random SDXL" if gen.kind == "tiny" else f"{gen.kind} {gen.model}"
     chat = ", ".join(f"{role} {getattr(cfg, role).kind}"
                      + (f" {getattr(cfg, role).model}" if getattr(cfg, role).model else "")
-                     for role in ("describe_vlm", "region_vlm", "llm"))
+                     for role in roles)
     return (f"generator {gen_name} ({gen.width}×{gen.height}, {gen.steps} step{'' if gen.steps == 1 else 's'}); "
             f"detector {det.kind}{'' if det.kind == 'fake' else ' ' + det.model}; {chat}")
 
@@ -111,8 +111,10 @@ def run_cmd(deficits_path: str, dataset: str, images_dir: str | None, follow_sym
     def work(sh: tuple[int, int], device: str | None) -> None:
         dev_cfg = _on_device(cfg, device)
         if not no_progress:
-            err_console.print(f"loading models: {_models_line(dev_cfg)}")
-        pipeline = AugmentPipeline.from_config(dev_cfg, out_dir=out_dir)  # type: ignore[arg-type]
+            roles = ("describe_vlm", "region_vlm", "llm") if images_dir is not None else ("region_vlm", "llm")
+            err_console.print(f"loading models: {_models_line(dev_cfg, roles)}")
+        pipeline = AugmentPipeline.from_config(dev_cfg, out_dir=out_dir,  # type: ignore[arg-type]
+                                               describe=images_dir is not None)
         augment_deficits(targets, vocab=ds.vocab, out_dir=out_dir, pipeline=pipeline, dataset=ds,
                          images_dir=images_dir, follow_symlinks=follow_symlinks, shard=sh,
                          progress=not no_progress)
