@@ -13,6 +13,7 @@ from hoibench._exceptions import ConfigError
 from hoibench.augment import (
     AugmentConfig,
     GeneratorConfig,
+    StageError,
     TargetClass,
     augment_deficits,
     load_config,
@@ -21,13 +22,13 @@ from hoibench.augment import (
 from hoibench.augment import _pipeline as pipeline_mod
 from hoibench.cli import cli
 from hoibench.formats import write_ppdm
+from hoibench.models import ScriptedBackend
 from tests.test_augment import _deficits_file, _row
 from tests.test_augment_helpers import (
     EAT_APPLE,
     HOLD_CUP,
     RIDE_HORSE,
     VOCAB,
-    Interrupted,
     Script,
     SolidGenerator,
     pipeline,
@@ -151,7 +152,7 @@ def test_a_folder_with_produced_work_still_refuses_naming_the_parameter(tmp_path
     with pytest.raises(ConfigError) as exc:
         augment_deficits(targets, vocab=VOCAB, out_dir=out,
                          pipeline=pipeline(SolidGenerator(), Script(), AugmentConfig(seed=1)))
-    assert str(exc.value) == (f"{out} holds the work (1 generated image) of a run with a different "
+    assert str(exc.value) == (f"{out} holds the work (1 image with a verdict) of a run with a different "
                               "config.seed (0, now 1); use a new --out folder, or the same config.seed "
                               "to resume")
     assert (out / "run.json").read_bytes() == before
@@ -161,18 +162,29 @@ def test_a_folder_with_produced_work_still_refuses_naming_the_parameter(tmp_path
                          pipeline=pipeline(SolidGenerator(), Script()))
 
 
-def test_restart_in_place_through_the_python_api(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_server_down_at_the_first_verdict_restarts_in_place(tmp_path: Path,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    """The first image was generated, its verification failed (the LLM server was not up): no
+    verdict, so a start with other settings restarts; the image nobody verified goes."""
     targets = [TargetClass.of(VOCAB, RIDE_HORSE, 1)]
     out = tmp_path / "o"
-    with pytest.raises(Interrupted):
+
+    def down(_req: object) -> str:
+        raise ConnectionError("connection refused")
+
+    with pytest.raises(StageError, match="connection refused"):
         augment_deficits(targets, vocab=VOCAB, out_dir=out,
-                         pipeline=pipeline(SolidGenerator(fail_after=0), Script()))
+                         pipeline=pipeline(SolidGenerator(), Script(), llm=ScriptedBackend(down, model="llm")))
+    assert [r["event"] for r in read_manifests(out)] == ["describe", "generated"]
     gen = SolidGenerator()
     with caplog.at_level("WARNING"):
         res = augment_deficits(targets, vocab=VOCAB, out_dir=out,
                                pipeline=pipeline(gen, Script(), AugmentConfig(seed=7)))
-    assert "restarting in place with a different config.seed (0, now 7)" in caplog.text
+    assert caplog.messages == [f"{out}: restarting in place with a different config.seed (0, now 7); its "
+                               "earlier run produced nothing (1 image never verified, removed)"]
     assert res.classes[0]["filled"] == 1 and json.loads((out / "run.json").read_text())["config"]["seed"] == 7
+    seeds = {r["seed"] for r in read_manifests(out) if r["event"] == "generated"}
+    assert seeds == {gen.calls[0][1]}  # only the new run's image is recorded
 
 
 # ----------------------------------------------------------------------------- tiny generator

@@ -138,6 +138,6 @@ def test_augment_resume_refuses_another_dataset(tmp_path: Path) -> None:
     _check_run_file(tmp_path, header)
     assert (tmp_path / RUN_FILE).exists()
     _check_run_file(tmp_path, dict(header))  # the same run resumes
-    (tmp_path / "manifest.jsonl").write_text('{"event": "generated", "hoi": 1, "attempt": 0}\n')
+    (tmp_path / "manifest.jsonl").write_text('{"event": "attempt", "hoi": 1, "attempt": 0, "status": "kept"}\n')
     with pytest.raises(ConfigError, match="different dataset content"):  # it holds work
         _check_run_file(tmp_path, {**header, "dataset_sha256": "b" * 64})

@@ -392,17 +392,19 @@ class AugmentResult:
         return [c for c in self.classes if c["filled"] < c["need"]]
 
 
-#: manifest events that stand for produced work (a generated image, a verdict on an image)
-_PRODUCED = ("generated", "attempt", "filtered")
+#: manifest events that stand for produced work: a verdict on an image
+_PRODUCED = ("attempt", "filtered")
 
 
 def _check_run_file(out: Path, header: dict[str, Any]) -> str | None:
     """Start, resume or restart the run of ``out``; the line to tell the user on a restart.
 
     A folder whose ``run.json`` matches ``header`` resumes. One made with other parameters is
-    refused, naming the first parameter that differs, while it holds produced work (an image or
-    a verdict); a folder that produced nothing (a first start that failed early) is restarted in
-    place: ``run.json`` is replaced atomically and its manifests (descriptions at most) go."""
+    refused, naming the first parameter that differs, while it holds produced work (a verdict on
+    an image). A folder without one (a first start that failed before its first verdict: a
+    server down, a wrong model name) is restarted in place: its manifests (descriptions, at most
+    one generated image per shard) and those images go, then ``run.json`` is replaced
+    atomically; a kill half-way leaves the old ``run.json``, so the next start restarts again."""
     path = out / RUN_FILE
     if not path.exists():
         atomic_write_json(path, header, indent=True)
@@ -418,16 +420,17 @@ def _check_run_file(out: Path, header: dict[str, Any]) -> str | None:
     key = _HEADER_NAMES.get(top, top) + key[len(top):]
     what = f"a different {key} ({_short(was)}, now {_short(now)})"
     produced = sum(rec["event"] in _PRODUCED for rec in read_manifests(out))
-    folder = out / IMAGES_DIR
-    images = sum(1 for p in folder.glob("aug_h*.png") if p.is_file())
-    if produced or images:
-        work = _count(images, "generated image") if images else _count(produced, "record") + " of images"
-        raise ConfigError(f"{out} holds the work ({work}) of a run with {what}; use a new --out "
-                          f"folder, or the same {key} to resume")
-    for manifest in sorted(out.glob("manifest*.jsonl")):  # first: a kill between leaves the old
-        manifest.unlink()  # header, so the next start restarts again instead of resuming on them
+    if produced:
+        raise ConfigError(f"{out} holds the work ({_count(produced, 'image')} with a verdict) of a run "
+                          f"with {what}; use a new --out folder, or the same {key} to resume")
+    for manifest in sorted(out.glob("manifest*.jsonl")):
+        manifest.unlink()
+    unverified = sorted((out / IMAGES_DIR).glob("aug_h*.png"))
+    for image in unverified:
+        image.unlink()
     atomic_write_json(path, header, indent=True)
-    return f"{out}: restarting in place with {what}; its earlier run produced nothing"
+    dropped = f" ({_count(len(unverified), 'image')} never verified, removed)" if unverified else ""
+    return f"{out}: restarting in place with {what}; its earlier run produced nothing{dropped}"
 
 
 #: what the user calls the parameters ``run.json`` records
