@@ -12,7 +12,8 @@ import numpy as np
 from hoibench._exceptions import FormatError
 from hoibench.data import HOIDataset, validate_dataset
 
-__all__ = ["RecordReader", "check_dataset", "image_spans", "json_brackets", "list_spans", "plain_number"]
+__all__ = ["RecordReader", "check_dataset", "image_spans", "json_brackets", "list_spans", "plain_number",
+           "short_repr"]
 
 
 class RecordReader:
@@ -44,14 +45,24 @@ class RecordReader:
         for v in value:
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise self.error(record, field, f"expected a box of 4 numbers, got {value!r}")
-        return [float(v) for v in value]
+        try:
+            return [float(v) for v in value]
+        except OverflowError:  # an int of 400 digits
+            raise self.error(record, field, "expected a box of 4 numbers within float64's range") from None
 
     def integer(self, value: Any, record: object, field: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
+        """An integer (``2.0`` too) within 64 bits: 2**80 is refused here, not an OverflowError later."""
+        if (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float) and value.is_integer()):
+            if -(2**63) <= value < 2**63:
                 return int(value)
-            raise self.error(record, field, f"expected an integer, got {value!r}")
-        return value
+            raise self.error(record, field, f"expected an integer within 64 bits, got {short_repr(value)}")
+        raise self.error(record, field, f"expected an integer, got {short_repr(value)}")
+
+
+def short_repr(v: Any) -> str:
+    """``repr(v)`` for an error line, a 400-digit number cut short."""
+    r = repr(v)
+    return r if len(r) <= 40 else f"{r[:24]}... ({len(r)} characters)"
 
 
 def check_dataset(ds: HOIDataset, file: object) -> HOIDataset:

@@ -100,21 +100,22 @@ def _read_native(raw: bytes, vocab: LabelSpace, name: str) -> HOIDataset | None:
     size, wh = c["size"], np.zeros((len(names), 2), dtype=np.int64)  # no "size": unknown (0)
     if size.occ[0] and len(names):
         w = size.width[0]
-        if size.items[0] != len(names) or size.fractional or w < 2 or size.width != (w, w):
-            return None  # the JSON readers take (or name) other sizes
+        if (size.items[0] != len(names) or size.fractional or w < 2 or size.width != (w, w)
+                or (size.values.size and np.abs(size.values).max() >= 2.0**53)):
+            return None  # the JSON readers take (or name) other sizes (beyond 2**53 a double rounds them)
         wh = size.values.reshape(len(names), w)[:, :2].astype(np.int64)
     return _dataset(names, wh, counts, bh.values.reshape(-1, 4), bo.values.reshape(-1, 4), ids[0], ids[1],
                     vocab, name)
 
 
 def _object_verb_ids(obj: np.ndarray, verb: np.ndarray, vocab: LabelSpace) -> tuple[np.ndarray, np.ndarray] | None:
-    """Object and verb ids as int64, or ``None`` unless every one is an integer of ``vocab``."""
+    """Object and verb ids as int64, or ``None`` unless every one is an integer of ``vocab``
+    (checked before the cast: a NaN or 1e30 cast to int64 is garbage and a numpy warning)."""
     if not (np.all(obj == np.round(obj)) and np.all(verb == np.round(verb))):
         return None
-    obj_i, verb_i = obj.astype(np.int64), verb.astype(np.int64)
-    if ((obj_i < 0) | (obj_i >= vocab.n_objects) | (verb_i < 0) | (verb_i >= vocab.n_verbs)).any():
+    if not (((obj >= 0) & (obj < vocab.n_objects)).all() and ((verb >= 0) & (verb < vocab.n_verbs)).all()):
         return None
-    return obj_i, verb_i
+    return obj.astype(np.int64), verb.astype(np.int64)
 
 
 def _dataset(names: list[str], wh: np.ndarray, counts: np.ndarray, bh: np.ndarray, bo: np.ndarray,

@@ -80,7 +80,13 @@ from hoibench._io import atomic_write_json, read_buffer, read_json
 from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.formats import _evidence as _ev
 from hoibench.formats import _scan as _S
-from hoibench.formats._common import image_spans, json_brackets, list_spans, text_brackets
+from hoibench.formats._common import (
+    image_spans,
+    json_brackets,
+    list_spans,
+    short_repr,
+    text_brackets,
+)
 from hoibench.formats._frame import box_frame_hint
 from hoibench.formats._literal import (
     key_codes,
@@ -993,10 +999,10 @@ def _numbers(values: Any, n: int, dtype: type, path: Path, counts: np.ndarray, k
     except (TypeError, ValueError, OverflowError):
         arr = None
     if arr is None or arr.shape != (n,):
-        k = next((j for j, v in enumerate(vals)
-                  if isinstance(v, bool) or not isinstance(v, (int, float))), 0)
+        k = next((j for j, v in enumerate(vals) if isinstance(v, bool) or not isinstance(v, (int, float))
+                  or (isinstance(v, int) and not -_FLOAT_INTS < v < _FLOAT_INTS)), 0)
         i, j = _locate(counts, k)
-        raise FormatError(f"expected a number, got {vals[k]!r}" if vals else "expected numbers",
+        raise FormatError(f"expected a number, got {short_repr(vals[k])}" if vals else "expected numbers",
                           file=path, record=i, field=f"{key}[{j}]")
     if dtype is np.int64:  # range-checked before the conversion (2**70 is no id, not garbage)
         bad = ~np.isfinite(arr) | (arr != np.round(arr)) | (np.abs(arr) >= 2.0**62)
@@ -1018,14 +1024,15 @@ def _locate(counts: np.ndarray, k: int) -> tuple[int, int]:
 
 
 def _plain_numbers(items: list[Any]) -> bool:
-    """Whether nested lists hold only ints and floats (``np.asarray`` would turn ``True`` into 1)."""
+    """Whether nested lists hold only ints and floats (``np.asarray`` would turn ``True`` into 1),
+    ints within float64's range."""
     stack = [items]
     while stack:
         for v in stack.pop():
             if type(v) is list:
                 stack.append(v)
-            elif type(v) not in (int, float):
-                return False
+            elif type(v) is not float and (type(v) is not int or not -_FLOAT_INTS < v < _FLOAT_INTS):
+                return False  # (an int beyond float64 would raise OverflowError in np.asarray)
     return True
 
 
@@ -1290,8 +1297,9 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
     inv80 = _objects_of_coco80(vocab)
     name, detection, warnings = _repr_format(flat, vocab, inv80, gobj, path, fmt)
     boxes, scores, cat = flat.boxes, flat.scores, flat.cat
-    if f32:
-        boxes, scores = boxes.astype(np.float32).astype(np.float64), scores.astype(np.float32).astype(np.float64)
+    if f32:  # beyond float32 a value is inf, as np.float32(x) makes it (named below as not finite)
+        with np.errstate(over="ignore"):
+            boxes, scores = boxes.astype(np.float32).astype(np.float64), scores.astype(np.float32).astype(np.float64)
     n_ids = vocab.n_verbs if REPR_RESULTS[name] == "verb" else vocab.n_hois
     bad = (cat < 0) | (cat >= n_ids)
     first_cat = int(img_of_hoi[bad][0]) if bad.any() else n_images
@@ -1680,11 +1688,12 @@ def _repr_format(flat: _ReprFlat, vocab: LabelSpace, inv80: np.ndarray, gobj: np
 def _take(items: list[Any], key: str, dtype: type, path: Path, record: int, where: str) -> np.ndarray:
     """``items[*][key]`` as one array; a missing or malformed value is named by record and field.
     Only numbers are read (strings and booleans are refused, not converted), ids only as integers
-    within 64 bits."""
+    within 64 bits (``2.0`` too, as the fast paths read it), other numbers only within float64."""
     def ok(v: Any) -> bool:
         if dtype is np.int64:
-            return type(v) is int and -(2**63) <= v < 2**63
-        return type(v) in (int, float) or (key == "bbox" and type(v) is list and _plain_numbers(v))
+            return (type(v) is int or (type(v) is float and v.is_integer())) and -(2**63) <= v < 2**63
+        return (type(v) is float or (type(v) is int and -_FLOAT_INTS < v < _FLOAT_INTS)
+                or (key == "bbox" and type(v) is list and _plain_numbers(v)))
 
     values = [it.get(key) if isinstance(it, dict) else None for it in items]
     if all(map(ok, values)):
@@ -1693,8 +1702,14 @@ def _take(items: list[Any], key: str, dtype: type, path: Path, record: int, wher
         except ValueError:  # boxes of different lengths
             raise FormatError(f"malformed '{key}' values", file=path, record=record, field=where) from None
     j, v = next((j, v) for j, v in enumerate(values) if not ok(v))
-    raise FormatError("missing" if v is None else f"expected {'numbers' if key == 'bbox' else 'a number'}, got {v!r}",
+    whole = type(v) is int or (type(v) is float and v.is_integer())  # an id out of range, not a fraction
+    what = "numbers" if key == "bbox" else "an integer within 64 bits" if dtype is np.int64 and whole else "a number"
+    raise FormatError("missing" if v is None else f"expected {what}, got {short_repr(v)}",
                       file=path, record=record, field=f"{where}[{j}].{key}")
+
+
+#: ints from this size on have no float64 (``float(10**400)`` raises OverflowError)
+_FLOAT_INTS = 2**1024 - 2**970
 
 
 def _assemble(c: _Columns, vocab: LabelSpace, path: Path, fmt: str, lenient: bool) -> LoadedPredictions:

@@ -79,7 +79,7 @@ from hoibench.data._vcoco import (
     vcoco_schema,
 )
 from hoibench.formats import _scan as _S
-from hoibench.formats._common import image_spans, json_brackets, text_brackets
+from hoibench.formats._common import image_spans, json_brackets, short_repr, text_brackets
 
 __all__ = [
     "VCOCODetectionsFile",
@@ -230,29 +230,34 @@ def _column_index(names: Any, known: tuple[str, ...], path: object, key: str) ->
 def _image_id(entry: dict[str, Any], path: object, record: int) -> int:
     if "image_id" in entry:
         v = entry["image_id"]
-        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        if ((isinstance(v, (int, np.integer)) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
+                ) and -(2**63) <= v < 2**63:  # (2**80 is no id: refused here, not an OverflowError later)
             return int(v)
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        raise FormatError(f"expected an integer, got {v!r}", file=path, record=record, field="image_id")
+        raise FormatError(f"expected an integer within 64 bits, got {short_repr(v)}", file=path, record=record,
+                          field="image_id")
     name = entry.get("file_name")
     m = _COCO_NAME.search(name) if isinstance(name, str) else None
     if m is None:
         raise FormatError("missing (needs image_id or a COCO file_name ending in the image id)",
                           file=path, record=record, field="image_id")
+    if len(m.group(1).lstrip("0")) > 18:
+        raise FormatError(f"the id ending file_name has more than 18 digits: {name[-40:]!r}", file=path,
+                          record=record, field="file_name")
     return int(m.group(1))
 
 
 def _matrix(value: Any, shape_tail: tuple[int, ...], n: int, path: object, record: int, key: str) -> np.ndarray:
     try:
         a = np.array(value, dtype=np.float64)
+    except OverflowError:  # an int beyond float64 (400 digits)
+        raise FormatError("expected numbers within float64's range", file=path, record=record, field=key) from None
     except (TypeError, ValueError):
         if len(shape_tail) == 2 and isinstance(value, list):  # role boxes with null entries
             nan4 = [np.nan] * 4
             try:
                 a = np.array([[nan4 if b is None else b for b in row] if isinstance(row, list) else row
                               for row in value], dtype=np.float64)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise FormatError("expected numbers (or null) of the documented shape",
                                   file=path, record=record, field=key) from None
         else:
@@ -342,10 +347,11 @@ class _Stack:
                 self.used = 0
             last = self.blocks[-1]
             k = min(n - at, self._capacity(last) - self.used)
-            if self.by_column:
-                last[:, self.used:self.used + k] = block[at:at + k].T
-            else:
-                last[self.used:self.used + k] = block[at:at + k]
+            with np.errstate(over="ignore"):  # beyond float32: inf, as the scanner's float32 columns (checked later)
+                if self.by_column:
+                    last[:, self.used:self.used + k] = block[at:at + k].T
+                else:
+                    last[self.used:self.used + k] = block[at:at + k]
             self.used, at, self.rows = self.used + k, at + k, self.rows + k
 
     def array(self) -> np.ndarray:
@@ -678,7 +684,7 @@ def _native_image_ids(c: dict[str, _S.Column], buf: Any, n_images: int) -> np.nd
         by_image = dict(zip(np.repeat(np.arange(n_images), named.items[per]).tolist(), names))
         for k in np.flatnonzero(~has).tolist():
             m = _COCO_NAME.search(by_image.get(k, ""))
-            if m is None:
+            if m is None or len(m.group(1).lstrip("0")) > 18:
                 return None
             ids[k] = int(m.group(1))
     return ids
