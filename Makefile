@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 CORE_STAMP := $(VENV)/.installed-core
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench clean chromium
+.PHONY: demo test lint bench clean chromium asan
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,22 @@ chromium:
 	  elif sudo -n true 2>/dev/null; then { sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; } \
 	    || echo "could not install chromium: the HTML render tests will be skipped"; \
 	  else echo "chromium missing and not root: the HTML render tests will be skipped"; fi; }
+
+# The C scanner's tests under AddressSanitizer and UBSan (not part of `make test`: a few minutes):
+# _colscan.c built with -fsanitize=address,undefined into a copy of the package in a temporary
+# folder, imported from there (PYTHONPATH) with libasan and libubsan preloaded into the Python
+# that runs tests/test_colscan.py and tests/test_scan_agreement.py. Any report fails the run.
+asan: $(TEST_STAMP)
+	@set -e; CC=$${CC:-cc}; dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	cp -r src/hoibench "$$dir/"; rm -f "$$dir"/hoibench/formats/_colscan*.so "$$dir"/hoibench/formats/_colscan*.pyd; \
+	ext=$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"); \
+	inc=$$($(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['include'])"); \
+	$$CC -shared -fPIC -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all \
+	  -pthread -I"$$inc" src/hoibench/formats/_colscan.c -o "$$dir/hoibench/formats/_colscan$$ext"; \
+	export LD_PRELOAD="$$($$CC -print-file-name=libasan.so) $$($$CC -print-file-name=libubsan.so)" \
+	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 PYTHONPATH="$$dir"; \
+	$(BIN)/python -c "import sys, hoibench.formats._colscan as c; sys.exit(0 if c.__file__.startswith('$$dir') else 'not the ASan build: ' + c.__file__)"; \
+	$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_colscan.py tests/test_scan_agreement.py
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests perf scripts

@@ -792,7 +792,7 @@ static int select_image(Selector *sel, const double *scores, int64_t n_pairs, co
             }
         }
     }
-    qsort(heap, (size_t)n, sizeof(Cand), cand_cmp);
+    if (n > 1) qsort(heap, (size_t)n, sizeof(Cand), cand_cmp); /* (heap is NULL when nothing was kept) */
     if (buf_reserve(&sel->cells, (size_t)n * 8) || buf_reserve(&sel->scores, (size_t)n * 8) ||
         buf_reserve(&sel->kept, 8))
         return NOMEM;
