@@ -153,6 +153,26 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     put("ids_huge.json", [1, 2**70])
     put("ids_oor.json", [1, 100000])
     put("ids_empty.json", [])
+    # JSON nested too deeply (as a whole, and one value inside a valid file), a gigabyte of NUL
+    # bytes, classes outside the label space, strings for V-COCO numbers
+    put("deep.json", raw="[" * 5000 + "]" * 5000)
+    im0 = p["images"][0]
+    put("pred_deep.json", raw=json.dumps({**p, "images": [{**im0, "boxes_h": ["@@", *im0["boxes_h"][1:]]},
+                                                          *p["images"][1:]]})
+        .replace('"@@"', "[" * 1020 + "]" * 1020))
+    q_deep = {**json.loads(lines[1]), "person_box": "@@"}
+    put("q_deep.jsonl", raw="\n".join([lines[0], json.dumps(q_deep).replace('"@@"', "[" * 1020 + "]" * 1020),
+                                      *lines[2:]]) + "\n")
+    with open(d / "zeros.json", "wb") as fh:
+        fh.truncate(1 << 30)  # a hole: no disk used
+    out["zeros.json"] = d / "zeros.json"
+    k, q_hoi = next((k, json.loads(ln)) for k, ln in enumerate(lines[1:], 2) if json.loads(ln)["choices"][0]["hoi"] >= 0)
+    q_hoi["choices"][0]["hoi"] = 999
+    put("q_hoi.jsonl", raw="\n".join([*lines[:k - 1], json.dumps(q_hoi), *lines[k:]]) + "\n")
+    put("vdet_box_str.json", {"agent_classes": ["hold"], "role_classes": ["hold_obj"],
+                              "images": [{"image_id": 3, "person_boxes": [["0", "0", "10", "10"]],
+                                          "agent_scores": [[0.5]], "role_boxes": [[[1, 1, 4, 4]]],
+                                          "role_scores": [[0.5]]}]})
     put("result.json", {"kind": "hico_map", "model": "m", "benchmark": "b", "protocol": "official",
                         "known_object": False, "full": 10.0, "rare": 5.0, "non_rare": 12.0, "subsets": {},
                         "per_class_ap": [0.5] * 600, "n_gt": [1] * 600, "class_names": ["c"] * 600,
@@ -302,6 +322,24 @@ def _cases() -> list[tuple[str, list[str], list[str]]]:
                                     "{not_a_dir}/sg"], ["not_a_dir is a file"]),
         ("convert-under-a-file", ["data", "convert", "{gt}", "{not_a_dir}/x/c.json", "--to", "ppdm"],
          ["not_a_dir is a file"]),
+        # JSON nested too deeply: one line from every reader, never an internal RecursionError
+        *[(f"deep-{name}", argv, ["deep.json"]) for name, argv in _readers("{deep.json}") if name != "data-validate"],
+        ("deep-value-in-predictions", [*ev, "{pred_deep.json}"], ["pred_deep.json", "nested too deeply"]),
+        ("deep-value-in-questions", ["mcq", "stats", "{q_deep.jsonl}"], ["q_deep.jsonl", "nested too deeply"]),
+        # a gigabyte of NUL bytes: refused from its first bytes
+        *[(f"zeros-{name}", argv, ["zeros.json", "'\\x00'"]) for name, argv in _readers("{zeros.json}")[:8]
+          if name != "data-validate"],
+        # silent results before: an empty annotation list, a class outside the vocabulary, strings for numbers
+        ("gt-empty-list", ["data", "info", "{ids_empty.json}"], ["ids_empty.json", "holds no images"]),
+        ("gt-empty-list-eval", ["eval", "hico", "--gt", "{ids_empty.json}", "--pred", "{pred.json}"],
+         ["ids_empty.json", "holds no images"]),
+        *[(f"questions-hoi-999-{name}", argv, ["q_hoi.jsonl", "choices[0].hoi", "999"]) for name, argv in (
+            ("stats", ["mcq", "stats", "{q_hoi.jsonl}"]),
+            ("score", ["mcq", "score", "--questions", "{q_hoi.jsonl}", "--answers", "{ans.jsonl}"]),
+            ("from-detections", ["mcq", "from-detections", "--questions", "{q_hoi.jsonl}", "--predictions",
+                                 "{pred.json}", "--out", "{dir}/a8.jsonl"]))],
+        ("vcoco-box-string", ["eval", "vcoco", "--gt", str(VCOCO), "--pred", "{vdet_box_str.json}"],
+         ["vdet_box_str.json", "record 0", "person_boxes", "'0'"]),
     ]
 
 

@@ -7,7 +7,9 @@ Only ``formats/``, ``benchmarks/`` writers, runners and the CLI do I/O; evaluati
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import functools
 import gzip
 import io
 import json
@@ -17,11 +19,12 @@ import re
 import shutil
 import stat
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ParamSpec, TypeVar
 
 import orjson
 
@@ -49,6 +52,7 @@ __all__ = [
     "base64_text",
     "check_folder",
     "check_input_file",
+    "check_json_start",
     "clean_leftovers",
     "csv_text",
     "dumps_json",
@@ -62,11 +66,14 @@ __all__ = [
     "read_folder_provenance",
     "read_json",
     "read_mat",
+    "refuses_deep_nesting",
     "slug",
     "write_folder_provenance",
 ]
 
 PathLike = str | os.PathLike[str]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 class UnreadableFileError(FormatError):
@@ -202,21 +209,101 @@ def file_id(path: PathLike) -> str:
     return f"{Path(path).name}:sha256:{file_sha256(path)[:16]}"
 
 
+#: the characters a JSON value can begin with (``N``/``I``: the NaN/Infinity Python's json writes)
+JSON_START = frozenset('{["-0123456789tfnNI')
+_JSON_SPACE = " \t\r\n"
+
+
+def _first_char(fh: IO[bytes]) -> tuple[str, int] | None:
+    """The first character after JSON whitespace and its offset (in characters), decoded as
+    :func:`json.loads` decodes bytes (UTF-8, -16 or -32, told by the BOM or the NUL pattern);
+    None for an empty or all-whitespace file. Reads only as far as that character."""
+    block = fh.read(1 << 12)
+    if not block:
+        return None
+    decoder = codecs.getincrementaldecoder(json.detect_encoding(block))(errors="replace")
+    offset = 0
+    while block:
+        text = decoder.decode(block)
+        rest = text.lstrip(_JSON_SPACE)
+        if rest:
+            return rest[0], offset + len(text) - len(rest)
+        offset += len(text)
+        block = fh.read(1 << 16)
+    return None
+
+
+def check_json_start(path: PathLike, *, also: bytes = b"", what: str = "valid JSON") -> Path:
+    """``path`` (see :func:`check_input_file`) when its first bytes can begin a JSON document,
+    looked at through gzip for a ``*.gz``; else one line naming the file. ``also``: other first
+    bytes allowed (a pickle's ``\\x80``; ``#`` for a text file that may begin with a comment).
+    A gigabyte of NUL bytes or of some binary format is refused from its first bytes, not after
+    every reader has read and parsed the whole of it. An empty file passes (the reader says what
+    it lacks)."""
+    p = check_input_file(path)
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(2)
+            fh.seek(0)
+            if head[:1] and head[:1] in also:
+                return p
+            if head == b"\x1f\x8b":
+                with gzip.GzipFile(fileobj=fh) as gz:
+                    found = _first_char(gz)  # type: ignore[arg-type]
+            else:
+                found = _first_char(fh)
+    except (OSError, EOFError, zlib.error):  # unreadable or corrupt: the full read says so
+        return p
+    if found is not None and found[0] not in JSON_START and found[0] not in also.decode("latin-1"):
+        char, offset = found
+        raise UnreadableFileError(f"not {what}: character {offset} is {char!r}, which no JSON value "
+                                  "begins with", file=p)
+    return p
+
+
 def read_json(path: PathLike) -> Any:
-    """Parse a JSON file with orjson (about 5x faster than :mod:`json` on annotation files)."""
-    return parse_json(read_bytes(path), path)
+    """Parse a JSON file with orjson (about 5x faster than :mod:`json` on annotation files); a
+    file that cannot be JSON is refused from its first bytes (:func:`check_json_start`)."""
+    return parse_json(read_bytes(check_json_start(path)), path)
 
 
-def parse_json(data: bytes, path: PathLike) -> Any:
-    """:func:`read_json` of bytes already read from ``path`` (named in the error)."""
+#: what :func:`parse_json` says of a document nested deeper than its parser allows (orjson: 1,024
+#: levels; Python's json and msgspec recurse and stop near 1,000): no format hoibench reads
+#: nests more than a few levels, so such a file is refused, never an internal RecursionError
+TOO_DEEP = "nested too deeply (about 1,000 levels of arrays and objects or more)"
+
+
+def refuses_deep_nesting(reader: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Decorate a reader whose first argument is the path: a value nested deeply enough (up to
+    the parser's 1,024 levels) that Python's own recursion fails on it, in a ``repr`` for an error
+    message or a walk over it, is one line naming the file, as in :func:`parse_json`, never an
+    internal ``RecursionError``. The readers themselves do not recurse, so only such data gets here."""
+    @functools.wraps(reader)
+    def read(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return reader(*args, **kwargs)
+        except RecursionError:
+            raise UnreadableFileError(TOO_DEEP, file=args[0] if args else kwargs.get("path")) from None
+
+    return read
+
+
+def parse_json(data: bytes, path: PathLike, *, record: int | None = None) -> Any:
+    """:func:`read_json` of bytes already read from ``path`` (named in the error, with
+    ``record`` for one line of a JSON-lines file)."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        if "depth" in exc.msg or "recursion" in exc.msg:  # orjson's limit, and json's would be lower
+            raise UnreadableFileError(f"{TOO_DEEP} at line {exc.lineno} column {exc.colno}", file=path,
+                                      record=record) from None
         # orjson rejects NaN/Infinity literals that Python's json writes; accept them.
         try:
             return json.loads(data)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise UnreadableFileError(f"not valid JSON ({exc})", file=path) from None
+            raise UnreadableFileError(f"not valid JSON ({exc})", file=path, record=record) from None
+        except RecursionError:
+            raise UnreadableFileError(TOO_DEEP, file=path, record=record) from None
 
 
 def read_mat(path: PathLike, **loadmat_kwargs: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import read_bytes, read_json
+from hoibench._io import read_bytes, read_json, refuses_deep_nesting
 from hoibench.data import HOIDataset
 from hoibench.formats import hake, hico_mat, hicodet, ppdm, vcoco
 from hoibench.vocab import LabelSpace
@@ -66,6 +66,9 @@ def _lookup(name: str) -> AnnotationFormat:
     raise ConfigError(f"format must be one of {names}; got {name!r}.{hint}")
 
 
+_NO_IMAGES = "holds no images: an annotation file must annotate at least one image"
+
+
 def _sniff(path: Path) -> tuple[str, Any]:
     if path.suffix.lower() == ".mat":
         return "hico-mat", None
@@ -73,6 +76,8 @@ def _sniff(path: Path) -> tuple[str, Any]:
     if raw_head[257:262] == b"ustar":
         return "hake", hake.read_hake_json(path)
     data = read_json(path)
+    if data == [] or data == {}:  # every format's empty file: no format can be told from it
+        raise FormatError(_NO_IMAGES, file=path)
     for f in FORMATS.values():
         if f.sniff is not None and f.sniff(data):
             return f.name, data
@@ -110,6 +115,7 @@ def read_dataset(
     return read_dataset_and_format(path, format=format, vocab=vocab, validate=validate, **kwargs)[0]
 
 
+@refuses_deep_nesting
 def read_dataset_and_format(
     path: str | os.PathLike[str],
     *,
@@ -129,10 +135,14 @@ def read_dataset_and_format(
         name, data = _lookup(format).name, None
     fmt = FORMATS[name]
     if name == "ppdm":
-        return ppdm.read_ppdm(p, vocab=vocab, data=data, validate=validate), name
-    if name == "hico-mat":
-        return hico_mat.read_hico_mat(p, validate=validate, **kwargs), name
-    return fmt.read(p, data=data, validate=validate), name
+        ds = ppdm.read_ppdm(p, vocab=vocab, data=data, validate=validate)
+    elif name == "hico-mat":
+        ds = hico_mat.read_hico_mat(p, validate=validate, **kwargs)
+    else:
+        ds = fmt.read(p, data=data, validate=validate)
+    if ds.n_images == 0:  # scored, split or counted, it would give 0s that blame something else
+        raise FormatError(_NO_IMAGES, file=p)
+    return ds, name
 
 
 def write_dataset(ds: HOIDataset, path: str | os.PathLike[str], *, format: str) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 import orjson
 
 from hoibench._exceptions import FormatError
-from hoibench._io import read_bytes
+from hoibench._io import check_json_start, read_bytes, refuses_deep_nesting
 
 __all__ = ["read_class_list"]
 
@@ -33,6 +33,7 @@ def _python_list(text: bytes) -> list[Any] | None:
     return list(value) if isinstance(value, (list, tuple)) else None
 
 
+@refuses_deep_nesting
 def read_class_list(path: str | os.PathLike[str], *, n_classes: int | None = None) -> np.ndarray:
     """Sorted unique 0-based class ids read from ``path``.
 
@@ -42,7 +43,7 @@ def read_class_list(path: str | os.PathLike[str], *, n_classes: int | None = Non
         Size of the label space; ids outside ``0..n_classes-1`` are an error naming the entry.
         ``None`` checks only that ids are non-negative integers.
     """
-    data = read_bytes(path)
+    data = read_bytes(check_json_start(path, also=b"#", what="a class list (JSON, a Python list or ids as text)"))
     stripped = data.strip()
     if stripped[:1] in (b"[", b"{"):
         try:

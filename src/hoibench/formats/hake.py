@@ -14,10 +14,8 @@ import os
 import tarfile
 from typing import Any
 
-import orjson
-
 from hoibench._exceptions import FormatError
-from hoibench._io import read_bytes
+from hoibench._io import parse_json, read_bytes
 from hoibench.data import DatasetBuilder, HOIDataset
 from hoibench.formats._common import RecordReader, check_dataset
 from hoibench.vocab import hico_det
@@ -44,10 +42,7 @@ def read_hake_json(path: str | os.PathLike[str]) -> Any:
             extracted = tar.extractfile(member)
             assert extracted is not None
             raw = extracted.read()
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise FormatError(f"not valid JSON ({exc})", file=path) from None
+    return parse_json(raw, path)
 
 
 def read_hake(path: str | os.PathLike[str], *, data: Any = None, validate: bool = True) -> HOIDataset:

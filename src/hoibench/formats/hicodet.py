@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from hoibench._exceptions import FormatError
-from hoibench._io import atomic_write_json, parse_json, read_bytes
+from hoibench._io import atomic_write_json, check_json_start, parse_json, read_bytes
 from hoibench.data import DatasetBuilder, HOIDataset
 from hoibench.formats import _scan as _S
 from hoibench.formats._common import RecordReader, check_dataset
@@ -34,7 +34,7 @@ def looks_like_hicodet(data: Any) -> bool:
 def read_hicodet(path: str | os.PathLike[str], *, data: Any = None, validate: bool = True) -> HOIDataset:
     """Read an ``instances_*.json`` file of the hicodet toolkit."""
     if data is None:
-        raw = read_bytes(path)
+        raw = read_bytes(check_json_start(path))
         ds = _read_native(raw, hico_det(), str(path))
         if ds is not None:
             return check_dataset(ds, path) if validate else ds

@@ -63,7 +63,6 @@ of the same files: 8.5-8.7 s), QPIC 6.2 s (60 s), CDN 8.1 s and GEN-VLKT 7.1 s; 
 
 from __future__ import annotations
 
-import json
 import mmap
 import os
 from collections import Counter
@@ -73,10 +72,18 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-import orjson
 
 from hoibench._exceptions import ConfigError, FormatError
-from hoibench._io import atomic_write_json, read_buffer, read_json
+from hoibench._io import (
+    atomic_write_json,
+    check_json_start,
+    read_buffer,
+    read_json,
+    refuses_deep_nesting,
+)
+from hoibench._io import (
+    parse_json as _parse_json,  # tests replace it: did a fast path read the file?
+)
 from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.formats import _evidence as _ev
 from hoibench.formats import _scan as _S
@@ -200,6 +207,7 @@ def read_predictions(path: str | os.PathLike[str], *, format: str | None = None,
                             max_per_image=max_per_image).predictions
 
 
+@refuses_deep_nesting
 def load_predictions(path: str | os.PathLike[str], *, format: str | None = None,
                      vocab: LabelSpace | None = None, lenient: bool = False,
                      max_per_image: int | None = 100,
@@ -240,7 +248,7 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
         return _load_matlab(p, vocab, ground_truth, lenient)
     if p.is_dir():
         raise FormatError("is a directory without detections_01.mat .. detections_80.mat (ho-rcnn layout)", file=p)
-    raw = read_buffer(p)  # a large file is mapped: parsed and scanned, never copied by us
+    raw = read_buffer(check_json_start(p))  # a large file is mapped: parsed and scanned, never copied by us
     first = bytes(raw[:64]).lstrip()[:1]
     if format in (None, *REPR_RESULTS) and first == b'"':  # a JSON string: a results.json?
         images = _repr_images_native(raw, p)
@@ -340,16 +348,6 @@ def _vocab_of(declared: Any, vocab: LabelSpace | None, path: Path) -> LabelSpace
         raise FormatError(f"the detections are in the {declared!r} label space, the ground truth in "
                           f"{vocab.name!r}", file=path, field="label_space")
     return vocab
-
-
-def _parse_json(raw: bytes, path: Path) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        try:  # NaN / Infinity literals written by Python's json
-            return json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise FormatError(f"not valid JSON ({exc})", file=path) from None
 
 
 try:  # parses without building Python objects; numeric arrays are exported as flat buffers

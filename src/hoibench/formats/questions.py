@@ -31,11 +31,19 @@ from typing import IO, Any
 
 import orjson
 
-from hoibench._exceptions import FormatError, ValidationError
-from hoibench._io import atomic_write, dumps_json, ensure_dir, read_bytes
+from hoibench._exceptions import ConfigError, FormatError, ValidationError
+from hoibench._io import (
+    atomic_write,
+    check_json_start,
+    dumps_json,
+    ensure_dir,
+    read_bytes,
+    refuses_deep_nesting,
+)
 from hoibench.data import Choice, MCAnswer, MCQuestion
 from hoibench.data._questions import ANSWER_STATUSES, LETTERS
 from hoibench.formats import crosshoi
+from hoibench.vocab import LabelSpace, get_label_space
 
 __all__ = [
     "AnswerSet",
@@ -178,10 +186,36 @@ def _size(obj: Mapping[str, Any], key: str, file: object, record: int) -> int:
     return value
 
 
+def _known_label_space(name: object) -> LabelSpace | None:
+    """The label space a question's class ids index, where hoibench has it (not ``swig-hoi``)."""
+    try:
+        return get_label_space(name) if isinstance(name, str) else None
+    except ConfigError:
+        return None
+
+
+def _check_classes(ids: list[int], vocab: LabelSpace | None, file: object, record: int, where: str) -> None:
+    """A choice's ``hoi``, ``verb`` and ``object`` ids (-1: none) lie in ``vocab`` and agree with
+    one another: a class outside it would be silently left out of every per-class count."""
+    sizes = (vocab.n_hois, vocab.n_verbs, vocab.n_objects) if vocab is not None else (None, None, None)
+    for key, v, n in zip(("hoi", "verb", "object"), ids, sizes):
+        if v < -1 or (n is not None and v >= n):
+            known = f"0..{n - 1} in {vocab.name}" if vocab is not None else "0 or more"
+            raise FormatError(f"{v} is not a {key} class ({known}, or -1 for none)", file=file, record=record,
+                              field=f"{where}.{key}")
+    hoi, verb, obj = ids
+    if vocab is not None and hoi >= 0:
+        want = tuple(int(x) for x in vocab.hoi_verb_object[hoi])
+        if (verb, obj) != want and (verb, obj) != (-1, -1):
+            raise FormatError(f"HOI class {hoi} is verb {want[0]}, object {want[1]} in {vocab.name}, "
+                              f"not verb {verb}, object {obj}", file=file, record=record, field=f"{where}.hoi")
+
+
 def question_from_dict(obj: Any, *, file: object = None, record: int = 0) -> MCQuestion:
     """Parse one question line; problems name the file, the line and the field."""
     if not isinstance(obj, dict):
         raise FormatError(f"expected an object, got {type(obj).__name__}", file=file, record=record)
+    vocab = _known_label_space(obj.get("label_space", "hico-det"))
     choices = []
     for k, c in enumerate(_need(obj, "choices", list, file, record)):
         if isinstance(c, str):
@@ -197,6 +231,7 @@ def question_from_dict(obj: Any, *, file: object = None, record: int = 0) -> MCQ
                 raise FormatError(f"expected an integer, got {v!r}", file=file, record=record,
                                   field=f"choices[{k}].{key}")
             ids.append(v)
+        _check_classes(ids, vocab, file, record, f"choices[{k}]")
         choices.append(Choice(c["text"], *ids))
     correct = _need(obj, "correct", list, file, record)
     for v in correct:
@@ -268,6 +303,7 @@ def _is_jsonl(data: bytes) -> bool:
     return isinstance(obj, dict) and ("header" in obj or "choices" in obj or "question_id" in obj)
 
 
+@refuses_deep_nesting
 def read_questions(path: PathLike, *, setting: int | None = None) -> QuestionSet:
     """Read questions from our JSONL files or from CrossHOI-Bench JSON files (auto-detected).
 
@@ -275,7 +311,7 @@ def read_questions(path: PathLike, *, setting: int | None = None) -> QuestionSet
     person-box questions); questions of setting 1 cannot be turned into 2–3 (no person box).
     """
     p = Path(path)
-    data = read_bytes(p)
+    data = read_bytes(check_json_start(p, what="question JSONL or a CrossHOI-Bench JSON file"))
     if _is_jsonl(data):
         header: dict[str, Any] = {}
         questions = []
@@ -439,6 +475,7 @@ def _order_number(obj: Mapping[str, Any], header: Mapping[str, Any], key: str, f
     return value
 
 
+@refuses_deep_nesting
 def read_answers(
     path: PathLike,
     questions: Sequence[MCQuestion] | Mapping[str, MCQuestion] | None = None,
@@ -460,7 +497,7 @@ def read_answers(
         header, else 0).
     """
     p = Path(path)
-    data = read_bytes(p)
+    data = read_bytes(check_json_start(p, what="answer JSONL"))
     by_id: Mapping[str, MCQuestion] | None
     if questions is None:
         by_id = None

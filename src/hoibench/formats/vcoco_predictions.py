@@ -55,7 +55,6 @@ incomplete, see ``docs/evaluation.md``).
 from __future__ import annotations
 
 import io
-import json
 import mmap
 import os
 import pickle
@@ -66,10 +65,17 @@ from typing import Any, ClassVar, NamedTuple
 
 import msgspec
 import numpy as np
-import orjson
 
 from hoibench._exceptions import FormatError, ValidationError
-from hoibench._io import atomic_write, atomic_write_json, read_buffer, read_json
+from hoibench._io import (
+    atomic_write,
+    atomic_write_json,
+    check_json_start,
+    parse_json,
+    read_buffer,
+    read_json,
+    refuses_deep_nesting,
+)
 from hoibench.data import HOIDataset, VCOCODetections, VCOCOGroundTruth
 from hoibench.data._vcoco import (
     DETECTION_PROBLEMS,
@@ -124,6 +130,7 @@ class VCOCODetectionsFile:
 
 
 # --------------------------------------------------------------------------- detections: read
+@refuses_deep_nesting
 def read_vcoco_detections(path: str | os.PathLike[str], *, lenient: bool = False) -> VCOCODetectionsFile:
     """Read V-COCO detections (hoibench JSON, or ``vsrl_eval.py``'s list as pickle or JSON).
 
@@ -131,7 +138,8 @@ def read_vcoco_detections(path: str | os.PathLike[str], *, lenient: bool = False
     :class:`FormatError` naming file, record and field; with ``lenient=True`` they are dropped and
     counted in ``dropped``.
     """
-    buf = read_buffer(path)  # the typed path only scans the text: no private copy of a large file
+    # a file that is neither (a pickle begins with 0x80) is refused from its first bytes
+    buf = read_buffer(check_json_start(path, also=b"\x80", what="a pickle or JSON"))
     head = bytes(buf[:64])
     if head[:1] == b"\x80":
         return _from_vsrl(_safe_unpickle(bytes(buf), path), path, lenient, "vsrl pickle")
@@ -150,13 +158,7 @@ def read_vcoco_detections(path: str | os.PathLike[str], *, lenient: bool = False
                 continue
     raw = bytes(buf)  # a copy of a map only (bytes() of bytes is the same object)
     del buf
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        try:  # Python's json writes NaN literals, which orjson rejects
-            data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise FormatError(f"neither a pickle nor JSON ({exc})", file=path) from None
+    data = parse_json(raw, path)  # NaN literals (Python's json writes them) read too
     if isinstance(data, list):
         return _from_vsrl(data, path, lenient, "vsrl json")
     if isinstance(data, dict) and "images" in data:
@@ -246,7 +248,28 @@ def _image_id(entry: dict[str, Any], path: object, record: int) -> int:
     return int(m.group(1))
 
 
+def _not_a_number(value: Any) -> Any:
+    """The first value inside ``value`` (nested lists and arrays) that is neither a number nor null,
+    such as a string or a boolean, which numpy would silently convert; None when there is none."""
+    try:
+        if np.asarray(value).dtype.kind in "iuf":  # the usual case: numbers only
+            return None
+    except (TypeError, ValueError, OverflowError):  # ragged (nulls among boxes), huge ints: look inside
+        pass
+    stack = [value]
+    while stack:  # no recursion: nesting is bounded by the parser alone
+        v = stack.pop()
+        if isinstance(v, (list, tuple, np.ndarray)):
+            stack.extend(reversed(list(v)))
+        elif v is not None and (isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number))):
+            return v
+    return None
+
+
 def _matrix(value: Any, shape_tail: tuple[int, ...], n: int, path: object, record: int, key: str) -> np.ndarray:
+    bad = _not_a_number(value)
+    if bad is not None:  # "12.5" or true for a coordinate: refused, as every HICO-DET reader does
+        raise FormatError(f"expected numbers (or null), got {short_repr(bad)}", file=path, record=record, field=key)
     try:
         a = np.array(value, dtype=np.float64)
     except OverflowError:  # an int beyond float64 (400 digits)
@@ -458,7 +481,7 @@ def _typed_images(raw: bytes | mmap.mmap, path: object, *, split_by_braces: bool
     else:
         try:
             top = msgspec.json.decode(raw, type=_TopLevel)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # the whole read says why
             return None
         blobs = top.images
     a_cols, r_cols = _columns({"agent_classes": top.agent_classes, "role_classes": top.role_classes}, path)
@@ -469,7 +492,7 @@ def _typed_images(raw: bytes | mmap.mmap, path: object, *, split_by_braces: bool
             got = _image_typed(parser, simdjson.Object, blob, path, k, a_cols.size, r_cols.size)
             if got is None and split is not None and not _is_json(parser, blob):
                 raise _Resplit  # a brace inside a string misled the split: msgspec splits instead
-            yield got if got is not None else _image_rows(_loads(bytes(blob), path), path, k, a_cols, r_cols)
+            yield got if got is not None else _image_rows(parse_json(bytes(blob), path, record=k), path, k, a_cols, r_cols)
 
     return images(), a_cols, r_cols, len(blobs)
 
@@ -498,22 +521,11 @@ def _image_spans(raw: bytes | mmap.mmap) -> tuple[_TopLevel, list[memoryview]] |
     skeleton, blobs = spans
     try:
         top = msgspec.json.decode(skeleton, type=_TopLevel)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     if top.images:
         return None
     return top, blobs
-
-
-def _loads(text: bytes, path: object) -> Any:
-    """orjson, else Python's json (NaN literals, integers past 64 bits), as for the whole file."""
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        try:
-            return json.loads(text)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise FormatError(f"not JSON ({exc})", file=path) from None
 
 
 _TYPED_FIELDS = (("person_boxes", False), ("agent_scores", False), ("object_boxes", False),
@@ -768,18 +780,22 @@ def _vsrl_fast(data: list[Any], agent_keys: list[str], role_keys: list[str],
         ids = np.array([d["image_id"] for d in data])
         if ids.size and (ids.dtype.kind not in "iu"):
             return None
-        boxes = np.array([d["person_box"] for d in data], dtype=np.float32).reshape(len(data), 4)
-        agent = np.array([[d[k] for k in agent_keys] for d in data], dtype=np.float32).reshape(len(data), -1)
-        roles = np.array([[d[k] for k in role_keys] for d in data], dtype=np.float32)
-        roles = roles.reshape(len(data), len(role_keys), 5)
+        # no dtype: numpy would convert "12.5" (the record reader refuses it); the float64 arrays
+        # made on the way are smaller than the Python floats they come from
+        boxes = np.array([d["person_box"] for d in data]).reshape(len(data), 4)
+        agent = np.array([[d[k] for k in agent_keys] for d in data]).reshape(len(data), -1)
+        roles = np.array([[d[k] for k in role_keys] for d in data]).reshape(len(data), len(role_keys), 5)
     except (KeyError, ValueError, TypeError):
         return None
+    if data and not all(a.dtype.kind in "iuf" for a in (boxes, agent, roles)):
+        return None
+    boxes, agent, roles = (a.astype(np.float32) for a in (boxes, agent, roles))
     return VCOCODetections(ids.astype(np.int64), boxes, agent, roles[..., :4], roles[..., 4])
 
 
 def _vec(value: Any, size: int, path: object, record: int, key: str) -> np.ndarray:
     try:
-        a = np.asarray(value, dtype=np.float64).reshape(-1)
+        a = np.asarray(value, dtype=np.float64).reshape(-1) if _not_a_number(value) is None else np.zeros(0)
     except (TypeError, ValueError):
         a = np.zeros(0)
     if a.size != size:
@@ -920,6 +936,7 @@ class _GTBuilder:
             complete=complete, source=source)
 
 
+@refuses_deep_nesting
 def read_vcoco_ground_truth(path: str | os.PathLike[str], *, data: Any = None) -> VCOCOGroundTruth:
     """Read the hoibench ground-truth layout (see the module docstring)."""
     if data is None:

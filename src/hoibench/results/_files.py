@@ -14,17 +14,25 @@ from typing import Any
 import orjson
 
 from hoibench._exceptions import FormatError
-from hoibench._io import PathLike, atomic_write_json, read_bytes, read_json
+from hoibench._io import (
+    PathLike,
+    atomic_write_json,
+    check_json_start,
+    read_bytes,
+    read_json,
+    refuses_deep_nesting,
+)
 from hoibench.results._record import ResultRecord
 
 __all__ = ["read_result", "read_results", "write_record", "write_result"]
 
 
+@refuses_deep_nesting
 def _records(path: PathLike) -> list[ResultRecord[Any]]:
     p = Path(path)
     if p.name.endswith((".jsonl", ".jsonl.gz")):
         out = []
-        for i, line in enumerate(read_bytes(p).splitlines()):
+        for i, line in enumerate(read_bytes(check_json_start(p)).splitlines()):
             if not line.strip():
                 continue
             try:
