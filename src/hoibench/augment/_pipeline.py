@@ -39,7 +39,7 @@ from hoibench._io import (
 )
 from hoibench.augment._chat_stages import ChatStages, derive_seed
 from hoibench.augment._config import AugmentConfig, ChatStageConfig
-from hoibench.augment._manifest import Manifest, manifest_name, read_manifests
+from hoibench.augment._manifest import Manifest, manifest_image_name, manifest_name, read_manifests
 from hoibench.augment._models import (
     Detection,
     Detector,
@@ -713,7 +713,7 @@ def collect_augmented(out_dir: str | os.PathLike[str], vocab: LabelSpace, *,
         row["filled"] += int(rec["target_instances"])
         ann = rec["annotation"]
         pairs = ann["pairs"]
-        name = rec["image"].split("/", 1)[1] if rec["event"] == "attempt" else rec["image"]
+        name = manifest_image_name(rec)  # a kept record always names its image
         b.add_image(name, ann["boxes"], ann["labels"], [p[0] for p in pairs], [p[1] for p in pairs],
                     [p[2] for p in pairs], width=int(rec["width"]), height=int(rec["height"]))
     ds = b.build(name=f"augmented:{out}")

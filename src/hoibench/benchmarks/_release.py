@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 #: the release this version of hoibench freezes; bump it whenever a build's bytes change
-RELEASE = "2026.1"
+RELEASE = "2026.2"
 MANIFEST_KIND = "hoibench_release_manifest"
 MANIFEST_RESOURCE = ("data", "release_manifest.json")
 QUESTIONS_FILE = "questions.jsonl"
