@@ -129,3 +129,14 @@ def test_tied_rankings_and_vcoco_actions_without_positives_are_explained(sg_dir)
     text = _section(build_report([ResultRecord.from_json(vc)]), "V-COCO role AP")
     assert (f"On v-coco-part, 1 of 26 actions ({vcoco_action_names()[0]}) have no positives in the ground "
             "truth: their AP is n/a and every mean leaves them out") in text
+
+
+def test_demo_console_summary_says_why_a_headline_is_zero(sg_dir, capsys):
+    """The demo's console table names each benchmark's headline and prints the report's reasons."""
+    from hoibench.cli.demo import _summary
+
+    sg = _gt(UNSEEN)
+    _summary([_result(sg, "seen-only", "prior", "my-sg", sg_dir)])
+    err = capsys.readouterr().err
+    assert "my-sg (unseen)" in err
+    assert "On my-sg, prior scores 0.00" in err and "unseen combinations have no train instance" in err

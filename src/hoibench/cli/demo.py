@@ -46,17 +46,22 @@ def _summary(results: list) -> None:
     from rich.table import Table
 
     from hoibench.evaluation import HICOMapResult, MCQResult
+    from hoibench.reports import map_reasons
 
     maps = [r for r in results if isinstance(r.result, HICOMapResult)]
     benches = list(dict.fromkeys(r.benchmark for r in maps))
-    table = Table(title="mAP (%)")
+    headline = {r.benchmark: r.result.headline for r in maps}
+    table = Table(title="mAP (%): each benchmark's headline")
     table.add_column("model")
     for b in benches:
-        table.add_column(b, justify="right")
+        table.add_column(b if headline[b] == "full" else f"{b} ({headline[b]})", justify="right")
     for m in dict.fromkeys(r.model for r in maps):
         vals = {r.benchmark: r.result.headline_map for r in maps if r.model == m}
-        table.add_row(m, *(f"{100 * vals[b]:.2f}" if b in vals else "–" for b in benches))
+        table.add_row(m, *(("n/a" if vals[b] != vals[b] else f"{100 * vals[b]:.2f}") if b in vals else "–"
+                           for b in benches))
     err_console.print(table)
+    for sentence in map_reasons(maps):  # why a striking value is what it is, as the report says
+        err_console.print(sentence, markup=False)
     mcq = [r for r in results if isinstance(r.result, MCQResult)]
     table = Table(title="multiple choice: exact match / macro-F1 (%)")
     table.add_column("model")

@@ -42,6 +42,7 @@ from hoibench.reports._qualitative import (
     find_image,
     mcq_qualitative_section,
 )
+from hoibench.reports._reasons import map_reasons
 from hoibench.reports._report import Report, ReportFiles, Section
 from hoibench.reports._standard import (
     TrainCounts,
@@ -87,6 +88,7 @@ __all__ = [
     "head_to_tail_recall_plot",
     "head_to_tail_table",
     "map_bars_figure",
+    "map_reasons",
     "map_table",
     "mcq_figures",
     "mcq_qualitative_section",
