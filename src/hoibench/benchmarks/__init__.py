@@ -13,6 +13,13 @@ from hoibench.benchmarks._distribution import (
     people_share_hoi,
     scene_composition,
 )
+from hoibench.benchmarks._published import (
+    PUBLISHED_BENCHMARKS,
+    PUBLISHED_METRICS,
+    PublishedRow,
+    load_published_results,
+    published_results,
+)
 from hoibench.benchmarks.balanced import (
     BalancedSet,
     BalancedSplit,
@@ -38,11 +45,14 @@ from hoibench.benchmarks.zeroshot import ZeroShotSplit, build_zero_shot_split
 
 __all__ = [
     "PRESETS",
+    "PUBLISHED_BENCHMARKS",
+    "PUBLISHED_METRICS",
     "AuditReport",
     "BalancedSet",
     "BalancedSplit",
     "BenchmarkBuild",
     "ClassDeficit",
+    "PublishedRow",
     "SGPreset",
     "SGSplit",
     "SceneComposition",
@@ -58,7 +68,9 @@ __all__ = [
     "hico_det_selection_counts",
     "image_people",
     "kl_divergence",
+    "load_published_results",
     "people_share_hoi",
+    "published_results",
     "scene_composition",
     "select_test_combinations",
     "sg_combinations",
