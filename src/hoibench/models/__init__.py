@@ -23,6 +23,7 @@ from hoibench.models._backend import (
 )
 from hoibench.models._cache import CachedBackend, ResponseCache, request_key
 from hoibench.models._detector import ObjectDetections, ObjectDetector, clip_box
+from hoibench.models._embedding import ClipEmbedder, DreamSimEmbedder, ImageEmbedder
 from hoibench.models._registry import BACKENDS, make_backend
 from hoibench.models._text import format_box, parse_yes_no
 
@@ -36,7 +37,10 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "ChatSession",
+    "ClipEmbedder",
+    "DreamSimEmbedder",
     "GenerationParams",
+    "ImageEmbedder",
     "ImagePart",
     "ObjectDetections",
     "ObjectDetector",

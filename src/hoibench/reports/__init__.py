@@ -15,6 +15,7 @@ from hoibench.reports._analysis_views import (
     sensitivity_figure,
     sensitivity_table,
 )
+from hoibench.reports._bright_supplement import embedding_tsne_figure, prompt_ablation_figure
 from hoibench.reports._figures import (
     Figure,
     binned_head_to_tail,
@@ -81,6 +82,7 @@ __all__ = [
     "class_counts_table",
     "class_distribution_figure",
     "detection_qualitative_section",
+    "embedding_tsne_figure",
     "find_image",
     "format_cell",
     "grouped_bars",
@@ -97,6 +99,7 @@ __all__ = [
     "mcq_vs_map_figure",
     "mcq_vs_map_table",
     "paired_difference_table",
+    "prompt_ablation_figure",
     "rank_distribution_figure",
     "rank_distribution_table",
     "ranking_shift_figure",

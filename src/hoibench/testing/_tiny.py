@@ -10,7 +10,7 @@ from typing import Any
 
 from hoibench._exceptions import MissingExtraError
 
-__all__ = ["save_tiny_detr", "save_tiny_owlv2", "tiny_sdxl_pipeline"]
+__all__ = ["save_tiny_clip", "save_tiny_detr", "save_tiny_owlv2", "tiny_sdxl_pipeline"]
 
 
 def _byte_alphabet() -> list[str]:
@@ -152,4 +152,28 @@ def save_tiny_detr(folder: str | Path, *, seed: int = 0,
             last.bias.copy_(torch.logit(torch.tensor(person_box, dtype=torch.float32)))
     model.save_pretrained(folder)
     DetrImageProcessor(size={"shortest_edge": 32, "longest_edge": 64}).save_pretrained(folder)
+    return folder
+
+
+def save_tiny_clip(folder: str | Path, *, seed: int = 0) -> Path:
+    """Write a tiny random CLIP (two 2-layer towers of width 32, 32×32 images, projection 16) and
+    its image processor to ``folder``: the :class:`hoibench.models.ClipEmbedder` code path without
+    a download. Returns ``folder``."""
+    try:
+        import torch
+        from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
+    except ImportError as exc:
+        raise MissingExtraError(exc.name or "transformers", "transformers", "the tiny CLIP") from None
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(seed)
+    cfg = CLIPConfig(
+        text_config={"vocab_size": 1000, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
+                     "num_attention_heads": 4, "max_position_embeddings": 77, "bos_token_id": 1,
+                     "eos_token_id": 2, "pad_token_id": 2},
+        vision_config={"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
+                       "num_attention_heads": 4, "image_size": 32, "patch_size": 8},
+        projection_dim=16)
+    CLIPModel(cfg).eval().save_pretrained(folder)
+    CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(folder)
     return folder
