@@ -112,11 +112,16 @@ def class_ap(results: tuple[str, ...], classes_file: str | None, reference: str 
 @click.option("--bootstrap", "n_resamples", type=int, default=0, show_default=True,
               help="Class-bootstrap replicates for rank stability (0: off).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--zero-shot", "zero_shot", multiple=True, metavar="BENCHMARK",
+              help="Add Table 3's zero-shot column of this benchmark: each model's unseen mAP there "
+                   "(results of eval hico --classes rf-uc or zero-shot:DIR); repeat, e.g. for RF-UC "
+                   "and the B-RIGHT zero-shot set.")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write ranking-shift.{md,csv} (and rank-stability-*.{md,csv}) here.")
 def ranking(results: tuple[str, ...], reference: str, other: str, metric: str | None, n_resamples: int,
-            seed: int, out_dir: str | None) -> None:
-    """Ranking shift of models between two benchmarks (Table 3), optional rank stability."""
+            seed: int, zero_shot: tuple[str, ...], out_dir: str | None) -> None:
+    """Ranking shift of models between two benchmarks (Table 3, with its zero-shot columns),
+    optional rank stability."""
     from hoibench._exceptions import ConfigError
     from hoibench._io import slug
     from hoibench.analysis import (
@@ -150,9 +155,10 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str | 
             raise ConfigError(f"{r.source}: a second result for {r.model} on {r.benchmark}")
         scores[r.benchmark][r.model] = value
     rows = ranking_shift(scores[reference], scores[other])
-    table = ranking_shift_table(rows, reference=reference, other=other)
+    zs = _zero_shot_columns(zero_shot, rs, [r.model for r in rows])
+    table = ranking_shift_table(rows, reference=reference, other=other, zero_shot=zs)
     tau = kendall_tau([r.map_reference for r in rows], [r.map_other for r in rows])
-    console.print(ranking_shift_markdown(rows, reference=reference, other=other), markup=False)
+    console.print(ranking_shift_markdown(rows, reference=reference, other=other, zero_shot=zs), markup=False)
     console.print("Kendall tau between the rankings: "
                   + ("n/a (every model ties on one benchmark)" if tau != tau else f"{tau:.3f}"))
     tables = [table]
@@ -177,6 +183,36 @@ def ranking(results: tuple[str, ...], reference: str, other: str, metric: str | 
                   for r in rs if r.benchmark in scores and r.result.per_class_ap is not None}
         figures.append(ranking_shift_figure(rows, reference=reference, other=other, spread=spread))
     _write(out_dir, tables, figures)
+
+
+def _zero_shot_columns(benchmarks: tuple[str, ...], results: list[Any], ranked: list[str],
+                       ) -> dict[str, dict[str, float]]:
+    """Table 3's zero-shot columns: benchmark -> model -> unseen mAP (fraction). A result there
+    without an unseen mAP (scored without ``--classes rf-uc`` / ``zero-shot:DIR``) is one error
+    line; models outside the ranking are named, not silently dropped."""
+    from hoibench._exceptions import ConfigError
+
+    cols: dict[str, dict[str, float]] = {}
+    for name in benchmarks:
+        bench = _benchmark("--zero-shot", name, results)
+        if bench in cols:
+            raise ConfigError(f"--zero-shot {name!r} given twice")
+        col = cols[bench] = {}
+        for r in results:
+            if r.benchmark != bench:
+                continue
+            if "unseen" not in r.result.subsets:
+                raise ConfigError(f"{r.source}: --zero-shot {bench}: no unseen mAP in this result (score it "
+                                  f"with eval hico --classes rf-uc, or --classes zero-shot:DIR for the B-RIGHT "
+                                  f"zero-shot set)")
+            if r.model in col:
+                raise ConfigError(f"{r.source}: a second result for {r.model} on {bench}")
+            col[r.model] = r.result.mean_ap("unseen")
+        extra = sorted(set(col) - set(ranked))
+        if extra:
+            console.print(f"zero-shot {bench}: not in the ranking (no result on both ranked benchmarks), "
+                          f"left out: {', '.join(extra)}")
+    return cols
 
 
 @analyze.command("sensitivity")

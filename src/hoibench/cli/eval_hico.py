@@ -42,7 +42,8 @@ __all__ = ["hico"]
 @click.option("--image-labels", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Image-level labels for --known-object: HICO's anno.mat or JSON {file: [objects]}.")
 @click.option("--classes", "classes_spec", default=None, metavar="SPEC",
-              help="Also report a class subset: rare, non-rare, unseen:SPLIT_DIR, rf-uc, nf-uc, uo, "
+              help="Also report a class subset: rare, non-rare, unseen:SPLIT_DIR, zero-shot:BALANCED_DIR "
+                   "(B-RIGHT's zero-shot classes; score its test_zero_shot_hico.json), rf-uc, nf-uc, uo, "
                    "uv, or a file of 0-based HOI ids (JSON list, one per line, or a balanced classes.json).")
 @click.option("--lenient", is_flag=True,
               help="Drop bad detections (NaN or inverted boxes, unknown images or classes) and count them.")

@@ -11,7 +11,13 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import read_json
-from hoibench.formats import COMBINATIONS_FILE, read_class_list, unseen_hoi_classes
+from hoibench.formats import (
+    COMBINATIONS_FILE,
+    balanced_zero_shot_dir,
+    read_balanced_zero_shot,
+    read_class_list,
+    unseen_hoi_classes,
+)
 from hoibench.vocab import ZERO_SHOT_ALIASES, hico_det
 
 __all__ = ["hico_class_subsets", "is_zero_shot_setting", "zero_shot_classes"]
@@ -28,13 +34,17 @@ def zero_shot_classes(spec: str, *, vocab: Any = None) -> np.ndarray:
     """The unseen (0-based, sorted) HOI classes of a zero-shot protocol.
 
     ``spec`` is a setting (``rf-uc`` / ``nf-uc`` / ``uo`` / ``uv``, their long names, or
-    ``zero-shot:NAME``: the lists of YueLiao/gen-vlkt, ``hoibench.vocab``), a split folder or its
+    ``zero-shot:NAME``: the lists of YueLiao/gen-vlkt, ``hoibench.vocab``), ``zero-shot:DIR`` (the
+    zero-shot classes of a ``split balanced --zero-shot`` folder), a split folder or its
     ``test_combinations.json`` (the unseen classes it lists), or a class-list file of 0-based ids
     (:func:`hoibench.formats.read_class_list`). A balanced ``classes.json`` is refused: it lists
     the classes B-RIGHT *trains* on, not unseen ones.
     """
     vocab = vocab or hico_det()
     key = spec.strip()
+    folder = balanced_zero_shot_dir(key)
+    if folder is not None:
+        return read_balanced_zero_shot(folder, n_classes=vocab.n_hois)[0]
     if is_zero_shot_setting(key):
         low = key.lower()
         return vocab.zero_shot_unseen(low.split(":", 1)[1] if ":" in low else low)
@@ -57,7 +67,9 @@ def hico_class_subsets(spec: str, *, vocab: Any = None) -> tuple[dict[str, np.nd
 
     ``rare`` / ``non-rare``; ``unseen:SPLIT_DIR`` (an SG split directory: its unseen classes and
     the other, seen, ones); a zero-shot setting ``rf-uc`` / ``nf-uc`` / ``uo`` / ``uv`` (or
-    ``zero-shot:NAME``; reported as unseen and seen, as those papers do); or a file with
+    ``zero-shot:NAME``; reported as unseen and seen, as those papers do); ``zero-shot:DIR`` (B-RIGHT's
+    balanced zero-shot protocol: the zero-shot classes of a ``split balanced --zero-shot`` folder as
+    unseen, its balanced classes, the ones trained on, as seen); or a file with
     0-based HOI ids (see :func:`hoibench.formats.read_class_list`: a JSON list, a balanced
     ``classes.json`` or one id per line, e.g. B-RIGHT's 351 classes) -> ``selected``.
     """
@@ -73,6 +85,10 @@ def hico_class_subsets(spec: str, *, vocab: Any = None) -> tuple[dict[str, np.nd
         nr = np.setdiff1d(everything, rare)
         return {"non_rare": nr}, nr
     unseen = None
+    folder = balanced_zero_shot_dir(key)
+    if folder is not None:
+        unseen, trained = read_balanced_zero_shot(folder, n_classes=vocab.n_hois)
+        return {"unseen": unseen, "seen": trained}, unseen
     if low.startswith("unseen:"):
         unseen = np.asarray(unseen_hoi_classes(key.split(":", 1)[1]), dtype=np.int64)
     elif is_zero_shot_setting(low):
@@ -81,7 +97,7 @@ def hico_class_subsets(spec: str, *, vocab: Any = None) -> tuple[dict[str, np.nd
         return {"unseen": unseen, "seen": np.setdiff1d(everything, unseen)}, unseen
     path = Path(key)
     if not path.exists():
-        raise ConfigError(f"--classes must be rare, non-rare, unseen:SPLIT_DIR, one of "
+        raise ConfigError(f"--classes must be rare, non-rare, unseen:SPLIT_DIR, zero-shot:BALANCED_DIR, one of "
                           f"{sorted(ZERO_SHOT_ALIASES)} or an existing list file; got {spec!r}")
 
     sel = read_class_list(path, n_classes=vocab.n_hois)

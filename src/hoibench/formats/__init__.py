@@ -19,7 +19,12 @@ from hoibench.formats._registry import (
     read_dataset_and_format,
     write_dataset,
 )
-from hoibench.formats.class_lists import read_class_list
+from hoibench.formats.class_lists import (
+    BALANCED_CLASSES_FILE,
+    balanced_zero_shot_dir,
+    read_balanced_zero_shot,
+    read_class_list,
+)
 from hoibench.formats.crosshoi import read_crosshoi
 from hoibench.formats.hake import read_hake
 from hoibench.formats.hico_mat import read_hico_mat
@@ -65,6 +70,7 @@ from hoibench.formats.vcoco_predictions import (
 )
 
 __all__ = [
+    "BALANCED_CLASSES_FILE",
     "COMBINATIONS_FILE",
     "FORMATS",
     "PREDICTION_FORMATS",
@@ -76,6 +82,7 @@ __all__ = [
     "LoadedPredictions",
     "QuestionSet",
     "VCOCODetectionsFile",
+    "balanced_zero_shot_dir",
     "box_convention_groups",
     "box_conventions",
     "combinations_record",
@@ -85,6 +92,7 @@ __all__ = [
     "load_predictions",
     "predictions_from_qpic",
     "read_answers",
+    "read_balanced_zero_shot",
     "read_class_list",
     "read_crosshoi",
     "read_dataset",

@@ -78,29 +78,52 @@ def class_ap_boxplot_figure(results: Sequence[Any], *, classes: Sequence[int] | 
 
 
 def ranking_shift_markdown(rows: Sequence[RankShift], *, reference: str, other: str,
-                           decimals: int = 2) -> str:
-    """Table 3 in Markdown: ``| model | mAP | rank | mAP | rank (arrow) |`` (mAP in percent)."""
-    lines = [f"| Model | {reference} mAP | {reference} rank | {other} mAP | {other} rank |",
-             "| --- | ---: | ---: | ---: | ---: |"]
+                           decimals: int = 2, zero_shot: Mapping[str, Mapping[str, float]] | None = None) -> str:
+    """Table 3 in Markdown: ``| model | mAP | rank | mAP | rank (arrow) |`` (mAP in percent).
+
+    ``zero_shot``: Table 3's zero-shot columns, benchmark -> model -> unseen mAP (fraction); a
+    model without a score there shows ``–``, as in the paper.
+    """
+    zs = dict(zero_shot or {})
+    lines = [f"| Model | {reference} mAP | {reference} rank | {other} mAP | {other} rank |"
+             + "".join(f" {b} zero-shot (unseen) mAP |" for b in zs),
+             "| --- | ---: | ---: | ---: | ---: |" + " ---: |" * len(zs)]
     for r in rows:
         arrow = f" ({r.arrow})" if r.shift or r.tie_only else ""
         lines.append(f"| {r.model} | {100 * r.map_reference:.{decimals}f} | {r.rank_reference} | "
-                     f"{100 * r.map_other:.{decimals}f} | {r.rank_other}{arrow} |")
+                     f"{100 * r.map_other:.{decimals}f} | {r.rank_other}{arrow} |"
+                     + "".join(f" {_zero_shot_cell(col.get(r.model), decimals)} |" for col in zs.values()))
     return "\n".join(lines) + "\n"
 
 
+def _zero_shot_cell(value: float | None, decimals: int) -> str:
+    """A zero-shot mAP (fraction) in percent; ``–`` where the model has none, ``n/a`` where undefined."""
+    if value is None:
+        return "–"
+    return "n/a" if value != value else f"{100 * value:.{decimals}f}"
+
+
 def ranking_shift_table(rows: Sequence[RankShift], *, reference: str, other: str,
-                        name: str = "ranking-shift") -> Table:
+                        name: str = "ranking-shift", zero_shot: Mapping[str, Mapping[str, float]] | None = None,
+                        ) -> Table:
     """B-RIGHT Table 3 as a :class:`~hoibench.reports.Table` (for CSV/JSON output and reports;
-    mAP in percent)."""
+    mAP in percent); ``zero_shot`` adds its zero-shot columns (as :func:`ranking_shift_markdown`;
+    empty where a model has no score)."""
+    zs = dict(zero_shot or {})
+
+    def pct(v: float | None) -> float | None:
+        return None if v is None else 100 * v
+
     return Table(name, f"Ranking shift: {reference} → {other}",
                  ("model", f"map_{reference}", f"rank_{reference}", f"map_{other}", f"rank_{other}",
-                  "shift", "arrow"),
+                  "shift", "arrow", *(f"map_zero_shot_unseen_{b}" for b in zs)),
                  tuple((r.model, 100 * r.map_reference, r.rank_reference, 100 * r.map_other, r.rank_other,
-                        r.shift, r.arrow) for r in rows),
+                        r.shift, r.arrow, *(pct(col.get(r.model)) for col in zs.values())) for r in rows),
                  caption=f"Rank 1 = highest mAP; shift > 0 (↑): the model ranks higher on {other}; "
                          "'=': the ranks differ only because models tie (equal mAP), which is no "
-                         "change (shift 0).")
+                         "change (shift 0)."
+                         + (" Zero-shot columns: the mean AP over each benchmark's unseen classes "
+                            "(results scored with --classes rf-uc or zero-shot:DIR)." if zs else ""))
 
 
 def ranking_shift_figure(rows: Sequence[RankShift], *, reference: str, other: str,

@@ -13,6 +13,7 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError
 from hoibench.evaluation import HICOMapCI, HICOMapResult, MCQResult, position_sensitivity
+from hoibench.formats import balanced_zero_shot_dir
 from hoibench.results._record import ResultRecord
 
 __all__ = ["hico_headline", "hico_map_record", "mcq_record"]
@@ -21,15 +22,16 @@ __all__ = ["hico_headline", "hico_map_record", "mcq_record"]
 def hico_headline(classes_spec: str | None, subsets: Mapping[str, Any]) -> str:
     """The main number of a benchmark evaluated with ``--classes classes_spec``.
 
-    ``selected`` for a class-list file (e.g. a balanced split's classes) and ``unseen`` for an SG
-    split directory (``unseen:DIR``): their test sets hold only those classes. Everything else
+    ``selected`` for a class-list file (e.g. a balanced split's classes), ``unseen`` for an SG
+    split directory (``unseen:DIR``) and for B-RIGHT's balanced zero-shot set (``zero-shot:DIR``):
+    their test sets hold only those classes. Everything else
     (no spec, ``rare``, a zero-shot setting, reported next to the full mAP) keeps ``full``.
     """
     if not classes_spec:
         return "full"
     if "selected" in subsets:
         return "selected"
-    if classes_spec.strip().lower().startswith("unseen:"):
+    if classes_spec.strip().lower().startswith("unseen:") or balanced_zero_shot_dir(classes_spec) is not None:
         return "unseen"
     return "full"
 
