@@ -538,31 +538,69 @@ def score(questions_path: str, answers_paths: tuple[str, ...], answers_format: s
 @click.command("from-detections")
 @click.option("--questions", "questions_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--predictions", "predictions_path", required=True, type=click.Path(dir_okay=False),
-              help="Detector output (hoibench, generic or qpic JSON).")
+              help="Detector output: hoibench, generic or qpic JSON, or a released CrossHOI-Bench "
+                   "HOI-method file ({image: {h_boxes, o_boxes, ho_scores, ao_names}}).")
+@click.option("--rule", type=click.Choice(["released", "paper"]), default="released", show_default=True,
+              help="released: the released script's (the published numbers); paper: the paper's text "
+                   "(k distinct classes). See docs/mcq.md.")
 @click.option("--setting", type=click.IntRange(1, 3), default=None, help="Override the questions' setting.")
-@click.option("--top-k", type=int, default=5, show_default=True, help="Distinct HOI classes taken per question.")
+@click.option("--top-k", type=int, default=5, show_default=True,
+              help="released: the image's k-th best score is the threshold; paper: distinct classes taken.")
 @click.option("--iou", "iou_threshold", type=float, default=0.5, show_default=True,
               help="Target person match threshold (settings 2-3).")
-@click.option("--strict-iou", is_flag=True, help="Match with IoU > threshold (the reference code) instead of >=.")
+@click.option("--strict-iou", is_flag=True,
+              help="paper rule: match with IoU > threshold instead of >= (the released rule always uses >).")
+@click.option("--box-shift", type=float, default=0.0, show_default=True,
+              help="Released HOI-method files: pixels added to every box after the documented frame.")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Answers JSONL.")
-def from_detections(questions_path: str, predictions_path: str, setting: int | None, top_k: int,
-                    iou_threshold: float, strict_iou: bool, out_path: str) -> None:
+def from_detections(questions_path: str, predictions_path: str, rule: str, setting: int | None, top_k: int,
+                    iou_threshold: float, strict_iou: bool, box_shift: float, out_path: str) -> None:
     """Turn an HOI detector's scored triplets into answers by top-k matching."""
-    from hoibench.benchmarks.mcq import answers_from_detections
+    from hoibench._io import file_id, read_json
+    from hoibench.benchmarks.mcq import (
+        answers_from_detections,
+        answers_released_rule,
+        text_detections,
+    )
     from hoibench.formats import read_questions, write_answers
+    from hoibench.formats.crosshoi_predictions import (
+        is_released_hoi_file,
+        looks_like_released_hoi,
+        read_released_hoi,
+    )
     from hoibench.formats.predictions import read_predictions
 
     qs = list(read_questions(questions_path, setting=setting))
-    preds = read_predictions(predictions_path)
-    answers = answers_from_detections(qs, preds, top_k=top_k, iou_threshold=iou_threshold, strict=strict_iou)
-    from hoibench._io import file_id
+    if is_released_hoi_file(predictions_path) and looks_like_released_hoi(data := read_json(predictions_path)):
+        if rule == "paper":
+            raise click.UsageError("--rule paper ranks classes of a label space; a released HOI-method file "
+                                   "names its triplets by text: use --rule released")
+        datasets = {q.meta.get("dataset", q.label_space) for q in qs}
+        if len(datasets) != 1:
+            raise click.UsageError(f"{questions_path}: questions of several datasets {sorted(datasets)}")
+        detections = read_released_hoi(predictions_path, dataset=datasets.pop(), box_shift=box_shift, data=data)
+        answers = answers_released_rule(qs, detections, top_k=top_k, iou_threshold=iou_threshold,
+                                        name=Path(predictions_path).name)
+    else:
+        if box_shift:
+            raise click.UsageError("--box-shift applies to released HOI-method files only")
+        preds = read_predictions(predictions_path)
+        if rule == "released":
+            answers = answers_released_rule(qs, text_detections(preds), top_k=top_k, iou_threshold=iou_threshold,
+                                            name=preds.name)
+        else:
+            answers = answers_from_detections(qs, preds, top_k=top_k, iou_threshold=iou_threshold,
+                                              strict=strict_iou)
 
     # every question of the file is answered (setting: null), in the setting --setting gives them
     header = {"kind": "mcq_answers", "source": "detections", "predictions": str(predictions_path),
-              "questions": file_id(questions_path), "top_k": top_k, "iou_threshold": iou_threshold,
-              "strict_iou": strict_iou, "setting": None, "setting_override": setting}
+              "questions": file_id(questions_path), "rule": rule, "top_k": top_k,
+              "iou_threshold": iou_threshold, "strict_iou": strict_iou if rule == "paper" else None,
+              "box_shift": box_shift, "setting": None, "setting_override": setting}
     write_answers(out_path, answers, header=header)
     n_nomatch = sum(a.status == "no_person_match" for a in answers)
     n_empty = sum(not a.selected for a in answers)
-    console.print(f"{len(answers)} answers → {out_path} ({n_empty} empty, {n_nomatch} without a person match)")
+    n_repeats = sum(a.picks is not None for a in answers)
+    console.print(f"{len(answers)} answers ({rule} rule) → {out_path} ({n_empty} empty, {n_nomatch} without "
+                  f"a person match, {n_repeats} picking a text more than once)")
 

@@ -10,7 +10,12 @@ from hoibench.benchmarks.mcq._builder import (
     temporal_partners,
     time_sensitive_classes,
 )
-from hoibench.benchmarks.mcq._detections import answers_from_detections
+from hoibench.benchmarks.mcq._detections import (
+    DETECTION_RULES,
+    answers_from_detections,
+    answers_released_rule,
+    text_detections,
+)
 from hoibench.benchmarks.mcq._judges import JudgeTemplate, NegativeFilter, load_judge_template
 from hoibench.benchmarks.mcq._stats import (
     PAPER_REFERENCE,
@@ -23,11 +28,13 @@ from hoibench.benchmarks.mcq._stats import (
 )
 
 __all__ = [
+    "DETECTION_RULES",
     "PAPER_REFERENCE",
     "JudgeTemplate",
     "MCQBuild",
     "NegativeFilter",
     "answers_from_detections",
+    "answers_released_rule",
     "build_mcq_benchmark",
     "build_mcq_training_set",
     "class_counts",
@@ -39,5 +46,6 @@ __all__ = [
     "question_statistics",
     "similar_verbs",
     "temporal_partners",
+    "text_detections",
     "time_sensitive_classes",
 ]
