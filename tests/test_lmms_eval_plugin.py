@@ -147,14 +147,15 @@ def test_lmms_eval_reports_what_mcq_score_reports(tmp_path, capsys):
     qs, images = _bench(tmp_path)
     path = _export(tmp_path, capsys)
     _, scores = _mcq_run_and_scores(tmp_path, images, capsys)
-    env = {**os.environ, "HOIBENCH_MCQ_IMAGES": str(images), "OPENAI_API_KEY": "x",
-           "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    # no PYTHONPATH: lmms-eval imports hoibench.tasks.lmms as the documented venv installs it
+    env = {**os.environ, "HOIBENCH_MCQ_IMAGES": str(images), "OPENAI_API_KEY": "x"}
     env.pop("LMMS_EVAL_PLUGINS", None)
+    env.pop("PYTHONPATH", None)
     with FakeChatServer(_reply) as server:
         r = subprocess.run([sys.executable, "-m", "lmms_eval", "--model", "openai", "--model_args",
                             f"model=fake,base_url={server.url}", "--tasks", "hoibench_mcq_qwen25",
                             "--include_path", str(TASKS_DIR), "--output_path", str(tmp_path / "out"),
-                            "--batch_size", "1"], cwd=path.parent, env=env, capture_output=True, text=True,
+                            "--batch_size", "1", "--log_samples"], cwd=path.parent, env=env, capture_output=True, text=True,
                            timeout=600)
         assert r.returncode == 0, r.stderr[-3000:]
         assert server.count == len(qs)
