@@ -185,27 +185,45 @@ def audit(train: str, test: str, as_json: str | None, limit: int) -> None:
 @click.option("--no-original", is_flag=True, help="Skip the rows of the bundled original datasets.")
 def stats(split_dirs: tuple[str, ...], as_json: str | None, no_original: bool) -> None:
     """The paper's Table 1 (original datasets, the paper's SG rows, the released test files)
-    next to the SPLIT_DIRS built by ``hoibench split sg``, as a Markdown table."""
+    next to the SPLIT_DIRS built by ``hoibench split sg``, as a Markdown table; then section 6.1:
+    the HICO-DET-SG train data relative to V-COCO-SG's (images, HOIs, combinations), the paper's
+    stated ratios beside those of its Table 1, the bundled originals and the SPLIT_DIRS."""
     from hoibench.benchmarks.sg import (
         PAPER_TABLE1,
         RELEASED_TEST_COUNTS,
         paper_row,
+        section61_markdown,
+        section61_ratios,
         split_table1,
         table1_markdown,
     )
 
     rows: list[tuple[str, dict[str, dict[str, int]]]] = []
+    ratios: list[tuple[str, dict[str, float]]] = []
+    for k in (1, 2, 3):
+        ratios.append((f"paper Table 1, split {k}", section61_ratios(paper_row(f"hico-det-sg{k}"),
+                                                                   paper_row(f"v-coco-sg{k}"))))
+    ratios.append(("paper Table 1, sum of splits 1-3", section61_ratios(
+        *(_summed([paper_row(f"{d}{k}") for k in (1, 2, 3)]) for d in ("hico-det-sg", "v-coco-sg")))))
+    ratios.append(("paper Table 1, original HICO-DET / V-COCO",
+                   section61_ratios(paper_row("hico-det"), paper_row("v-coco"))))
     if not no_original:
         from hoibench.datasets import BUNDLED, load_dataset
 
+        originals = {}
         for name in BUNDLED:
             train_split, test_split = list(BUNDLED[name])
             tr, te = load_dataset(name, train_split), load_dataset(name, test_split)
-            rows.append((f"original {name} (bundled)", split_table1(tr, te)))
+            originals[name] = split_table1(tr, te)
+            rows.append((f"original {name} (bundled)", originals[name]))
+        if {"hico-det", "v-coco"} <= set(originals):
+            ratios.append(("bundled original HICO-DET / V-COCO (measured)",
+                           section61_ratios(originals["hico-det"], originals["v-coco"])))
     for name in PAPER_TABLE1:
         rows.append((f"{name} (paper)", paper_row(name)))
     for name, c in RELEASED_TEST_COUNTS.items():
         rows.append((f"{name} (released test file)", {k: {"test": v} for k, v in c.items()}))
+    built: dict[str, list[tuple[str, dict[str, dict[str, int]]]]] = {"hico-det": [], "v-coco": []}
     for d in split_dirs:
         path = Path(d) / "stats.json"
         check_folder(d)
@@ -213,6 +231,21 @@ def stats(split_dirs: tuple[str, ...], as_json: str | None, no_original: bool) -
         if not isinstance(data, dict) or "table1" not in data:
             raise FormatError("not an SG stats.json (needs 'table1')", file=path)
         rows.append((f"{data.get('name', d)} ({d}, {data.get('policy', '?')})", data["table1"]))
+        space = data.get("label_space")
+        if space in built:
+            built[space].append((d, data["table1"]))
+    for (hd, ht), (vd, vt) in zip(built["hico-det"], built["v-coco"]):
+        ratios.append((f"{hd} / {vd} (measured)", section61_ratios(ht, vt)))
     if emit_json([{"split": label, **row} for label, row in rows], as_json):
         return
     click.echo(table1_markdown(rows))
+    click.echo("\nSection 6.1: the HICO-DET-SG train data relative to V-COCO-SG's (ratios of train counts)\n")
+    click.echo(section61_markdown(ratios))
+    if len(built["hico-det"]) != len(built["v-coco"]):
+        click.echo(f"(split folders paired in the order given: {len(built['hico-det'])} HICO-DET and "
+                   f"{len(built['v-coco'])} V-COCO; the unpaired ones have no section 6.1 row)")
+
+
+def _summed(rows: list[dict[str, dict[str, int]]]) -> dict[str, dict[str, int]]:
+    """Table 1 rows added up (the pooled ratio of several splits)."""
+    return {k: {s: sum(r[k][s] for r in rows) for s in ("train", "test")} for k in rows[0]}

@@ -40,14 +40,18 @@ from hoibench.benchmarks.sg._presets import PRESETS, SGPreset, get_preset, load_
 from hoibench.benchmarks.sg._select import select_test_combinations, sg_combinations, verify_split
 from hoibench.benchmarks.sg._split import SGSplit
 from hoibench.benchmarks.sg._table1 import (
+    PAPER_SECTION61,
     PAPER_TABLE1,
     RELEASED_TEST_COUNTS,
     paper_row,
+    section61_markdown,
+    section61_ratios,
     split_table1,
     table1_markdown,
 )
 
 __all__ = [
+    "PAPER_SECTION61",
     "PAPER_TABLE1",
     "PRESETS",
     "RELEASED_TEST_COUNTS",
@@ -65,6 +69,8 @@ __all__ = [
     "load_released_removals",
     "load_union",
     "paper_row",
+    "section61_markdown",
+    "section61_ratios",
     "select_test_combinations",
     "sg_combinations",
     "split_table1",
