@@ -245,7 +245,8 @@ def test_packaged_dry_run_config(tmp_path: Path) -> None:
     cfg = load_config("dry-run")
     assert (cfg.generator.kind, cfg.generator.width, cfg.generator.height) == ("tiny", 64, 64)
     assert cfg.detector.kind == "fake" and {cfg.describe_vlm.kind, cfg.region_vlm.kind, cfg.llm.kind} == {"constant"}
-    with pytest.raises(ConfigError, match=r"dry-rn: neither a config file nor one of the packaged configs \['dry-run'\]"):
+    with pytest.raises(ConfigError, match=r"dry-rn: neither a config file nor one of the packaged configs "
+                       r"\['ablation-basic', 'ablation-description', 'dry-run'\]"):
         load_config("dry-rn")
     (tmp_path / "dry-run").write_text("seed: 3\n")  # a file of that name is the file
     assert load_config(tmp_path / "dry-run").seed == 3

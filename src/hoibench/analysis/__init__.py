@@ -21,6 +21,7 @@ from hoibench.analysis._bright_supplement import (
     embedding_tsne,
     folder_images,
     prompt_ablation,
+    run_prompt_kind,
     sample_paths,
 )
 from hoibench.analysis._class_ap import (
@@ -119,6 +120,7 @@ __all__ = [
     "question_scene_types",
     "rank_stability",
     "ranking_shift",
+    "run_prompt_kind",
     "sample_paths",
     "sensitivity_from_matches",
     "sg_split_tables",

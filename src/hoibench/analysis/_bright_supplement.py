@@ -35,6 +35,7 @@ __all__ = [
     "embedding_tsne",
     "folder_images",
     "prompt_ablation",
+    "run_prompt_kind",
     "sample_paths",
 ]
 
@@ -75,6 +76,18 @@ def augment_run_images(run_dir: str | os.PathLike[str], *, kept_only: bool = Fal
                              str(rec.get("status", "")))
     images = [last[k] for k in sorted(last)]
     return [im for im in images if im.status == "kept"] if kept_only else images
+
+
+def run_prompt_kind(run_dir: str | os.PathLike[str]) -> str:
+    """How a run's prompts were made, from its ``describe`` records: ``"basic prompt"`` (no
+    reference image described), ``"description prompt"`` (every prompt from a described real
+    image), ``"mixed prompts"`` or ``"no prompts"`` (a filter run)."""
+    kinds = {rec.get("prompt_from") for rec in read_manifests(run_dir) if rec["event"] == "describe"}
+    if not kinds:
+        return "no prompts"
+    if kinds == {"basic"}:
+        return "basic prompt"
+    return "description prompt" if kinds == {"reference"} else "mixed prompts"
 
 
 def folder_images(folder: str | os.PathLike[str]) -> list[Path]:

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from hoibench.cli._common import confidence_interval_options, console, err_console
+from hoibench.cli.analyze_bright import embeddings_cmd, prompt_ablation_cmd
 
 __all__ = ["analyze"]
 
@@ -598,3 +599,8 @@ def head_to_tail(questions_path: str, answers_path: str, train_path: str, bins: 
     figures = [head_to_tail_figure(h2t, name="head-to-tail-train-questions",
                                    title="Recall by frequency in the training questions")] if out_dir else []
     _write(out_dir, [table], figures)
+
+
+# B-RIGHT supplementary Figures S2 and S3 (their own module: they load image models)
+analyze.add_command(embeddings_cmd)
+analyze.add_command(prompt_ablation_cmd)

@@ -77,7 +77,8 @@ def _on_device(cfg: object, device: str | None) -> object:
               "(default: the config's).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
               help="YAML config (models, prompts, seed), or the name of a packaged one: 'dry-run' "
-                   "(tiny random models, a minute on a CPU); see docs/augment.md.")
+                   "(tiny random models, a minute on a CPU), 'ablation-basic' and "
+                   "'ablation-description' (B-RIGHT Figure S2); see docs/augment.md.")
 @click.option("--shard", default=None, help="'I/N' to run shard I of N by hand; default: "
               "accelerate's process index when started with 'accelerate launch'.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
