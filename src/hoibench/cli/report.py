@@ -28,9 +28,12 @@ __all__ = ["report"]
               help="The train split of a benchmark (repeatable), for its class-AP head-to-tail figure: "
                    "e.g. 'B-RIGHT=b-right/trainval_hico.json'. HICO-DET's official split is used for "
                    "HICO-DET without it; other benchmarks get no head-to-tail figure without it.")
+@click.option("--published", is_flag=True,
+              help="Place the papers' published results beside yours wherever benchmark, metric, class "
+                   "set and setting/protocol are the same, and say where they are not (docs/evaluation.md).")
 @paper_input_options
 def report(results: tuple[Path, ...], out_dir: Path, title: str, reference: str | None,
-           n_bins: int, train_specs: tuple[str, ...], **paper: Any) -> None:
+           n_bins: int, train_specs: tuple[str, ...], published: bool, **paper: Any) -> None:
     """Build a report from RESULTS files or folders (several models, several benchmarks).
 
     A folder stands for every ``*.json`` file below it, nested folders included (``hoibench
@@ -66,7 +69,7 @@ def report(results: tuple[Path, ...], out_dir: Path, title: str, reference: str 
                                                   f"the train split {where.strip()}")
     rep = build_report(loaded, title=title, reference_benchmark=reference, n_bins=n_bins,
                        train_counts=train_counts or None, meta={"results": [str(p) for p in results]},
-                       paper_inputs=load_paper_inputs(paper))
+                       paper_inputs=load_paper_inputs(paper), published=published)
     files = rep.write(out_dir)
     console.print(f"{len(rep.tables)} tables, {len(rep.figures)} figures from {len(loaded)} results")
     click.echo(str(files.html))

@@ -40,6 +40,7 @@ from hoibench.reports._figures import (
     vcoco_ap_figure,
 )
 from hoibench.reports._paper_figures import PaperInputs, add_paper_sections
+from hoibench.reports._published import compare_published, comparison_table, published_tables
 from hoibench.reports._reasons import (
     HICO_FIRST,
     defined_split,
@@ -471,6 +472,7 @@ def build_report(
     n_bins: int = 10,
     train_counts: np.ndarray | Mapping[str, TrainCounts | np.ndarray] | None = None,
     paper_inputs: PaperInputs | None = None,
+    published: bool = False,
 ) -> Report:
     """A report with every section the given results allow.
 
@@ -494,6 +496,10 @@ def build_report(
     paper_inputs:
         Inputs of the papers' sections that are not result files (scene types, class counts,
         augmentation counts, qualitative pages); SG Tables 3/4 and Figure 1b need only ``records``.
+    published:
+        Place the papers' published rows beside comparable results in every table and figure,
+        and add a section with the comparison, one line per result that has no comparable row,
+        and every published table (``hoibench report --published``).
     """
     if not records and not stats_tables and paper_inputs is None:
         raise ValidationError("a report needs at least one result")
@@ -503,6 +509,9 @@ def build_report(
             raise ValidationError(f"{r.source or r.model}: {r.kind} results have no report section "
                                   "(hoi_matches: see hoibench analyze sensitivity)")
     _check_one_ground_truth(records)
+    comparison = compare_published(records) if published else None
+    if comparison is not None:
+        records = [*records, *comparison.records]
     report = Report(title=title, intro=intro, meta=meta)
     maps = [r for r in records if isinstance(r.result, HICOMapResult)]
     vcocos = [r for r in records if isinstance(r.result, VCOCOResult)]
@@ -580,4 +589,12 @@ def build_report(
                             f"{_recall_source(recalls, b)}; coloured: mean recall of the correct choices."
                          for b in _unique([r.benchmark for r in recalls])}))
     add_paper_sections(report, records, paper_inputs)
+    if comparison is not None:
+        report.add_section(
+            "Published results",
+            "The papers' published numbers (shipped with hoibench). A published row is comparable with "
+            "a result of the same benchmark and part, metric and class set, and, for multiple choice, "
+            "setting and --protocol crosshoi; comparable rows are also shown in the tables and figures "
+            "above as models named 'MODEL [PAPER TABLE]'. " + " ".join(comparison.notes),
+            tables=([comparison_table(comparison)] if comparison.rows else []) + published_tables())
     return report
