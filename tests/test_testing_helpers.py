@@ -15,6 +15,7 @@ import pytest
 
 from hoibench.data import HOIDataset
 from hoibench.evaluation import hico_mean_ap
+from hoibench.formats import read_questions
 from hoibench.vocab import hico_det
 from tests.conftest import FIXTURES
 from tests.test_map_bootstrap import synthetic_ground_truth
@@ -142,3 +143,30 @@ def test_fake_server_random_mode_and_bad_arguments(tmp_path):
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 2 and out == "", (args, out, err)
         assert len(err.strip().splitlines()) == 1 and message in err, (args, err)
+
+
+def test_random_mode_finds_the_target_people_and_score_names_no_person_match(tmp_path):
+    """A random dry run of setting 3 asks its questions (the server knows the images' people in
+    every mode); answers the runner left empty for want of a person are named by `mcq score`."""
+    from click.testing import CliRunner
+
+    from hoibench.cli import cli
+    from hoibench.testing import FakeChatServer, QuestionAnswerer
+
+    q, images = _questions_and_images(tmp_path)
+    out = tmp_path / "a3.jsonl"
+    qs = read_questions(q)
+    with FakeChatServer(QuestionAnswerer("random", questions=qs, images=images, seed=0)) as server:
+        r = CliRunner().invoke(cli, ["mcq", "run", "--questions", str(q), "--images", str(images),
+                                     "--model", "fake-model", "--base-url", server.url, "--out", str(out),
+                                     "--setting", "3", "--no-progress"])
+    assert r.exit_code == 0, r.output
+    statuses = [json.loads(line).get("status") for line in out.read_text().splitlines()[1:]]
+    assert statuses and set(statuses) == {"ok"}
+    lines = out.read_text().splitlines()  # the same run had its people missed: score says why
+    missed = [lines[0], *(json.dumps({**json.loads(x), "selected": [], "status": "no_person_match"})
+                          for x in lines[1:])]
+    (tmp_path / "missed.jsonl").write_text("\n".join(missed) + "\n")
+    r = CliRunner().invoke(cli, ["mcq", "score", "--questions", str(q), "--answers", str(tmp_path / "missed.jsonl")])
+    assert r.exit_code == 0, r.output
+    assert f"note: {len(statuses)} of {len(statuses)} answers have status no_person_match" in r.output

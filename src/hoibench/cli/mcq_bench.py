@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -432,6 +433,14 @@ def _read_answer_files(paths: tuple[str, ...], questions: list[Any], answers_for
                    n_replaced=sum(s.n_replaced for s in sets), n_truncated=sum(s.n_truncated for s in sets)), files
 
 
+#: the answer statuses of an empty selection that the runner decided, said under the scores
+_STATUS_WHY = {
+    "no_person_match": "setting 3: none of the people the model detected overlaps the target person "
+                       "at the run's IoU threshold (0.5 unless set), so the question was not asked",
+    "parse_error": "the reply named no choice the parser could read",
+}
+
+
 @click.command("score")
 @click.option("--questions", "questions_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--answers", "answers_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
@@ -507,12 +516,16 @@ def score(questions_path: str, answers_paths: tuple[str, ...], answers_format: s
                           f"(per order: {100 * min(ems):.2f}–{100 * max(ems):.2f}%, std {100 * np.std(ems):.2f})")
     ids = {q.id for q in qs_list}
     first = answers.for_permutation(perms[0])
-    n_error = sum(a.status == "error" and a.question_id in ids
-                  for a in (first.values() if isinstance(first, dict) else first))
+    statuses = Counter(a.status for a in (first.values() if isinstance(first, dict) else first)
+                       if a.question_id in ids)
+    n_error = statuses["error"]
     if main.n_missing or n_error or main.n_empty:
         err_console.print(f"warning: of {main.n_questions} questions, {main.n_missing} have no answer and "
                           f"{n_error} an 'error' status; {main.n_empty} empty selections in all, scored as "
                           "empty predictions (precision 0: no answer is not a perfect answer)")
+    for status, why in _STATUS_WHY.items():  # an empty selection the runner decided, and why
+        if statuses[status]:
+            err_console.print(f"note: {statuses[status]} of {main.n_questions} answers have status {status}: {why}")
     if main.n_out_of_choice:
         err_console.print(f"note: {main.n_out_of_choice} answers select texts that are not among the choices (ignored)")
     n_repeats = sum(a.picks is not None and a.question_id in ids for a in answers)

@@ -11,7 +11,8 @@ sends it resized) and the choice order of ``seed`` pick it.
 The two other requests of the runner are answered too: the perceived image size (InternVL) with
 the received image's size, and the setting-3 person detection with the target people of the
 recognised image in the received image's pixels (right for every box convention but the 0-1000
-grids of ``qwen3`` and ``relative-1000``) or, at random, with random boxes.
+grids of ``qwen3`` and ``relative-1000``), in every mode; an image it does not know gets random
+boxes (``random``, ``first``) or no people (``truth``).
 """
 
 from __future__ import annotations
@@ -133,8 +134,10 @@ class QuestionAnswerer:
 
     def _detect(self, image: bytes | None) -> str:
         self._count("detection")
-        if self.mode == "truth":
-            name = self._file_of(image)
+        # the target people whenever the image is known (every mode: `random` and `first` answer
+        # the questions, not the detection, at random); random boxes only for an unknown image
+        name = self._file_of(image) if self._people else None
+        if self.mode == "truth" or name is not None:
             if name is None:
                 self._problem("a setting-3 detection request for an image the server does not know: "
                               "start it with the runner's --images; answering no people")
