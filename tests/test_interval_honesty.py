@@ -72,6 +72,7 @@ def test_mcq_score_prints_no_disowned_interval(tmp_path) -> None:
                                  str(tmp_path / "a.jsonl"), "--bootstrap", "200", "--json", str(tmp_path / "s.json")])
     assert r.exit_code == 0, r.output
     assert "(!)" not in r.output
+    assert "[low, high]: 95% CI (percentile bootstrap)" in r.output  # the caption says what the brackets are
     row = next(line for line in r.output.splitlines() if "macro_f1" in line)
     assert "SE" in row and "[" not in row  # macro-F1: its standard error, not an interval
     assert json.loads((tmp_path / "s.json").read_text())["ci_method"]["macro_f1"] == "se"

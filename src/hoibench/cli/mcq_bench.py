@@ -316,7 +316,7 @@ def _score_table(title: str, results: list[tuple[str, Any]]) -> Table:
         table.add_row(metric, *cells)
     boot = next((r for _, r in results if r.ci is not None), None)
     if boot is not None:
-        table.caption = (f"[low, high]: {boot.confidence:.0%} CI (percentile bootstrap); ± SE: bootstrap standard "
+        table.caption = (f"\\[low, high]: {boot.confidence:.0%} CI (percentile bootstrap); ± SE: bootstrap standard "
                          "error, where no interval passed the coverage check (docs/evaluation.md, 'Which "
                          "interval'); compare two models with `hoibench mcq compare`")
     return table
@@ -388,19 +388,26 @@ def scored_answers(questions_path: str, answers_paths: tuple[str, ...], setting:
     return answers, scope
 
 
-#: answer file formats `mcq score` and `mcq compare` read; auto: VLMEvalKit for .xlsx/.tsv
-ANSWER_FORMATS = ("auto", "hoibench", "vlmevalkit")
+#: answer file formats `mcq score` and `mcq compare` read; auto: VLMEvalKit for .xlsx/.tsv,
+#: lmms-eval for a --log_samples file (by its first record)
+ANSWER_FORMATS = ("auto", "hoibench", "vlmevalkit", "lmms-eval")
 
 
 def read_any_answers(path: str, questions: list[Any], answers_format: str = "auto") -> Any:
-    """An answers JSONL file, or a VLMEvalKit prediction file of an `mcq export --to vlmevalkit`
-    TSV (``auto``: by the suffix, ``.xlsx``/``.tsv``)."""
+    """An answers JSONL file, a VLMEvalKit prediction file of an `mcq export --to vlmevalkit`
+    TSV (``auto``: by the suffix, ``.xlsx``/``.tsv``), or lmms-eval's ``--log_samples`` file of a
+    ``hoibench_mcq`` task (``auto``: by its first record's ``doc_id`` and ``filtered_resps``)."""
     from hoibench.formats import read_answers
 
     if answers_format == "vlmevalkit" or (answers_format == "auto" and Path(path).suffix.lower() in (".xlsx", ".tsv")):
         from hoibench.tasks.vlmevalkit import read_vlmevalkit_answers
 
         return read_vlmevalkit_answers(path, questions)
+    if answers_format in ("auto", "lmms-eval"):
+        from hoibench.tasks.lmms import is_lmms_eval_samples, read_lmms_eval_samples
+
+        if answers_format == "lmms-eval" or is_lmms_eval_samples(path):
+            return read_lmms_eval_samples(path, questions)
     return read_answers(path, questions)
 
 
@@ -446,9 +453,11 @@ _STATUS_WHY = {
 @click.option("--answers", "answers_paths", required=True, multiple=True, type=click.Path(dir_okay=False),
               help="Answers JSONL; repeat it to score several choice orders (one file per "
                    "`mcq run --permutation K`): each order is scored and position sensitivity shown. "
-                   "A VLMEvalKit prediction file (.xlsx/.tsv) of an `mcq export --to vlmevalkit` TSV is read too.")
+                   "A VLMEvalKit prediction file (.xlsx/.tsv) of an `mcq export --to vlmevalkit` TSV, and "
+                   "lmms-eval's --log_samples file of a hoibench_mcq task, are read too.")
 @click.option("--answers-format", type=click.Choice(ANSWER_FORMATS), default="auto", show_default=True,
-              help="auto: VLMEvalKit predictions for .xlsx/.tsv, else answers JSONL.")
+              help="auto: VLMEvalKit predictions for .xlsx/.tsv, lmms-eval samples by their first record, "
+                   "else answers JSONL.")
 @click.option("--protocol", type=click.Choice(["paper", "crosshoi"]), default="paper", show_default=True,
               help="paper: equations 1-4; crosshoi: the released evaluation script's counting.")
 @click.option("--setting", type=click.IntRange(1, 3), default=None,
