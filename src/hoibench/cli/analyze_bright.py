@@ -89,9 +89,9 @@ def embeddings_cmd(real: str, generated: str, out_dir: str, models: str, clip: s
         raise ConfigError(f"{generated}: no images ({gen_what})")
     if not all_real:
         real_paths = sample_paths(real_paths, len(gen_paths), seed=seed)
-    err_console.print(f"embeddings: {len(real_paths)} real images from {real}, {len(gen_paths)} generated "
-                      f"({gen_what}); models: {', '.join(spaces)}")
     embedders = _embedders(list(dict.fromkeys(spaces)), clip, dreamsim, dreamsim_type, device)
+    err_console.print(f"embeddings: {len(real_paths)} real images from {real}, {len(gen_paths)} generated "
+                      f"({gen_what}); models: {', '.join(e.name for e in embedders)}", markup=False)
     groups = {"real": real_paths, "generated": gen_paths}
     n = len(real_paths) + len(gen_paths)
     if no_progress:
