@@ -109,12 +109,13 @@ def _match(rec: ResultRecord[Any], rows: Sequence[PublishedRow]) -> tuple[list[P
         return [], (f"{rec.benchmark}: the papers publish no result on this benchmark and part "
                     f"(they cover {', '.join(covered)})")
     if isinstance(r, MCQResult):
+        shown = rec.benchmark if f"setting {setting}" in rec.benchmark.lower() else f"{rec.benchmark} (setting {setting})"
         if protocol != "crosshoi":
-            return [], (f"{rec.benchmark}: results scored with --protocol {protocol}; every published "
+            return [], (f"{shown}: results scored with --protocol {protocol}; every published "
                         "multiple-choice number is the released script's counting (--protocol crosshoi), "
                         "so none is placed beside it")
         hit = [p for p in same if p.setting == setting]
-        return hit, None if hit else f"{rec.benchmark}: the papers publish no setting-{setting} numbers"
+        return hit, None if hit else f"{shown}: the papers publish no setting-{setting} numbers"
     if isinstance(r, VCOCOResult):
         return [p for p in same if p.metric == "role_ap"], None
     if isinstance(r, HICOMapResult):
