@@ -5,6 +5,7 @@ writes it (no network, no downloaded weights)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -91,3 +92,148 @@ def test_lmms_eval_task_import_failure_is_not_exit_0(tmp_path):
     r = subprocess.run([sys.executable, str(tmp_path / "loader.py"), str(yaml_path), *names],
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.strip() == "loaded" and not r.stderr, r.stderr
+
+
+# --- lmms-eval: the --log_samples file read by mcq score / analyze / report -----------------------
+
+ANN = ROOT / "tests" / "fixtures" / "mini_instances_test2015.json"
+QWEN25 = {"box_convention": "qwen2.5"}
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Questions of settings 1 and 2 from the mini HICO-DET fixture, and images of their sizes."""
+    from PIL import Image
+
+    from hoibench.cli import main
+    from hoibench.formats import read_questions
+
+    d = tmp_path_factory.mktemp("bench")
+    main(["mcq", "build", "--dataset", str(ANN), "--no-redistribute", "--no-remove-easy",
+          "--out", str(d / "q.jsonl"), "--json"])
+    for q in read_questions(d / "q.jsonl"):
+        p = d / "images" / q.file_name
+        if not p.exists():
+            p.parent.mkdir(parents=True, exist_ok=True)
+            Image.new("RGB", (q.width, q.height), (120, 60, 30)).save(p)
+    return d
+
+
+def _reply_to(text: str) -> str:
+    """A model's reply fixed by the prompt text, so both harnesses get the same answers."""
+    import hashlib
+
+    return ("A", "A,B", "B, C", "I cannot tell", "C", "A, B, A")[int(hashlib.sha256(text.encode()).hexdigest(), 16) % 6]
+
+
+def write_lmms_eval_samples(path: Path, rows: list[dict], replies: list[str | None]) -> None:
+    """The file lmms-eval 0.7.3 writes with ``--log_samples`` for a generate_until task: the
+    record ``evaluator._process_document`` logs (``doc_id``, ``doc``, ``target``, ``arguments``,
+    ``resps``, ``filtered_resps``, ``token_counts``, ``doc_hash`` (here of the row as read here, not
+    of ``datasets``' row), ``input_media``, then the task's
+    ``process_results`` items), as ``EvaluationTracker.save_results_samples`` writes it
+    (``input`` = the prompt, one-request lists flattened, ``resps`` dropped when equal, ``doc``
+    and ``arguments`` dropped, ``json.dumps(..., ensure_ascii=False)`` per line)."""
+    import hashlib
+
+    from hoibench.tasks import lmms
+
+    with path.open("a", encoding="utf-8") as fh:
+        for doc_id, (doc, reply) in enumerate(zip(rows, replies)):
+            gen = {"max_new_tokens": 64, "temperature": 0, "do_sample": False, "until": ["\n\n"]}
+            sample = {"doc_id": doc_id, "doc": doc, "target": lmms.doc_to_target(doc),
+                      "arguments": [lmms.doc_to_text(doc, QWEN25), gen, "doc_to_visual", doc_id, "hoibench", "test"],
+                      "resps": [[reply]], "filtered_resps": [reply],
+                      "token_counts": [{"input_tokens": 0, "output_tokens": 0, "reasoning_tokens": 0}],
+                      "doc_hash": hashlib.sha256(json.dumps(doc, indent=2, ensure_ascii=False).encode()).hexdigest(),
+                      "input_media": [doc["file_name"]]}
+            sample.update(lmms.process_results(doc, [reply]))
+            sample["input"] = sample["arguments"][0]
+            sample["resps"] = sample["resps"][0]
+            sample["filtered_resps"] = sample["filtered_resps"][0]
+            if sample["resps"] == sample["filtered_resps"] or sample["resps"] == [sample["filtered_resps"]]:
+                sample.pop("resps")
+            sample["target"] = str(sample["target"])
+            sample.pop("arguments")
+            sample.pop("doc")
+            fh.write(json.dumps(sample, ensure_ascii=False) + "\n")
+
+
+def _json_of(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[dict, str]:
+    from hoibench.cli import main
+
+    main([*args, "--json", "-"])
+    captured = capsys.readouterr()
+    return json.loads(captured.out), captured.err
+
+
+def test_lmms_eval_samples_are_scored_analysed_and_reported(bench, tmp_path, capsys, monkeypatch):
+    """``mcq score``, ``mcq analyze`` and ``report`` read lmms-eval's samples file of the
+    setting-2 task directly and give what they give on ``mcq run``'s answers to the same replies."""
+    from hoibench.cli import main
+    from hoibench.testing import FakeChatServer, request_text
+
+    qpath = str(bench / "q.jsonl")
+    main(["mcq", "export", "--questions", qpath, "--to", "lmms-eval", "--out", str(tmp_path / "run"), "--json"])
+    capsys.readouterr()
+    rows = [json.loads(ln) for ln in (tmp_path / "run" / "hoibench_mcq.jsonl").read_text().splitlines()]
+    rows2 = [r for r in rows if r["setting"] == 2]
+    monkeypatch.setenv("HOIBENCH_MCQ_IMAGES", str(bench / "images"))
+    from hoibench.tasks import lmms
+
+    samples = tmp_path / "out" / "20260101_000000_samples_hoibench_mcq_s2_qwen25.jsonl"
+    samples.parent.mkdir()
+    write_lmms_eval_samples(samples, rows2, [_reply_to(lmms.doc_to_text(r, QWEN25)) for r in rows2])
+
+    ran = tmp_path / "ran.jsonl"
+    with FakeChatServer(lambda body: _reply_to(request_text(body))) as server:
+        main(["mcq", "run", "--questions", qpath, "--images", str(bench / "images"), "--model", "vlm-x",
+              "--base-url", server.url, "--box-convention", "qwen2.5", "--setting", "2", "--out", str(ran),
+              "--no-progress", "--json"])
+    capsys.readouterr()
+
+    metrics = ("macro_f1", "instance_f1", "micro_f1", "exact_match", "avg_precision", "avg_recall",
+               "n_questions", "n_missing", "n_empty")
+    want, _ = _json_of(capsys, "mcq", "score", "--questions", qpath, "--answers", str(ran))
+    got, err = _json_of(capsys, "mcq", "score", "--questions", qpath, "--answers", str(samples))
+    assert {m: got[m] for m in metrics} == {m: want[m] for m in metrics}
+    assert got["n_questions"] == len(rows2) and got["setting"] == 2 and 0 < got["exact_match"] < 1
+    assert "does not record which questions it was asked" in err  # the setting-1 questions left out
+
+    want_a, _ = _json_of(capsys, "mcq", "analyze", "--questions", qpath, "--answers", str(ran), "--dataset", str(ANN))
+    got_a, _ = _json_of(capsys, "mcq", "analyze", "--questions", qpath, "--answers", str(samples),
+                        "--dataset", str(ANN))
+    assert got_a["head_to_tail"] == want_a["head_to_tail"] and got_a["misattribution"] == want_a["misattribution"]
+    assert got_a["n_questions"] == len(rows2) and got_a["setting"] == 2
+
+    res = tmp_path / "lmms.json"
+    main(["mcq", "score", "--questions", qpath, "--answers", str(samples), "--json", str(res),
+          "--model", "vlm-x"])
+    main(["report", str(res), "--out", str(tmp_path / "report")])
+    capsys.readouterr()
+    assert "q.jsonl (setting 2)" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_lmms_eval_samples_of_another_question_file_are_refused(bench, tmp_path, capsys, monkeypatch):
+    from hoibench.cli import main
+    from hoibench.formats import read_questions, write_questions
+
+    qpath = bench / "q.jsonl"
+    main(["mcq", "export", "--questions", str(qpath), "--to", "lmms-eval", "--out", str(tmp_path / "run")])
+    rows = [json.loads(ln) for ln in (tmp_path / "run" / "hoibench_mcq.jsonl").read_text().splitlines()]
+    rows1 = [r for r in rows if r["setting"] == 1]
+    monkeypatch.setenv("HOIBENCH_MCQ_IMAGES", str(bench / "images"))
+    samples = tmp_path / "samples.jsonl"
+    write_lmms_eval_samples(samples, rows1, ["A"] * len(rows1))
+    qs = list(read_questions(qpath))
+    other = tmp_path / "other.jsonl"  # the same ids, the first question's correct choices changed
+    first = next(i for i, q in enumerate(qs) if q.setting == 1)
+    flipped = frozenset(range(len(qs[first].choices))) - qs[first].correct
+    qs[first] = dataclasses.replace(qs[first], correct=flipped)
+    write_questions(other, qs)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["mcq", "score", "--questions", str(other), "--answers", str(samples)])
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and len(err.splitlines()) == 1, err
+    assert str(samples) in err and "record 1" in err and "another question file" in err

@@ -165,3 +165,11 @@ def test_lmms_eval_reports_what_mcq_score_reports(tmp_path, capsys):
         got = results[f"hoibench_mcq_s{s}_qwen25"]
         assert {m: got[f"{m},none"] for m in MCQ_METRIC_NAMES} == pytest.approx(
             {m: scores[s][m] for m in MCQ_METRIC_NAMES})
+        # its --log_samples file is an answers file for mcq score (read directly)
+        (samples,) = (tmp_path / "out").rglob(f"*_samples_hoibench_mcq_s{s}_qwen25.jsonl")
+        from hoibench.cli import main
+
+        capsys.readouterr()
+        main(["mcq", "score", "--questions", str(tmp_path / "q.jsonl"), "--answers", str(samples), "--json", "-"])
+        again = json.loads(capsys.readouterr().out)
+        assert {m: again[m] for m in MCQ_METRIC_NAMES} == pytest.approx({m: scores[s][m] for m in MCQ_METRIC_NAMES})

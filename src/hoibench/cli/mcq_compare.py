@@ -18,8 +18,9 @@ __all__ = ["compare"]
 @click.argument("answers_a", type=click.Path(dir_okay=False))
 @click.argument("answers_b", type=click.Path(dir_okay=False))
 @click.option("--questions", "questions_path", required=True, type=click.Path(dir_okay=False))
-@click.option("--answers-format", type=click.Choice(["auto", "hoibench", "vlmevalkit"]), default="auto",
-              show_default=True, help="auto: VLMEvalKit predictions for .xlsx/.tsv, else answers JSONL.")
+@click.option("--answers-format", type=click.Choice(["auto", "hoibench", "vlmevalkit", "lmms-eval"]), default="auto",
+              show_default=True, help="auto: VLMEvalKit predictions for .xlsx/.tsv, lmms-eval samples by their "
+                                      "first record, else answers JSONL.")
 @click.option("--name", "names", multiple=True,
               help="The two model names (default: the models the answers files name, else the file names).")
 @click.option("--protocol", type=click.Choice(["paper", "crosshoi"]), default="paper", show_default=True)

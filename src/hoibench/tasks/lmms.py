@@ -17,6 +17,11 @@ task search path. Each task is one setting (1 or 2) under one box convention, pa
 
 The questions are a JSONL file ``datasets`` loads (:func:`write_lmms_eval_questions`; no header
 line, provenance in every row), found as ``hoibench_mcq.jsonl`` in the folder lmms-eval runs in.
+
+lmms-eval's ``--log_samples`` file (``{date}_samples_{task}.jsonl``) keeps, per question, what
+:func:`process_results` returned — the question row and the reply — so
+:func:`read_lmms_eval_samples` turns it back into answers for ``mcq score``, ``analyze`` and
+``compare`` (intervals, the image bootstrap, paired comparisons).
 """
 
 from __future__ import annotations
@@ -30,12 +35,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from hoibench._exceptions import ConfigError
-from hoibench._io import ImageFolder, atomic_write, dumps_json, read_bytes
+from hoibench._exceptions import ConfigError, FormatError
+from hoibench._io import ImageFolder, atomic_write, dumps_json, iter_jsonl, read_bytes
 from hoibench._version import __version__
 from hoibench.data import MCAnswer, MCQuestion
 from hoibench.evaluation import MCQ_METRIC_NAMES, MCQResult, mcq_metrics
-from hoibench.formats.questions import question_from_dict, question_to_dict
+from hoibench.formats.questions import AnswerSet, question_from_dict, question_to_dict
 from hoibench.runners.mcq import (
     PreparedQuestion,
     PromptTemplate,
@@ -57,8 +62,10 @@ __all__ = [
     "doc_to_target",
     "doc_to_text",
     "doc_to_visual",
+    "is_lmms_eval_samples",
     "process_results",
     "question_of",
+    "read_lmms_eval_samples",
     "setting_1_docs",
     "setting_2_docs",
     "write_lmms_eval_questions",
@@ -87,11 +94,16 @@ def write_lmms_eval_questions(path: str | Path, questions: Iterable[MCQuestion],
     return n
 
 
-def question_of(doc: Mapping[str, Any]) -> MCQuestion:
-    """The question of one row of :func:`write_lmms_eval_questions`' file."""
+def question_of(doc: Mapping[str, Any], *, file: str | Path = QUESTIONS_FILE, record: Any = None) -> MCQuestion:
+    """The question of one row of :func:`write_lmms_eval_questions`' file (errors name ``file``
+    and ``record``, by default the question file and the row's id)."""
     obj = {k: v for k, v in doc.items() if k != "meta_json"}
-    obj["meta"] = json.loads(doc.get("meta_json") or "{}")
-    return question_from_dict(obj, file=QUESTIONS_FILE, record=doc.get("id"))
+    try:
+        obj["meta"] = json.loads(doc.get("meta_json") or "{}")
+    except (TypeError, ValueError):
+        raise FormatError("expected a JSON object as text", file=file, record=record or doc.get("id"),
+                          field="meta_json") from None
+    return question_from_dict(obj, file=file, record=doc.get("id") if record is None else record)
 
 
 def setting_1_docs(dataset: Any) -> Any:
@@ -202,3 +214,60 @@ aggregate_micro_f1 = _aggregation("micro_f1")
 aggregate_exact_match = _aggregation("exact_match")
 aggregate_avg_precision = _aggregation("avg_precision")
 aggregate_avg_recall = _aggregation("avg_recall")
+
+
+#: the keys that tell an lmms-eval ``--log_samples`` record (lmms-eval 0.7: ``doc_id``,
+#: ``target``, ``filtered_resps``, ... and one entry per metric holding process_results' item)
+_SAMPLE_KEYS = ("doc_id", "filtered_resps")
+
+
+def is_lmms_eval_samples(path: str | Path) -> bool:
+    """Whether ``path`` is an lmms-eval ``--log_samples`` file: its first line is a JSON object with
+    ``doc_id`` and ``filtered_resps`` (an answers file of hoibench never has them)."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(1 << 24).strip()
+    except OSError:
+        return False  # the answers reader says what is wrong with the path
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and all(k in record for k in _SAMPLE_KEYS)
+
+
+def read_lmms_eval_samples(path: str | Path, questions: Iterable[MCQuestion]) -> AnswerSet:
+    """Answers from lmms-eval's ``--log_samples`` file of a ``hoibench_mcq`` task: each record's
+    reply (kept by :func:`process_results`) read with the letters of the task's prompt, as the
+    task's aggregations read it. A record whose question differs from ``questions``' (another
+    question file) or that holds no hoibench item (another task's file) is refused."""
+    by_id = {q.id: q for q in questions}
+    metric = MCQ_METRIC_NAMES[0]
+    answers: list[MCAnswer] = []
+    seen: dict[str, int] = {}
+    for n, record in iter_jsonl(path, torn=lambda lines, k: False):
+        where = n + 1
+        item = record.get(metric) if isinstance(record, dict) else None
+        if not isinstance(item, dict) or not isinstance(item.get("doc"), dict) or "reply" not in item:
+            raise FormatError(f"no hoibench item under {metric!r}: not a samples file of a hoibench_mcq task",
+                              file=path, record=where, field=metric)
+        doc, reply = item["doc"], item["reply"]
+        if reply is not None and not isinstance(reply, str):
+            raise FormatError(f"expected a string or null, got {type(reply).__name__}", file=path, record=where,
+                              field=f"{metric}.reply")
+        asked = question_of(doc, file=path, record=where)
+        if asked.id in seen:
+            raise FormatError(f"question {asked.id!r} is also record {seen[asked.id]}", file=path, record=where,
+                              field=f"{metric}.doc.id")
+        seen[asked.id] = where
+        meta = {"lmms_eval_doc_id": record.get("doc_id")}
+        q = by_id.get(asked.id)
+        if q is None:  # scored as an answer to an unknown question (mcq score says how many)
+            answers.append(MCAnswer(asked.id, frozenset(), reply, "ok", meta))
+            continue
+        if asked != q:
+            raise FormatError(f"question {q.id!r} is not the one of the question file (choices, answer or box "
+                              "differ: a samples file of another question file?)", file=path, record=where,
+                              field=f"{metric}.doc")
+        answers.append(answer_from_reply(q.id, reply, _letters(q), meta=meta))
+    return AnswerSet(tuple(answers), {"kind": "mcq_answers", "source": "lmms-eval", "samples": str(path)})
