@@ -140,3 +140,24 @@ def test_demo_console_summary_says_why_a_headline_is_zero(sg_dir, capsys):
     err = capsys.readouterr().err
     assert "my-sg (unseen)" in err
     assert "On my-sg, prior scores 0.00" in err and "unseen combinations have no train instance" in err
+
+
+def _mcq_record(model: str, n_empty: int, *, se: float | None = None) -> ResultRecord:
+    from hoibench.evaluation import MCQ_METRIC_NAMES, MCQResult
+
+    res = MCQResult(*(0.0 if n_empty == 100 else 0.5 for _ in MCQ_METRIC_NAMES), protocol="paper",
+                    zero_division=1.0, n_questions=100, n_images=50, n_classes=3, n_answered=100,
+                    n_missing=0, n_empty=n_empty, n_out_of_choice=0, n_unknown_answers=0,
+                    se=None if se is None else {"macro_f1": se}, ci_method=None if se is None else {"macro_f1": "se"})
+    return ResultRecord(res, model, "q.jsonl", {"setting": 3})
+
+
+def test_mcq_section_says_why_a_model_scores_zero_and_shows_the_se():
+    recs = [_mcq_record("lost", 100, se=0.0), _mcq_record("fine", 2, se=0.012)]
+    report = build_report(recs)
+    text = _section(report, "Multiple-choice HOI recognition")
+    assert "lost selected no choice in 100 of 100 questions" in text and "setting 3" in text
+    assert "fine selected" not in text  # 2% empty: nothing striking
+    summary = next(t for s in report.sections for t in s.tables if t.name == "mcq-summary")
+    row = next(r for r in summary.rows if r[0] == "fine")
+    assert row[2] == "50.0 ± 1.2 SE"  # macro-F1 carries its SE where it has no interval

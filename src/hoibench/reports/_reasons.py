@@ -10,11 +10,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hoibench.evaluation import HICOMapResult, VCOCOResult
+from hoibench.evaluation import HICOMapResult, MCQResult, VCOCOResult
 from hoibench.results import ResultRecord
 from hoibench.vocab import hico_det
 
-__all__ = ["HICO_FIRST", "defined_split", "map_reasons", "ranking_reasons", "vcoco_reasons"]
+__all__ = ["HICO_FIRST", "defined_split", "map_reasons", "mcq_reasons", "ranking_reasons", "vcoco_reasons"]
 
 #: name of HICO-DET's first HOI class, to recognise its 600-class results
 HICO_FIRST = "board airplane"
@@ -151,3 +151,24 @@ def vcoco_reasons(records: Sequence[ResultRecord[VCOCOResult]]) -> list[str]:
                        f"({_names(empty[:3])}{', ...' if len(empty) > 3 else ''}) have no positives in the "
                        "ground truth: their AP is n/a and every mean leaves them out, as vsrl_eval.py does.")
     return list(dict.fromkeys(out))
+
+
+#: the share of empty answers from which a multiple-choice row's value is explained by them
+EMPTY_SHARE = 0.1
+
+
+def mcq_reasons(labelled: Sequence[tuple[str, ResultRecord[MCQResult]]]) -> list[str]:
+    """Sentences for the multiple-choice section: a model whose answers are empty for a tenth of
+    the questions or more (no answer, a failed request, or setting 3's person not found), which
+    every metric scores as empty predictions. ``labelled``: (benchmark label, record) pairs."""
+    out = []
+    for bench, rec in labelled:
+        r = rec.result
+        if not r.n_questions or r.n_empty is None or r.n_empty < EMPTY_SHARE * r.n_questions:
+            continue
+        missing = f", {r.n_missing:,} of them unanswered" if r.n_missing else ""
+        out.append(f"On {bench}, {rec.model} selected no choice in {r.n_empty:,} of {r.n_questions:,} "
+                   f"questions{missing} (a failed request, an unreadable reply, or in setting 3 no "
+                   "detected person matching the target): each is scored as an empty prediction, "
+                   "which lowers every metric; `hoibench mcq score` names their statuses.")
+    return out

@@ -45,6 +45,7 @@ from hoibench.reports._reasons import (
     HICO_FIRST,
     defined_split,
     map_reasons,
+    mcq_reasons,
     ranking_reasons,
     vcoco_reasons,
 )
@@ -244,20 +245,22 @@ def mcq_table(records: Sequence[ResultRecord[MCQResult]]) -> Table:
     for rec in records:
         r = rec.result
         ci = r.ci or {}
+        se = r.se or {}
         for k, v in r.metrics().items():
             if math.isnan(v):
                 continue  # not reported (a file of published numbers)
             lo, hi = ci.get(k, (None, None))
             rows.append((rec.model, _mcq_benchmark(rec), r.protocol, k, _pct(v), _pct(lo), _pct(hi),
-                         None if lo is None else interval_excludes(v, lo, hi)))
+                         _pct(se.get(k)), None if lo is None else interval_excludes(v, lo, hi)))
     level = next((r.result.confidence for r in records if r.result.confidence), None)
     ci_text = f"{100 * level:.0f}% bootstrap confidence interval" if level else "bootstrap confidence interval"
     return Table("mcq-metrics", "Multiple-choice metrics (%)",
-                 ("model", "benchmark", "protocol", "metric", "value", "ci_low", "ci_high",
+                 ("model", "benchmark", "protocol", "metric", "value", "ci_low", "ci_high", "se",
                   "ci_excludes_estimate"),
                  tuple(rows), caption=f"Metrics as the scorer defines them; ci_low/ci_high: the "
-                                      f"{ci_text} (n/a when not computed); ci_excludes_estimate: the "
-                                      "interval leaves out the value itself.")
+                                      f"{ci_text}, given only where the method passed the coverage check "
+                                      "(n/a otherwise); se: the bootstrap standard error; "
+                                      "ci_excludes_estimate: the interval leaves out the value itself.")
 
 
 def mcq_summary_table(records: Sequence[ResultRecord[MCQResult]], *, decimals: int = 1) -> Table:
@@ -275,14 +278,19 @@ def mcq_summary_table(records: Sequence[ResultRecord[MCQResult]], *, decimals: i
             text += f" [{100 * lo:.{decimals}f}, {100 * hi:.{decimals}f}]"
             if interval_excludes(v, lo, hi):
                 text += f" {EXCLUDES_MARK}"
+        elif r.se and r.se.get(k) is not None and not math.isnan(r.se[k]):
+            text += f" ± {100 * r.se[k]:.{decimals}f} SE"
         return text
 
     rows = tuple((rec.model, _mcq_benchmark(rec), *(cell(rec.result, k) for k in metrics)) for rec in records)
+    marked = any(EXCLUDES_MARK in (c or "") for row in rows for c in row[2:])
     return Table("mcq-summary", "Multiple-choice metrics (%) with confidence intervals",
                  ("model", "benchmark", *metrics), rows,
-                 caption=f"value [CI low, CI high]; {EXCLUDES_MARK}: the interval leaves out the "
-                         "value itself (a skewed bootstrap: read it with care); n/a: not reported. "
-                         "The raw numbers are in the next table.")
+                 caption="value [CI low, CI high]; value ± SE: the bootstrap standard error, where no "
+                         "interval passed the coverage check (macro-F1); "
+                         + (f"{EXCLUDES_MARK}: the interval leaves out the value itself (an older result "
+                            "file: read it with care); " if marked else "")
+                         + "n/a: not reported. The raw numbers are in the next table.")
 
 
 def mcq_figures(records: Sequence[ResultRecord[MCQResult]]) -> list[Figure]:
@@ -574,7 +582,8 @@ def build_report(
     if mcqs:
         report.add_section(
             "Multiple-choice HOI recognition",
-            "Set metrics of each answerer with bootstrap confidence intervals.",
+            " ".join(["Set metrics of each answerer with bootstrap confidence intervals.",
+                      *mcq_reasons([(_mcq_benchmark(r), r) for r in mcqs])]),
             tables=[mcq_summary_table(mcqs), mcq_table(mcqs)], figures=mcq_figures(mcqs))
     if recalls:
         report.add_section(
