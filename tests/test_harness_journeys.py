@@ -237,3 +237,47 @@ def test_lmms_eval_samples_of_another_question_file_are_refused(bench, tmp_path,
     err = capsys.readouterr().err.strip()
     assert exc.value.code == 2 and len(err.splitlines()) == 1, err
     assert str(samples) in err and "record 1" in err and "another question file" in err
+
+
+# --- TRL: the loss is on the answer only -----------------------------------------------------------
+
+def test_trl_export_trains_on_the_answer_only(tmp_path, capsys, monkeypatch):
+    """The documented recipe (``SFTTrainer(..., SFTConfig(max_length=None))`` on the export) builds
+    its batches with TRL's own collator, and the tokens that carry a label are the answer's (and
+    the end of the assistant turn), not the prompt's or the image's."""
+    pytest.importorskip("torch")
+    pytest.importorskip("trl")
+    datasets = pytest.importorskip("datasets")
+    from trl import SFTConfig, SFTTrainer
+
+    try:  # transformers 5 without torchvision: the PIL image processor
+        from transformers import Qwen2VLImageProcessorPil as ImageProcessor
+    except ImportError:  # pragma: no cover - transformers 4
+        from transformers import Qwen2VLImageProcessor as ImageProcessor
+
+    from tests.test_finetune_export import _export, _write_train_set
+    from tests.test_vlm_transformers import _tiny_qwen2_vl
+
+    questions, images = _write_train_set(tmp_path, scale=0.2)
+    out = tmp_path / "trl"
+    _export(capsys, questions, images, out, "trl")
+    rows = [json.loads(ln) for ln in (out / "hoibench_mcq_train.jsonl").read_text().splitlines()]
+    model, processor, _ = _tiny_qwen2_vl(monkeypatch)
+    processor.image_processor = ImageProcessor()
+    ds = datasets.load_dataset("json", data_files=str(out / "hoibench_mcq_train.jsonl"), split="train",
+                               cache_dir=str(tmp_path / "cache")).select(range(4)).remove_columns(["id"])
+    args = SFTConfig(output_dir=str(tmp_path / "run"), max_steps=1, per_device_train_batch_size=2,
+                     max_length=None, gradient_checkpointing=False, save_strategy="no", report_to=[],
+                     use_cpu=True, dataloader_num_workers=0, seed=0)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=processor)
+    batch = trainer.data_collator([dict(ds[i]) for i in range(4)])
+    tok = processor.tokenizer
+    end = tok.decode(tok("<|im_end|>", add_special_tokens=False)["input_ids"])
+    for i in range(4):
+        labelled = batch["labels"][i][batch["labels"][i] != -100]
+        answer = rows[i]["completion"][0]["content"][0]["text"]
+        want = tok(answer, add_special_tokens=False)["input_ids"]
+        assert tok.decode(labelled).startswith(answer) and tok.decode(labelled[len(want):]).strip() == end
+        assert 0 < len(labelled) <= len(want) + 2  # the answer and the turn's end: "<|im_end|>\n"
+        assert len(labelled) * 10 < int(batch["attention_mask"][i].sum())
+    assert trainer.train().global_step == 1

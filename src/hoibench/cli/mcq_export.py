@@ -24,7 +24,7 @@ _DEFAULT_NAME = {"finetune": "hoibench_mcq_train", "vlmevalkit": "HOIBench_MCQ"}
 @click.option("--questions", "questions_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Question JSONL (hoibench mcq build); for fine-tuning, the training set (--split train).")
 @click.option("--to", "target", required=True, type=click.Choice(FINETUNE + HARNESSES),
-              help="trl: TRL's conversational vision JSONL; llamafactory: sharegpt JSONL + dataset_info.json; "
+              help="trl: TRL's conversational prompt-completion vision JSONL (loss on the answer only); llamafactory: sharegpt JSONL + dataset_info.json; "
                    "swift: ms-swift's messages JSONL; vlmevalkit: the benchmark TSV VLMEvalKit reads as a "
                    "custom MCQ dataset; lmms-eval: OUT/hoibench_mcq.jsonl for the hoibench_mcq tasks.")
 @click.option("--images", default=None, type=click.Path(exists=True, file_okay=False),

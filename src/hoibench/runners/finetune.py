@@ -188,11 +188,12 @@ def _tagged(prompt: str) -> str:
 
 def _row(target: str, ex: TrainingExample) -> dict[str, Any]:
     if target == "trl":
-        # TRL's conversational vision layout: the image block first, as the runner sends it
-        return {"id": ex.id, "images": [ex.image], "messages": [
-            {"role": "user", "content": [{"type": "image", "text": None},
-                                         {"type": "text", "text": ex.prompt}]},
-            {"role": "assistant", "content": [{"type": "text", "text": ex.answer}]}]}
+        # TRL's conversational prompt-completion vision layout, the image block first as the runner
+        # sends it: SFTTrainer computes the loss on the completion (the answer) only
+        return {"id": ex.id, "images": [ex.image],
+                "prompt": [{"role": "user", "content": [{"type": "image", "text": None},
+                                                        {"type": "text", "text": ex.prompt}]}],
+                "completion": [{"role": "assistant", "content": [{"type": "text", "text": ex.answer}]}]}
     if target == "llamafactory":
         return {"id": ex.id, "conversations": [{"from": "human", "value": _tagged(ex.prompt)},
                                                {"from": "gpt", "value": ex.answer}], "images": [ex.image]}
