@@ -31,6 +31,12 @@ from hoibench.analysis._class_ap import (
     class_ap_values,
     variance_reduction,
 )
+from hoibench.analysis._failures import (
+    FAILURE_CATEGORIES,
+    DetectionVerdict,
+    classify_detections,
+    failure_counts,
+)
 from hoibench.analysis._map_bootstrap import (
     MapBootstrapResult,
     ModelComparison,
@@ -73,10 +79,12 @@ from hoibench.analysis._sensitivity import (
 from hoibench.analysis._sg_tables import SGSplitTable, parse_sg_benchmark, sg_split_tables
 
 __all__ = [
+    "FAILURE_CATEGORIES",
     "SCENE_BINS",
     "AugmentationCounts",
     "ClassAPSpread",
     "ClassSplitCounts",
+    "DetectionVerdict",
     "EmbeddingMap",
     "HeadToTailBin",
     "HeadToTailRecall",
@@ -100,9 +108,11 @@ __all__ = [
     "class_ap_spreads",
     "class_ap_values",
     "class_split_counts",
+    "classify_detections",
     "compare_hico_models",
     "competition_ranks",
     "embedding_tsne",
+    "failure_counts",
     "flip_top_true_positive",
     "folder_images",
     "head_to_tail_recall",

@@ -135,6 +135,26 @@ def load_paper_inputs(options: dict[str, Any]) -> Any:
     )
 
 
+def hoi_class_of(spec: str, vocab: Any, option: str) -> int:
+    """An HOI class from an index or its ``verb object`` name (underscores and spaces alike:
+    ``sit on airplane`` finds ``sit_on airplane``); one error line naming ``option`` otherwise."""
+    from hoibench._exceptions import ConfigError
+
+    if spec.strip().isdigit():
+        hoi = int(spec)
+        if hoi >= vocab.n_hois:
+            raise ConfigError(f"{option} {spec}: HOI classes are 0..{vocab.n_hois - 1}")
+        return hoi
+
+    def norm(text: str) -> str:
+        return " ".join(text.replace("_", " ").split()).lower()
+
+    names = {norm(vocab.hoi_name(h)): h for h in range(vocab.n_hois)}
+    if norm(spec) not in names:
+        raise ConfigError(f"{option} {spec!r} is not an HOI class name (e.g. {vocab.hoi_name(0)!r}) nor an index")
+    return names[norm(spec)]
+
+
 def detection_pages(path: str, images: str, hoi_class: str | None, *, top_k: int = 6) -> Any:
     """The qualitative section of one detections file: ``hoi_class`` as an index or ``verb
     object`` text (default: the class of the top-scored detection)."""
@@ -149,14 +169,7 @@ def detection_pages(path: str, images: str, hoi_class: str | None, *, top_k: int
         if not valid.any():
             raise ConfigError(f"{path}: no detection of an HOI class")
         hoi = int(preds.hois[valid][int(preds.scores[valid].argmax())])
-    elif hoi_class.strip().isdigit():
-        hoi = int(hoi_class)
     else:
-        names = {preds.vocab.hoi_name(h): h for h in range(preds.vocab.n_hois)}
-        key = " ".join(hoi_class.replace("_", " ").split())
-        if key not in names:
-            raise ConfigError(f"--detection-class {hoi_class!r} is not an HOI class name (e.g. "
-                              f"{preds.vocab.hoi_name(0)!r}) nor an index")
-        hoi = names[key]
+        hoi = hoi_class_of(hoi_class, preds.vocab, "--detection-class")
     return detection_qualitative_section(preds, hoi, images, top_k=top_k,
                                          model=Path(path).name.split(".")[0])

@@ -286,6 +286,86 @@ def sensitivity(predictions: str | None, dataset: str | None, protocol: str, mat
     _write(out_dir, [table], figures)
 
 
+@analyze.command("failures")
+@click.option("--matches", "matches_file", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Matched detections of `hoibench eval hico --matches` (kind 'hoi_matches').")
+@click.option("--gt", "gt_spec", required=True, metavar="FILE_OR_DATASET",
+              help="The ground truth eval hico was given (a bundled dataset or a file).")
+@click.option("--pred", "pred_path", required=True, type=click.Path(exists=True),
+              help="The detections eval hico was given (their boxes are drawn).")
+@click.option("--format", "pred_format", type=click.Choice(["hoibench", "generic", "qpic", "cdn", "gen-vlkt", "ho-rcnn"]),
+              default=None, help="Prediction format, as given to eval hico (detected when omitted).")
+@click.option("--lenient", is_flag=True, help="As given to eval hico (the detections it dropped are not in the matches).")
+@click.option("--class", "hoi_class", default=None, metavar="HOI",
+              help="Draw the top-scored detections of this HOI class (index or 'verb object') on their images.")
+@click.option("--image", "image_name", default=None, metavar="FILE_NAME",
+              help="Instead: draw the top-scored detections of this image (any class).")
+@click.option("--images", "images_dir", default=None, type=click.Path(exists=True, file_okay=False),
+              help="Folder of the images [default: a blank canvas of each image's size, said in the caption].")
+@click.option("--top", "top_k", type=click.IntRange(min=1), default=6, show_default=True,
+              help="Detections drawn (highest scores first).")
+@click.option("--fp-only", is_flag=True, help="Draw only false positives (the counts still cover every detection).")
+@click.option("--low-iou", type=click.FloatRange(0, 0.5, min_open=True, max_open=True), default=0.1,
+              show_default=True, help="Least IoU (human and object) with a same-class pair for 'poor_localisation'.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Write failures-*.png and the tables failures-*-{detections,categories}.{md,csv} here.")
+def failures(matches_file: str, gt_spec: str, pred_path: str, pred_format: str | None, lenient: bool,
+             hoi_class: str | None, image_name: str | None, images_dir: str | None, top_k: int, fp_only: bool,
+             low_iou: float, out_dir: str) -> None:
+    """Failure cases (the SG paper's Figure 3): ground truth and detections drawn together, each
+    detection marked TP or FP by kind (duplicate, poor localisation, wrong verb, wrong object, both,
+    background), for one class or one image."""
+    import numpy as np
+
+    from hoibench._exceptions import ConfigError
+    from hoibench._io import slug
+    from hoibench.analysis import classify_detections
+    from hoibench.cli._paper_inputs import hoi_class_of
+    from hoibench.datasets import resolve_dataset
+    from hoibench.evaluation import HICOMatches
+    from hoibench.formats import load_predictions
+    from hoibench.reports import failure_cases_section
+    from hoibench.results import read_result
+
+    if (hoi_class is None) == (image_name is None):
+        raise ConfigError("give one of --class or --image")
+    rec = read_result(matches_file)
+    if not isinstance(rec.result, HICOMatches):
+        raise ConfigError(f"{matches_file}: --matches needs kind 'hoi_matches' (hoibench eval hico --matches); "
+                          f"this file holds {rec.kind!r}")
+    m = rec.result
+    gt = resolve_dataset(gt_spec)
+    if m.n_classes != gt.vocab.n_hois:
+        raise ConfigError(f"{matches_file}: {m.n_classes} HOI classes, but --gt {gt_spec} has {gt.vocab.n_hois}")
+    preds = load_predictions(pred_path, format=pred_format, vocab=gt.vocab, lenient=lenient,
+                             ground_truth=gt).predictions
+    if hoi_class is not None:
+        c = hoi_class_of(hoi_class, gt.vocab, "--class")
+        rows = np.arange(m.class_offsets[c], m.class_offsets[c + 1])  # the evaluator's ranked order
+        what, name = f"class {c} ({gt.vocab.hoi_name(c)})", f"failures-class-{c}"
+    else:
+        index = {f: i for i, f in enumerate(gt.file_names)}
+        if image_name not in index:
+            raise ConfigError(f"--image {image_name!r} is not an image of --gt {gt_spec}")
+        rows = np.flatnonzero(m.image_index == index[image_name])
+        rows = rows[np.argsort(-m.scores[rows], kind="stable")]
+        what, name = f"image {image_name}", f"failures-image-{slug(Path(image_name).stem)}"
+    if not len(rows):
+        raise ConfigError(f"{matches_file}: no counted detection of {what}")
+    verdicts = classify_detections(m, preds, gt, rows=rows, low_iou=low_iou, source=matches_file)
+    drawn = [v for v in verdicts if not fp_only or v.category != "tp"][:top_k]
+    if not drawn:
+        raise ConfigError(f"no false positive among the {len(verdicts):,} detections of {what}")
+    model = rec.model or Path(pred_path).name.split(".")[0]
+    section, blank = failure_cases_section(drawn, preds, gt, images_dir=images_dir, counts=verdicts,
+                                           title=f"{model}: failure cases of {what}", name=name)
+    console.print(section.tables[1].to_markdown(), markup=False)
+    if blank:
+        console.print(f"{len(blank)} image(s) drawn on a blank canvas of the image's size ("
+                      + ("no --images given" if images_dir is None else f"not in {images_dir}") + ")")
+    _write(out_dir, section.tables, section.figures)
+
+
 @analyze.command("compare")
 @click.option("--gt", "gt_spec", required=True, metavar="FILE_OR_DATASET",
               help="Ground truth shared by the models: a bundled dataset (hico-det:test) or a file.")

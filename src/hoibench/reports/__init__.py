@@ -40,6 +40,7 @@ from hoibench.reports._paper_figures import (
 )
 from hoibench.reports._qualitative import (
     detection_qualitative_section,
+    failure_cases_section,
     find_image,
     mcq_qualitative_section,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "class_distribution_figure",
     "detection_qualitative_section",
     "embedding_tsne_figure",
+    "failure_cases_section",
     "find_image",
     "format_cell",
     "grouped_bars",

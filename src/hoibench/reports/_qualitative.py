@@ -6,10 +6,14 @@ self-contained file.
   person's box, the choices, the correct set and each model's answer.
 - :func:`detection_qualitative_section` — the top-scored detections of one HOI class drawn on
   their images (human box, object box, the line between them, the score).
+- :func:`failure_cases_section` — the SG paper's Figure 3: ground truth and detections drawn
+  together, each detection marked TP or with its kind of FP (:mod:`hoibench.analysis`'s
+  ``classify_detections``); without an images folder on a blank canvas of the image's size.
 
 Images are read from ``images_dir`` (the file name as the question or prediction names it, also
 under HICO-DET's ``train2015/`` / ``test2015/`` sub-folders); questions or images missing there
-are left out and counted in the section's text, never drawn blank.
+are left out and counted in the section's text, never drawn blank (the failure cases excepted:
+their boxes are the point, so a missing image is a blank canvas, said in the caption).
 """
 
 from __future__ import annotations
@@ -23,13 +27,14 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._random import check_random_state
-from hoibench.data import HOIPredictions, MCAnswer, MCQuestion
+from hoibench.analysis import FAILURE_CATEGORIES, DetectionVerdict, failure_counts
+from hoibench.data import HOIDataset, HOIPredictions, MCAnswer, MCQuestion
 from hoibench.reports._figures import Figure, _pyplot, _render
 from hoibench.reports._report import Section
 from hoibench.reports._style import model_color
 from hoibench.reports._tables import Table
 
-__all__ = ["detection_qualitative_section", "find_image", "mcq_qualitative_section"]
+__all__ = ["detection_qualitative_section", "failure_cases_section", "find_image", "mcq_qualitative_section"]
 
 _SUBFOLDERS = ("", "images", "train2015", "test2015", "images/train2015", "images/test2015")
 _TARGET = "#D55E00"  # the target person (the papers draw it red)
@@ -64,13 +69,14 @@ def _load(path: Path, max_side: int) -> tuple[np.ndarray, float]:
     return np.asarray(rgb), scale
 
 
-def _box(ax: Any, box: Sequence[float], scale: float, colour: str, label: str = "", lw: float = 2.0) -> None:
+def _box(ax: Any, box: Sequence[float], scale: float, colour: str, label: str = "", lw: float = 2.0,
+         ls: str = "-", below: bool = False) -> None:
     from matplotlib.patches import Rectangle
 
     x1, y1, x2, y2 = (float(v) * scale for v in box)
-    ax.add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, edgecolor=colour, linewidth=lw))
+    ax.add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, edgecolor=colour, linewidth=lw, linestyle=ls))
     if label:
-        ax.text(x1, y1, label, color="white", fontsize=7, va="bottom",
+        ax.text(x1, y2 if below else y1, label, color="white", fontsize=7, va="top" if below else "bottom",
                 bbox={"facecolor": colour, "edgecolor": "none", "pad": 1})
 
 
@@ -205,3 +211,99 @@ def detection_qualitative_section(predictions: HOIPredictions, hoi: int, images_
     return Section(f"Qualitative examples: detections of {name}" + (f" ({model})" if model else ""),
                    "The detector's highest-scored detections of one class drawn on their images.",
                    tables=[table], figures=[figure])
+
+
+#: a colour per category of :data:`~hoibench.analysis.FAILURE_CATEGORIES` (Okabe-Ito); ground truth dashed black
+_CATEGORY_COLOURS = {"tp": "#009E73", "duplicate": "#999999", "poor_localisation": "#E69F00",
+                     "wrong_verb": "#D55E00", "wrong_object": "#CC79A7", "wrong_verb_and_object": "#882255",
+                     "background": "#0072B2"}
+_GT = "#000000"
+
+
+def failure_cases_section(verdicts: Sequence[DetectionVerdict], predictions: HOIPredictions, target: HOIDataset,
+                          *, images_dir: str | os.PathLike[str] | None = None, counts: Sequence[DetectionVerdict] = (),
+                          title: str, name: str, max_side: int = 480) -> tuple[Section, list[str]]:
+    """Figure 3 of the SG paper: one panel per image of ``verdicts`` with every ground-truth pair of
+    the image (dashed) and those detections (solid, coloured by category, ranked by score); a
+    table of the drawn detections and one of the category counts over ``counts`` (default the
+    drawn ones). Returns the section and the images drawn on a blank canvas (no ``images_dir``,
+    or not in it)."""
+    if not verdicts:
+        raise ConfigError("no detection to draw")
+    vocab = target.vocab
+    by_image: dict[int, list[tuple[int, DetectionVerdict]]] = {}
+    for rank, v in enumerate(verdicts, start=1):
+        by_image.setdefault(v.image_index, []).append((rank, v))
+    plt = _pyplot()
+    cols = min(3, len(by_image))
+    n_rows = -(-len(by_image) // cols)
+    most = max(len(d) for d in by_image.values())
+    fig, axes = plt.subplots(n_rows, cols, figsize=(4.6 * cols, (3.6 + 0.3 * most) * n_rows), squeeze=False)
+    blank: list[str] = []
+    for ax, (i, dets) in zip(axes.flat, by_image.items()):
+        im = target.image(i)
+        path = None if images_dir is None else find_image(images_dir, im.file_name)
+        if path is not None:
+            img, scale = _load(path, max_side)
+        else:
+            blank.append(im.file_name)
+            boxes = np.concatenate([im.boxes.reshape(-1, 4), *(predictions.boxes_h[[v.det_index]] for _, v in dets),
+                                    *(np.nan_to_num(predictions.boxes_o[[v.det_index]]) for _, v in dets)])
+            w = im.width or int(np.ceil(np.nanmax(boxes[:, 2], initial=1.0)))
+            h = im.height or int(np.ceil(np.nanmax(boxes[:, 3], initial=1.0)))
+            scale = min(1.0, max_side / max(w, h))
+            img = np.full((max(1, round(h * scale)), max(1, round(w * scale)), 3), 235, dtype=np.uint8)
+        ax.imshow(img)
+        ax.set_xlim(-0.5, img.shape[1] - 0.5)  # the image's frame, also for boxes reaching past it
+        ax.set_ylim(img.shape[0] - 0.5, -0.5)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        for sb, ob, (_, _, verb), lab in zip(im.subject_boxes, im.object_boxes, im.pairs, im.object_labels):
+            _box(ax, sb, scale, _GT, "", lw=1.2, ls="--")
+            if not np.isnan(ob).any():
+                _box(ax, ob, scale, _GT, f"GT: {vocab.verbs[int(verb)]} {vocab.objects[int(lab)]}", lw=1.2,
+                     ls="--", below=True)
+        for j, (rank, v) in enumerate(dets):
+            colour = _CATEGORY_COLOURS[v.category]
+            bh, bo = predictions.boxes_h[v.det_index], predictions.boxes_o[v.det_index]
+            for box in (bh, bo):
+                if np.isnan(box).any():
+                    continue
+                _box(ax, box, scale, colour)
+                ax.annotate(f"#{rank}", (float(box[0]) * scale, float(box[1]) * scale), xytext=(2 + 15 * j, 2),
+                            textcoords="offset points", fontsize=7, color="white", va="bottom",
+                            bbox={"facecolor": colour, "edgecolor": "none", "pad": 1})
+            if not np.isnan(bo).any():
+                ax.plot([(bh[0] + bh[2]) / 2 * scale, (bo[0] + bo[2]) / 2 * scale],
+                        [(bh[1] + bh[3]) / 2 * scale, (bo[1] + bo[3]) / 2 * scale], color=colour, lw=1.2)
+            ax.text(0.0, -0.03 - 0.075 * j, f"#{rank} {v.category}: {vocab.hoi_name(v.hoi)} ({v.score:.2f})",
+                    transform=ax.transAxes, fontsize=8, va="top", color=colour)
+        ax.set_title(im.file_name + (" (blank canvas)" if path is None else ""), fontsize=8)
+    for ax in list(axes.flat)[len(by_image):]:
+        ax.set_axis_off()
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    note = (f" {len(blank)} of {len(by_image)} images drawn on a blank canvas of the image's size "
+            + ("(no images folder given)." if images_dir is None else f"(not in {images_dir}).")) if blank else ""
+    figure = Figure(name, title, _render(fig),
+                    "Dashed black: ground-truth pairs (label under the object box). Solid: detections "
+                    "(#rank by score; under the panel its category, class and score), coloured by category: " + ", ".join(FAILURE_CATEGORIES) + "." + note)
+    rows = tuple((rank, v.file_name, vocab.hoi_name(v.hoi), v.score, v.category,
+                  "" if v.gt_pair < 0 else vocab.hoi_name(int(target.pair_hoi[v.gt_pair])),
+                  None if v.iou_human != v.iou_human else v.iou_human,
+                  None if v.iou_object != v.iou_object else v.iou_object)
+                 for rank, v in enumerate(verdicts, start=1))
+    drawn = Table(f"{name}-detections", f"{title}: the drawn detections",
+                  ("rank", "image", "detection", "score", "category", "ground_truth", "iou_human", "iou_object"),
+                  rows, decimals=3, caption="ground_truth: the pair that explains the category (for a TP the "
+                                            "matched pair; empty for background), with the detection's IoUs.")
+    scope = counts or verdicts
+    tally = failure_counts(scope)
+    n = sum(tally.values())
+    summary = Table(f"{name}-categories", f"{title}: detections per category",
+                    ("category", "detections", "share"),
+                    tuple((k, c, 100 * c / n if n else None) for k, c in tally.items()),
+                    caption=f"Over {n:,} detections (share in percent); FP categories are tested in this "
+                            "order, the first that applies.")
+    return Section(title, "Ground truth and detections drawn together (the SG paper's Figure 3)." + note,
+                   tables=[drawn, summary], figures=[figure]), blank
