@@ -193,6 +193,10 @@ def test_comparable_rows_are_placed_and_the_rest_is_said_in_one_line() -> None:
     assert "HICO-DET (ko): scored in the Known-Object setting" in notes
     assert "MCQ-HOI (setting 1): results scored with --protocol paper" in notes
     assert "HICO-DET-SG2 (mine): the published mAP is over the unseen classes, this result's is over full" in notes
+    rfuc = compare_published([_map("zs", "HICO-DET", 0.2, "unseen"), _map("zs", "hico-det-rf-uc", 0.2, "unseen")])
+    assert any(n.startswith("HICO-DET (zs): scored with a zero-shot class split") for n in rfuc.notes)
+    assert ("DP-HOI [B-RIGHT T3]", "hico-det-rf-uc") in {(r.model, r.benchmark) for r in rfuc.records}
+    assert not any(r.model == "PViC [B-RIGHT T3]" and r.benchmark == "hico-det-rf-uc" for r in rfuc.records)  # '–'
     assert all(n.count(". ") <= 1 for n in comp.notes if n.startswith(("my-split", "HICO-DET (ko)")))
     # nothing of these benchmarks is placed from another part, class set or setting
     assert not any(r.benchmark in ("my-split", "HICO-DET-SG2") for r in comp.records)

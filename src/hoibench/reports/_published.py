@@ -185,6 +185,11 @@ def compare_published(records: Sequence[ResultRecord[Any]],
         if not isinstance(rec.result, (HICOMapResult, MCQResult, VCOCOResult)):
             continue
         hit, why = _match(rec, rows)
+        r = rec.result
+        if isinstance(r, HICOMapResult) and "unseen" in r.subsets and canonical_benchmark(rec.benchmark)[0] == "hico-det":
+            out.notes.append(f"{rec.benchmark} ({rec.model}): scored with a zero-shot class split; name its benchmark "
+                             "hico-det-rf-uc (eval hico --benchmark hico-det-rf-uc) to set its unseen mAP beside "
+                             "B-RIGHT Table 3's RF-UC column.")
         if why:
             out.notes.append(why + ".")
             continue
