@@ -281,3 +281,73 @@ def test_trl_export_trains_on_the_answer_only(tmp_path, capsys, monkeypatch):
         assert 0 < len(labelled) <= len(want) + 2  # the answer and the turn's end: "<|im_end|>\n"
         assert len(labelled) * 10 < int(batch["attention_mask"][i].sum())
     assert trainer.train().global_step == 1
+
+
+# --- VLMEvalKit: the prompt the model sees, and its failure text ---------------------------------
+
+def _vlmevalkit_mcq_prompt(row) -> str:
+    """The text of VLMEvalKit's ``ImageMCQDataset.build_prompt`` (CustomMCQDataset) for a row."""
+    import string
+
+    import pandas as pd
+
+    options = {c: row[c] for c in string.ascii_uppercase if c in row and not pd.isna(row[c])}
+    prompt = f"Hint: {row['hint']}\n" if not pd.isna(row["hint"]) else ""
+    prompt += f"Question: {row['question']}\n"
+    if options:
+        prompt += "Options:\n" + "".join(f"{k}. {v}\n" for k, v in options.items())
+        prompt += "Please select the correct answer from the options above. \n"
+    return prompt
+
+
+def _vlmevalkit_export(tmp_path: Path, capsys):
+    from hoibench.cli import main
+    from tests.test_vlmevalkit import _read_like_vlmevalkit, _setup
+
+    qs, images = _setup(tmp_path)
+    main(["mcq", "export", "--questions", str(tmp_path / "q.jsonl"), "--to", "vlmevalkit", "--images", str(images),
+          "--out", str(tmp_path / "out"), "--model", "Qwen2.5-VL-7B-Instruct"])
+    capsys.readouterr()
+    return qs, images, _read_like_vlmevalkit(tmp_path / "out" / "HOIBench_MCQ.tsv")
+
+
+def test_vlmevalkit_prompt_holds_mcq_runs_lines_with_one_question_label(tmp_path, capsys):
+    """VLMEvalKit writes ``Question: {question}``: the cell holds the question without the
+    template's own label, and every line of it is a line of what ``mcq run`` sends (the image
+    placeholder and the label aside), box included."""
+    pytest.importorskip("pandas")
+    from hoibench.runners.mcq import load_template, prepare_question
+
+    qs, images, data = _vlmevalkit_export(tmp_path, capsys)
+    template = load_template("crosshoi")
+    for q, (_, row) in zip(qs, data.iterrows()):
+        sent = prepare_question(q, images / q.file_name, box_convention="qwen2.5", template=template).rendered.text
+        prompt = _vlmevalkit_mcq_prompt(row)
+        assert prompt.count("Question:") == 1, prompt
+        sent_lines = [re.sub(r"\s*<image>", "", ln).removeprefix("Question: ").strip() for ln in sent.splitlines()]
+        for line in str(row["question"]).splitlines():
+            assert line.strip() in sent_lines, (line, sent)
+        assert str(row["hint"]).strip() in sent  # the answer instruction, word for word
+
+
+def test_vlmevalkit_failure_text_is_an_error(tmp_path, capsys):
+    """A row holding VLMEvalKit's failure text is an answer with status ``error``: ``mcq score``
+    warns how many, as it does for ``mcq run``'s failed requests."""
+    pytest.importorskip("pandas")
+    import csv
+
+    from hoibench.cli import main
+    from hoibench.tasks.vlmevalkit import read_vlmevalkit_answers
+
+    qs, _, data = _vlmevalkit_export(tmp_path, capsys)
+    # VLMEvalKit's API wrappers return fail_msg 'Failed to obtain answer via API. ' (with its space)
+    replies = ["Failed to obtain answer via API. "] * 4 + [",".join(data["answer"].iloc[4])]
+    pred = tmp_path / "M_HOIBench_MCQ.tsv"
+    data.drop(columns=["image"]).assign(prediction=replies).to_csv(pred, sep="\t", index=False, quoting=csv.QUOTE_ALL)
+    answers = read_vlmevalkit_answers(pred, qs)
+    assert [a.status for a in answers] == ["error"] * 4 + ["ok"]
+    assert answers[0].meta["error"] == "Failed to obtain answer via API."
+    main(["mcq", "score", "--questions", str(tmp_path / "q.jsonl"), "--answers", str(pred), "--json", "-"])
+    captured = capsys.readouterr()
+    assert "4 an 'error' status" in captured.err
+    assert json.loads(captured.out)["exact_match"] == pytest.approx(1 / 5)

@@ -37,7 +37,7 @@ from hoibench.runners.mcq import (
     prepare_question,
 )
 
-__all__ = ["VLMEVALKIT_COLUMNS", "read_vlmevalkit_answers", "vlmevalkit_rows", "write_vlmevalkit_benchmark"]
+__all__ = ["VLMEVALKIT_COLUMNS", "VLMEVALKIT_FAIL_MSG", "read_vlmevalkit_answers", "vlmevalkit_rows", "write_vlmevalkit_benchmark"]
 
 #: the columns before the choice letters and after them (``hoibench_*``: read back by hoibench)
 _HEAD = ("index", "image", "hint", "question")
@@ -46,9 +46,16 @@ _TAIL = ("answer", "category", "hoibench_id", "hoibench_setting", "hoibench_perm
 VLMEVALKIT_COLUMNS = (*_HEAD, "A", "B", "C", "D", *_TAIL)
 
 
+#: what VLMEvalKit's API wrappers return for a call that got no answer (``BaseAPI.fail_msg``; its
+#: inference re-runs rows holding it, and keeps it where the re-run fails too)
+VLMEVALKIT_FAIL_MSG = "Failed to obtain answer via API."
+
+
 def _vlmevalkit_question(head: str) -> str:
-    """hoibench's question head without its ``<image>`` placeholder (VLMEvalKit places the image)."""
-    return re.sub(r"\s*<image>", "", head).strip()
+    """hoibench's question head without its ``<image>`` placeholder (VLMEvalKit places the image)
+    and without the template's ``Question:`` label (VLMEvalKit writes its own before this cell)."""
+    text = re.sub(r"\s*<image>", "", head).strip()
+    return re.sub(r"(^|\n)Question:[ \t]*", r"\1", text)
 
 
 def vlmevalkit_rows(questions: Sequence[MCQuestion], images: ImageFolder, *, box_convention: str,
@@ -101,7 +108,9 @@ def write_vlmevalkit_benchmark(path: str | Path, questions: Sequence[MCQuestion]
 def read_vlmevalkit_answers(path: str | Path, questions: Iterable[MCQuestion]) -> AnswerSet:
     """Answers from a VLMEvalKit prediction file of a :func:`write_vlmevalkit_benchmark` TSV:
     each ``prediction`` parsed as ``mcq run`` parses a reply, with the letters of the row's own
-    choice order (``hoibench_order``); ``hoibench_permutation`` keeps choice orders apart."""
+    choice order (``hoibench_order``); ``hoibench_permutation`` keeps choice orders apart. A row
+    holding VLMEvalKit's failure text (:data:`VLMEVALKIT_FAIL_MSG`) is an ``error`` answer, not
+    an empty reply, so ``mcq score`` counts and names it."""
     by_id = {q.id: q for q in questions}
     rows = read_vlmevalkit_table(path, required=("index", "prediction", "hoibench_id", "hoibench_order"))
     answers: list[MCAnswer] = []
@@ -128,6 +137,10 @@ def read_vlmevalkit_answers(path: str | Path, questions: Iterable[MCQuestion]) -
             raise FormatError(f"{order} is not an order of question {qid!r}'s {len(q.choices)} choices "
                               "(a prediction file of another question file?)", file=path, record=where,
                               field="hoibench_order")
+        if VLMEVALKIT_FAIL_MSG in row["prediction"]:  # no reply: an error, as mcq run counts one
+            answers.append(MCAnswer(qid, frozenset(), row["prediction"], "error",
+                                    {**meta, "error": row["prediction"].strip()}))
+            continue
         letters: dict[str, str | None] = {LETTERS[k]: q.choices[i].text for k, i in enumerate(order)}
         answers.append(answer_from_reply(qid, row["prediction"], letters,
                                          answer_format=row.get("hoibench_answer_format") or "letters",
