@@ -351,3 +351,47 @@ def test_vlmevalkit_failure_text_is_an_error(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "4 an 'error' status" in captured.err
     assert json.loads(captured.out)["exact_match"] == pytest.approx(1 / 5)
+
+
+# --- the Hugging Face dataset card ------------------------------------------------------------------
+
+#: values of the Hub's dataset-card fields (huggingface.co/docs/hub/datasets-cards: task ids of
+#: huggingface.js ``PIPELINE_DATA``, the size bins, ISO 639-1 codes)
+HUB_TASKS = {"object-detection", "visual-question-answering", "multiple-choice", "image-text-to-text",
+             "zero-shot-object-detection", "question-answering"}
+HUB_SIZES = {"n<1K", "1K<n<10K", "10K<n<100K", "100K<n<1M", "1M<n<10M", "10M<n<100M"}
+
+
+def test_hf_dataset_card_has_the_fields_the_hub_validates(tmp_path):
+    """The card's YAML names ``task_categories``, ``size_categories``, ``language`` and, for
+    ``license: other``, a ``license_link`` to a licence file in the folder."""
+    import yaml
+
+    from hoibench.benchmarks._hf import _size_category, export_hf
+    from hoibench.benchmarks._release import folder_manifest, select_benchmarks
+    from hoibench.benchmarks.mcq import build_mcq_training_set
+    from tests.test_mcq_builder import synthetic_dataset
+
+    release = tmp_path / "release"
+    build = build_mcq_training_set(synthetic_dataset(), random_state=0)
+    (release / "mcq" / "train").mkdir(parents=True)
+    build.write(release / "mcq" / "train" / "questions.jsonl")
+    manifest = folder_manifest(release, select_benchmarks(["mcq/train"]))
+    export_hf(release, tmp_path / "hf", ["mcq/train"], manifest=manifest)
+    text = (tmp_path / "hf" / "README.md").read_text()
+    meta = yaml.safe_load(text.split("---\n")[1])
+    assert meta["language"] == ["en"]
+    assert meta["task_categories"] == ["visual-question-answering", "multiple-choice"]
+    assert set(meta["task_categories"]) <= HUB_TASKS and meta["size_categories"] == ["n<1K"]
+    assert meta["license"] == "other" and meta["license_name"] == "annotations-only"
+    licence = tmp_path / "hf" / meta["license_link"]
+    assert licence.is_file() and "Annotations only" in licence.read_text() and "MIT" in licence.read_text()
+    assert [_size_category(n) for n in (999, 1_000, 112_425, 2_000_000)] == ["n<1K", "1K<n<10K", "100K<n<1M",
+                                                                               "1M<n<10M"]
+    assert {_size_category(10 ** k) for k in range(8)} <= HUB_SIZES
+    try:
+        from huggingface_hub import DatasetCard
+    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers and datasets
+        return
+    card = DatasetCard.load(tmp_path / "hf" / "README.md")
+    assert card.data.task_categories == meta["task_categories"] and card.data.license_link == "LICENSE.md"

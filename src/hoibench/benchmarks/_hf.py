@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,36 @@ annotations (MIT: fredzzhang/hicodet, Copyright (c) Frederic Zhang; DirtyHarryLY
 hoibench (MIT), with gen-vlkt's zero-shot class lists (MIT). The HICO-DET images are for
 non-commercial research use only (see the HICO-DET website); obtain them from their source and
 point the `file_name` of each row at them."""
+
+
+#: the licence file the card's ``license_link`` names (the Hub wants a link or the text for ``other``)
+LICENCE_FILE = "LICENSE.md"
+
+#: the Hub's size bins (``size_categories``), upper bounds exclusive
+_SIZE_BINS = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+              (10_000_000, "1M<n<10M"))
+
+
+def _size_category(rows: int) -> str:
+    return next((label for bound, label in _SIZE_BINS if rows < bound), "10M<n<100M")
+
+
+def _task_categories(configs: list[Any]) -> list[str]:
+    """The Hub task of each benchmark: HOI detection splits are object detection (boxes and
+    classes); the multiple-choice questions are visual question answering, multiple choice."""
+    tasks: list[str] = []
+    for _, b, _ in configs:
+        for t in (("visual-question-answering", "multiple-choice") if b.name.startswith("mcq")
+                  else ("object-detection",)):
+            if t not in tasks:
+                tasks.append(t)
+    return tasks
+
+
+def _licence_file() -> str:
+    """``LICENSE.md`` of the export: the annotations-only notice and the bundled data's licences."""
+    bundled = resources.files("hoibench._bundled").joinpath("LICENSES.md").read_text(encoding="utf-8")
+    return f"# Licence\n\n{LICENCE_TEXT}\n\n{bundled}"
 
 
 def hf_config_name(benchmark: str) -> str:
@@ -116,12 +147,16 @@ def export_hf(release_dir: str | os.PathLike[str], out: str | os.PathLike[str],
                 ensure_dir(target.parent)
                 shutil.copyfile(root / b.name / fname, target)
         configs.append((config, b, data_files))
+    atomic_write_bytes(dest / LICENCE_FILE, _licence_file().encode())
     atomic_write_bytes(dest / "README.md", _card(configs, counts, manifest).encode())
     return counts
 
 
 def _card(configs: list[Any], counts: dict[str, dict[str, int]], manifest: dict[str, Any]) -> str:
-    lines = ["---", "license: other", "license_name: annotations-only",
+    total = sum(n for splits in counts.values() for n in splits.values())
+    lines = ["---", "license: other", "license_name: annotations-only", f"license_link: {LICENCE_FILE}",
+             "language:", "- en", "task_categories:", *(f"- {t}" for t in _task_categories(configs)),
+             "size_categories:", f"- {_size_category(total)}",
              "pretty_name: hoibench benchmarks " + RELEASE,
              "tags:", "- human-object-interaction", "- hoi-detection", "- benchmark", "configs:"]
     for config, _, data_files in configs:
@@ -144,7 +179,8 @@ def _card(configs: list[Any], counts: dict[str, dict[str, int]], manifest: dict[
               "(statistics, test combinations) are under `extra/`.", "",
               "```python", "from datasets import load_dataset",
               f"ds = load_dataset(\"path/to/this/folder\", \"{configs[0][0] if configs else 'mcq-benchmark'}\")",
-              "```", "", "## Licence", "", LICENCE_TEXT, "", "## Citation", "",
+              "```", "", "## Licence", "", LICENCE_TEXT, "", f"The licences of the sources: [{LICENCE_FILE}]({LICENCE_FILE}).",
+              "", "## Citation", "",
               "Cite hoibench (its `CITATION.cff`, with the release) and the paper that defines the benchmark "
               "you use:", "",
               "- HICO-DET-SG: K. Takemoto, M. Yamada, T. Sasaki, H. Akima. *HICO-DET-SG and V-COCO-SG: New "
