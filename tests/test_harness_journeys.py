@@ -395,3 +395,28 @@ def test_hf_dataset_card_has_the_fields_the_hub_validates(tmp_path):
         return
     card = DatasetCard.load(tmp_path / "hf" / "README.md")
     assert card.data.task_categories == meta["task_categories"] and card.data.license_link == "LICENSE.md"
+
+
+# --- LLaMA-Factory and ms-swift: where the image is ------------------------------------------------
+
+def test_llamafactory_and_swift_rows_put_the_image_where_mcq_run_does(tmp_path, capsys):
+    """The image first, then ``mcq run``'s text; the one difference is the template's literal
+    ``<image>`` (``the image  <image>?``), which ``mcq run`` sends as text and these two layouts
+    drop (they read every ``<image>`` as an image slot)."""
+    from tests.test_finetune_export import _export, _write_train_set
+
+    questions, images = _write_train_set(tmp_path)
+    _export(capsys, questions, images, tmp_path / "trl", "trl")
+    sent = {}
+    for ln in (tmp_path / "trl" / "hoibench_mcq_train.jsonl").read_text().splitlines():
+        row = json.loads(ln)
+        image, text = row["prompt"][0]["content"]
+        assert image["type"] == "image" and text["type"] == "text"  # mcq run's order: image, text
+        sent[row["id"]] = text["text"]
+    assert any("<image>" in t for t in sent.values())  # the template writes one in settings 1 and 2
+    for target in ("llamafactory", "swift"):
+        _export(capsys, questions, images, tmp_path / target, target)
+        for ln in (tmp_path / target / "hoibench_mcq_train.jsonl").read_text().splitlines():
+            row = json.loads(ln)
+            user = row["conversations"][0]["value"] if target == "llamafactory" else row["messages"][0]["content"]
+            assert user == "<image>" + re.sub(r"\s*<image>", "", sent[row["id"]]), (target, user)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ __all__ = [
     "TrainingExample",
     "export_finetune",
     "training_examples",
+    "without_image_tag",
 ]
 
 #: fine-tuning frameworks ``export_finetune`` writes for
@@ -174,16 +176,18 @@ def training_examples(questions: Sequence[MCQuestion], *, images: str | Path, mo
                               (frame.sent_width, frame.sent_height))
 
 
+def without_image_tag(text: str) -> str:
+    """``text`` without the template's literal ``<image>`` (and the space before it), for the
+    layouts that read that tag as an image slot or place the image themselves."""
+    return re.sub(r"\s*" + re.escape(IMAGE_TAG), "", text)
+
+
 def _tagged(prompt: str) -> str:
-    """The prompt in the ``<image>``-tag layout: the image sits where the template names it
-    (``... the image <image>?``), or before the text when the template does not (detection)."""
-    n = prompt.count(IMAGE_TAG)
-    if n == 0:
-        return IMAGE_TAG + prompt
-    if n == 1:
-        return prompt
-    raise ConfigError(f"a prompt names {IMAGE_TAG} {n} times; LLaMA-Factory and ms-swift would read one "
-                      f"image per tag: {prompt[:80]!r}")
+    """The prompt in the ``<image>``-tag layout with the image first, where ``mcq run`` sends it:
+    ``<image>`` then the text. The template's own literal ``<image>`` (``... the image  <image>?``,
+    which ``mcq run`` sends as text) is dropped: these frameworks read every tag as an image, so
+    keeping it would place the image mid-sentence or ask for a second one."""
+    return IMAGE_TAG + without_image_tag(prompt)
 
 
 def _row(target: str, ex: TrainingExample) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from hoibench.data import MCAnswer, MCQuestion
 from hoibench.data._questions import LETTERS
 from hoibench.formats.questions import AnswerSet
 from hoibench.formats.vlmevalkit import read_vlmevalkit_table, write_vlmevalkit_tsv
+from hoibench.runners.finetune import without_image_tag
 from hoibench.runners.mcq import (
     PromptTemplate,
     answer_from_reply,
@@ -54,7 +55,7 @@ VLMEVALKIT_FAIL_MSG = "Failed to obtain answer via API."
 def _vlmevalkit_question(head: str) -> str:
     """hoibench's question head without its ``<image>`` placeholder (VLMEvalKit places the image)
     and without the template's ``Question:`` label (VLMEvalKit writes its own before this cell)."""
-    text = re.sub(r"\s*<image>", "", head).strip()
+    text = without_image_tag(head).strip()
     return re.sub(r"(^|\n)Question:[ \t]*", r"\1", text)
 
 
