@@ -19,7 +19,15 @@ from PIL import Image
 from hoibench._exceptions import ConfigError, MissingExtraError
 from hoibench.augment import AugmentConfig, TargetClass, augment_deficits, load_config
 from hoibench.cli import cli, main
-from tests.test_augment_helpers import HOLD_CUP, RIDE_HORSE, VOCAB, Script, SolidGenerator, pipeline, real_dataset
+from tests.test_augment_helpers import (
+    HOLD_CUP,
+    RIDE_HORSE,
+    VOCAB,
+    Script,
+    SolidGenerator,
+    pipeline,
+    real_dataset,
+)
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -187,13 +195,13 @@ def test_embeddings_cli_writes_two_panels_and_the_coordinates(tmp_path: Path, ti
     assert w > 1.8 * h  # two panels side by side
     rows = _rows(tmp_path / "o" / "embedding-tsne.csv")
     spaces = {r["space"] for r in rows}
-    assert spaces == {f"CLIP ({tiny_clip})", "DreamSim (ensemble)"}
+    assert spaces == {"CLIP (tiny-clip)", "DreamSim (ensemble)"}  # a local model by its folder name
     for s in spaces:
         mine = [r for r in rows if r["space"] == s]
         # as many real images as generated ones (a seeded sample), the kept images of the run
         assert sorted(r["group"] for r in mine) == ["generated"] * 4 + ["real"] * 4
         assert {Path(r["image"]).name for r in mine if r["group"] == "generated"} == {
-            "aug_h%03d_a%04d.png" % (h, a) for h in (RIDE_HORSE, HOLD_CUP) for a in (0, 1)}
+            f"aug_h{h:03d}_a{a:04d}.png" for h in (RIDE_HORSE, HOLD_CUP) for a in (0, 1)}
         assert all(np.isfinite([float(r["x"]), float(r["y"])]).all() for r in mine)
     assert fake_dreamsim[0]["cache_dir"] == str(tmp_path / "w")
     # the same seed gives the same file; --all-real embeds every real image

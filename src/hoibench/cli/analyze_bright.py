@@ -35,7 +35,7 @@ def _embedders(spaces: list[str], clip: str, dreamsim: str, dreamsim_type: str, 
     for space in spaces:
         if space == "clip":
             e = ClipEmbedder.from_pretrained(clip, device=device)
-            e.name = f"CLIP ({clip})"
+            e.name = f"CLIP ({Path(clip).name if Path(clip).is_dir() else clip})"
         else:
             e = DreamSimEmbedder.from_pretrained(dreamsim, dreamsim_type=dreamsim_type, device=device)
             e.name = f"DreamSim ({dreamsim_type})"

@@ -52,8 +52,12 @@ class ClipEmbedder:
         except ImportError as exc:
             raise MissingExtraError(exc.name or "transformers", "transformers", "CLIP embeddings") from None
         dev = _torch_device(device)
-        model = CLIPModel.from_pretrained(name).to(dev).eval()
-        return cls(model, AutoImageProcessor.from_pretrained(name), name=name, device=dev)
+        try:
+            model = CLIPModel.from_pretrained(name).to(dev).eval()
+            processor = AutoImageProcessor.from_pretrained(name)
+        except (OSError, ValueError) as exc:  # no such folder or hub id, offline, not a CLIP checkpoint
+            raise ConfigError(f"CLIP model {name!r}: cannot load it: {exc}") from None
+        return cls(model, processor, name=name, device=dev)
 
     def embed(self, images: Sequence[Image.Image]) -> np.ndarray:
         import torch

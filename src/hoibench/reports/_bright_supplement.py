@@ -9,7 +9,7 @@ import textwrap
 from PIL import Image, UnidentifiedImageError
 
 from hoibench._exceptions import FormatError, ValidationError
-from hoibench.analysis import EmbeddingMap, PromptAblation
+from hoibench.analysis import EmbeddingMap, PromptAblation, RunImage
 from hoibench.reports._figures import Figure, _pyplot, _render
 
 __all__ = ["embedding_tsne_figure", "prompt_ablation_figure"]
@@ -65,7 +65,17 @@ def prompt_ablation_figure(a: PromptAblation, *, name: str = "prompt-ablation",
     plt = _pyplot()
     per = max(len(imgs) for row in a.cells for imgs in row)
     cols = len(a.runs) * per
-    fig, axes = plt.subplots(len(a.classes), cols, figsize=(2.6 * cols, 3.6 * len(a.classes)), squeeze=False)
+
+    def caption(im: RunImage) -> str:
+        prompt = im.prompt or ""
+        if len(prompt) > max_prompt_chars:
+            prompt = prompt[:max_prompt_chars - 1].rstrip() + "…"
+        return "\n".join(textwrap.wrap(prompt, wrap)) + f"\n[{im.status or 'no verdict'}]"
+
+    # each row as tall as its image and its longest caption (6.5 pt lines)
+    lines = max(caption(im).count("\n") + 1 for row in a.cells for imgs in row for im in imgs)
+    row_h = 2.6 + 0.12 * lines
+    fig, axes = plt.subplots(len(a.classes), cols, figsize=(2.6 * cols, row_h * len(a.classes)), squeeze=False)
     for r, (row, cname) in enumerate(zip(a.cells, a.names, strict=True)):
         for j, imgs in enumerate(row):
             for k in range(per):
@@ -81,11 +91,7 @@ def prompt_ablation_figure(a: PromptAblation, *, name: str = "prompt-ablation",
                     continue
                 im = imgs[k]
                 ax.imshow(_thumb(im.path, 256))
-                prompt = im.prompt or ""
-                if len(prompt) > max_prompt_chars:
-                    prompt = prompt[:max_prompt_chars - 1].rstrip() + "…"
-                ax.set_xlabel("\n".join(textwrap.wrap(prompt, wrap)) + f"\n[{im.status or 'no verdict'}]",
-                              fontsize=6.5)
+                ax.set_xlabel(caption(im), fontsize=6.5)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return Figure(name, title, _render(fig),
