@@ -204,13 +204,12 @@ def test_embeddings_cli_writes_two_panels_and_the_coordinates(tmp_path: Path, ti
             f"aug_h{h:03d}_a{a:04d}.png" for h in (RIDE_HORSE, HOLD_CUP) for a in (0, 1)}
         assert all(np.isfinite([float(r["x"]), float(r["y"])]).all() for r in mine)
     assert fake_dreamsim[0]["cache_dir"] == str(tmp_path / "w")
-    # the same seed gives the same file; --all-real embeds every real image
-    first = (tmp_path / "o" / "embedding-tsne.csv").read_bytes()
-    assert _cli(args)[0] == 0 and (tmp_path / "o" / "embedding-tsne.csv").read_bytes() == first
-    code, out = _cli([*args[:-1], str(tmp_path / "o2"), "--all-real", "--models", "clip"])
+    # --all-real embeds every real image; --names names the groups
+    code, out = _cli([*args[:-1], str(tmp_path / "o2"), "--all-real", "--models", "clip", "--names", "HICO-DET,B-RIGHT"])
     assert code == 0, out
     rows = _rows(tmp_path / "o2" / "embedding-tsne.csv")
-    assert sum(r["group"] == "real" for r in rows) == 10 and len({r["space"] for r in rows}) == 1
+    assert sum(r["group"] == "HICO-DET" for r in rows) == 10 and sum(r["group"] == "B-RIGHT" for r in rows) == 4
+    assert len({r["space"] for r in rows}) == 1
 
 
 def test_embeddings_cli_refusals_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -222,6 +221,8 @@ def test_embeddings_cli_refusals_are_one_line(tmp_path: Path, capsys: pytest.Cap
          "--models 'clip,vgg': choose from clip, dreamsim"),
         ([str(tmp_path / "real"), str(tmp_path / "gen"), "--models", "clip"],
          f"{tmp_path / 'real'}: no images (.jpg, .jpeg, .png, .webp, .bmp) under it"),
+        ([str(tmp_path / "real"), str(tmp_path / "gen"), "--names", "a,a"],
+         "--names 'a,a': two different names, comma-separated"),
     ):
         with pytest.raises(SystemExit) as exc:
             main(["analyze", "embeddings", *argv, "--out", str(tmp_path / "o")])

@@ -60,6 +60,8 @@ def _embedders(spaces: list[str], clip: str, dreamsim: str, dreamsim_type: str, 
               "real images as there are generated ones (as the paper does).")
 @click.option("--all-attempts", is_flag=True, help="From an augmentation run, every generated image; "
               "default: the kept ones (those in the augmented dataset).")
+@click.option("--names", default="real,generated", show_default=True,
+              help="Legend names of REAL and GENERATED, comma-separated (e.g. HICO-DET,B-RIGHT).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the real-image sample and of t-SNE.")
 @click.option("--perplexity", type=float, default=30.0, show_default=True,
               help="t-SNE perplexity (lowered to (n-1)/3 for fewer images).")
@@ -67,7 +69,7 @@ def _embedders(spaces: list[str], clip: str, dreamsim: str, dreamsim_type: str, 
 @click.option("--device", default="auto", show_default=True, help="cpu, cuda, cuda:1 or auto.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 def embeddings_cmd(real: str, generated: str, out_dir: str, models: str, clip: str, dreamsim: str,
-                   dreamsim_type: str, all_real: bool, all_attempts: bool, seed: int, perplexity: float,
+                   dreamsim_type: str, all_real: bool, all_attempts: bool, names: str, seed: int, perplexity: float,
                    batch_size: int, device: str, no_progress: bool) -> None:
     """t-SNE of REAL images (a folder) and GENERATED images (an augmentation output folder or a
     folder of images) in CLIP and DreamSim embedding space (B-RIGHT Figure S3)."""
@@ -81,6 +83,9 @@ def embeddings_cmd(real: str, generated: str, out_dir: str, models: str, clip: s
     bad = [s for s in spaces if s not in _SPACES]
     if bad or not spaces:
         raise ConfigError(f"--models {models!r}: choose from {', '.join(_SPACES)}")
+    labels = [x.strip() for x in names.split(",")]
+    if len(labels) != 2 or not all(labels) or labels[0] == labels[1]:
+        raise ConfigError(f"--names {names!r}: two different names, comma-separated (e.g. real,generated)")
     real_paths = folder_images(real)
     gen_paths, gen_what = _generated_images(Path(generated), all_attempts)
     if not real_paths:
@@ -90,9 +95,9 @@ def embeddings_cmd(real: str, generated: str, out_dir: str, models: str, clip: s
     if not all_real:
         real_paths = sample_paths(real_paths, len(gen_paths), seed=seed)
     embedders = _embedders(list(dict.fromkeys(spaces)), clip, dreamsim, dreamsim_type, device)
-    err_console.print(f"embeddings: {len(real_paths)} real images from {real}, {len(gen_paths)} generated "
+    err_console.print(f"embeddings: {len(real_paths)} {labels[0]} images from {real}, {len(gen_paths)} {labels[1]} "
                       f"({gen_what}); models: {', '.join(e.name for e in embedders)}", markup=False)
-    groups = {"real": real_paths, "generated": gen_paths}
+    groups = {labels[0]: real_paths, labels[1]: gen_paths}
     n = len(real_paths) + len(gen_paths)
     if no_progress:
         m = embedding_tsne(groups, embedders, seed=seed, perplexity=perplexity, batch_size=batch_size)
