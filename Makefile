@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 CORE_STAMP := $(VENV)/.installed-core
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint bench clean chromium asan
+.PHONY: demo test lint bench clean chromium asan docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,7 @@ demo: $(CORE_STAMP)
 test: $(TEST_STAMP) chromium
 	$(BIN)/ruff check src tests perf scripts
 	$(BIN)/lint-imports
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	$(BIN)/python -m pytest -q
 
 # The HTML-report tests open the report in headless Chromium (Debian's chromium package); install
@@ -58,6 +59,11 @@ asan: $(TEST_STAMP)
 	$(BIN)/python -c "import sys, hoibench.formats._colscan as c; sys.exit(0 if c.__file__.startswith('$$dir') else 'not the ASan build: ' + c.__file__)"; \
 	$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_colscan.py tests/test_scan_agreement.py
 
+# The documentation site (mkdocs.yml): warnings (a broken link or anchor, a docstring that cannot be
+# rendered) are errors. Writes site/; `make test` runs the same build.
+docs: $(TEST_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests perf scripts
 
@@ -65,4 +71,4 @@ bench: $(TEST_STAMP)
 	for f in perf/bench_*.py; do $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) hoibench-demo .pytest_cache .ruff_cache
+	rm -rf $(VENV) hoibench-demo .pytest_cache .ruff_cache site

@@ -215,6 +215,8 @@ class VCOCODetections:
     role_scores : (D, 25) float
         score of each role class (usually agent score x object score); NaN = not predicted.
 
+    Notes
+    -----
     Arrays are float32 and C-contiguous, except that the two score arrays may be stored column
     by column (each class's scores contiguous, as the typed reader stacks them for the metric).
     """

@@ -44,6 +44,8 @@ class HICOMeanAveragePrecision(Metric):
     max_per_image:
         Triplets kept per image before scoring (their evaluators: 100).
 
+    Notes
+    -----
     ``compute()`` returns ``{"map", "map_rare", "map_non_rare", "per_class_ap"}`` as float64
     tensors (fractions; NaN per-class AP for classes without ground truth) and keeps the full
     :class:`~hoibench.evaluation.HICOMapResult` in :attr:`result`.
