@@ -4,7 +4,8 @@ TRL, LLaMA-Factory and ms-swift.
 Each exported example is what :class:`~hoibench.runners.MCQRunner` would send for the question —
 the same prompt template, the same box convention and the same image size — paired with the
 answer a perfect model gives, so that a model trained on the export and evaluated with
-``hoibench mcq run`` sees one format:
+``hoibench mcq run`` sees one format (LLaMA-Factory and ms-swift rows drop the template's literal
+``<image>``, which those frameworks would read as an image slot; :func:`without_image_tag`):
 
 * setting 1 and 2 questions: the prompt rendered by
   :func:`~hoibench.runners.mcq.render_question` (choice order ``question.order(seed)``); the answer
