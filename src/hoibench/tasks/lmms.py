@@ -1,5 +1,6 @@
-"""The functions hoibench's lmms-eval task files name (``hoibench/tasks/*.yaml``), and the
-question file they load.
+"""The functions hoibench's lmms-eval task files name (``hoibench/tasks/*.yaml``, through
+``_lmms_entry.py``, which stops the run where ``hoibench`` cannot be imported), and the question
+file they load.
 
 lmms-eval loads the plugin with ``LMMS_EVAL_PLUGINS=hoibench``: this package's folder joins its
 task search path. Each task is one setting (1 or 2) under one box convention, passed as
