@@ -118,7 +118,7 @@ def test_dreamsim_embedder_calls_the_package(fake_dreamsim: list[dict[str, Any]]
 
 def test_dreamsim_without_its_package_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from hoibench.models import DreamSimEmbedder
+    from hoibench.models import ClipEmbedder, DreamSimEmbedder
 
     monkeypatch.setitem(sys.modules, "dreamsim", None)  # import dreamsim raises ImportError
     with pytest.raises(MissingExtraError, match=r"pip install 'hoibench\[dreamsim\]'"):
@@ -128,9 +128,12 @@ def test_dreamsim_without_its_package_names_the_extra(monkeypatch: pytest.Monkey
         folder.mkdir()
         for k, im in enumerate(_images(3, seed)):
             im.save(folder / f"{k}.png")
-    with pytest.raises(SystemExit) as exc:
-        main(["analyze", "embeddings", str(real), str(gen), "--out", str(tmp_path / "o"), "--models", "dreamsim",
-              "--no-progress"])
+    def no_clip(*_a: Any, **_k: Any) -> Any:
+        raise AssertionError("CLIP loaded before the missing DreamSim package was refused")
+
+    monkeypatch.setattr(ClipEmbedder, "from_pretrained", no_clip)
+    with pytest.raises(SystemExit) as exc:  # both models (the default): DreamSim is checked first
+        main(["analyze", "embeddings", str(real), str(gen), "--out", str(tmp_path / "o"), "--no-progress"])
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1

@@ -31,16 +31,17 @@ def _generated_images(folder: Path, all_attempts: bool) -> tuple[list[Path], str
 def _embedders(spaces: list[str], clip: str, dreamsim: str, dreamsim_type: str, device: str) -> list[Any]:
     from hoibench.models import ClipEmbedder, DreamSimEmbedder
 
-    out: list[Any] = []
-    for space in spaces:
+    out: dict[str, Any] = {}
+    # DreamSim first: a missing package is refused before CLIP's weights are fetched
+    for space in sorted(spaces, key=lambda s: s != "dreamsim"):
         if space == "clip":
             e = ClipEmbedder.from_pretrained(clip, device=device)
             e.name = f"CLIP ({Path(clip).name if Path(clip).is_dir() else clip})"
         else:
             e = DreamSimEmbedder.from_pretrained(dreamsim, dreamsim_type=dreamsim_type, device=device)
             e.name = f"DreamSim ({dreamsim_type})"
-        out.append(e)
-    return out
+        out[space] = e
+    return [out[s] for s in spaces]  # panels in the order asked
 
 
 @click.command("embeddings")
