@@ -11,7 +11,7 @@ Two oracles:
   ``official`` column comes from the plain loop transliteration of ho-rcnn's
   ``VOCevaldet_bboxpair.m`` (``hoibench.testing``), itself checked rule by rule
   in ``test_eval_hico.py``. The script that produced the file is described in
-  ``docs/evaluation.md``; the reference repositories are not needed to run this test.
+  ``docs/protocols.md``; the reference repositories are not needed to run this test.
 * the plain loop evaluator, run here on a tenth of the test set with another seed.
 """
 
@@ -59,7 +59,7 @@ def test_per_class_ap_equals_the_reference_implementations(test_set):
                   and np.isclose(np.sum(preds.boxes_h) + np.sum(preds.boxes_o), fp["box_sum"], rtol=1e-12, atol=0))
     if not same_input:
         pytest.skip("noisy_predictions no longer generates the detections the fixture was frozen on "
-                    "(numpy's random streams changed); re-run the reference scripts, see docs/evaluation.md")
+                    "(numpy's random streams changed); re-run the reference scripts, see docs/protocols.md")
     for proto in (*PROTOCOLS, "cdn"):
         res = hico_mean_ap(preds, test_set, protocol=proto)
         expected = _as_array(ref["per_class_ap"][proto])

@@ -8,7 +8,7 @@ implementation of the protocol written from its description (module docstring of
 ``hoibench.evaluation._vcoco``), sharing no code with the evaluator. Both must agree exactly.
 
 The same generator drives the side-by-side run against the real ``vsrl_eval.py`` (see
-docs/evaluation.md), which is not part of the test suite.
+docs/protocols.md), which is not part of the test suite.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def bootstrap_weights(n_items: int, n_resamples: int, random_state: int | np.ran
 #: interval methods. ``percentile`` and ``basic`` need only the replicates; ``bca`` (bias-corrected
 #: and accelerated) and ``studentized`` (bootstrap-t) also re-evaluate the statistic on grouped
 #: jackknife deletions (:data:`JACKKNIFE_GROUPS` groups of units). Their measured coverage is in
-#: docs/evaluation.md ("Which interval: measured coverage"; scripts/bootstrap_coverage.py).
+#: docs/protocols.md ("Bootstrap intervals: measured coverage"; scripts/bootstrap_coverage.py).
 CI_METHODS = ("percentile", "basic", "normal", "bca", "studentized")
 #: the methods computed from the replicates alone (:func:`bootstrap_interval`)
 REPLICATE_METHODS = ("percentile", "basic", "normal")
@@ -185,7 +185,7 @@ def bootstrap_interval(samples: np.ndarray, estimate: np.ndarray | float, *, con
     mAP is biased upward under image resampling (the 11-point envelope is a maximum of noisy
     precisions; fewer distinct images give a higher mAP), so on HICO-DET the percentile interval
     can lie entirely above the observed value; ``basic`` reflects it about the estimate. Neither
-    covers mAP on an unlimited test set (docs/evaluation.md, "Which interval: measured coverage").
+    covers mAP on an unlimited test set (docs/protocols.md, "Bootstrap intervals: measured coverage").
     """
     if method not in CI_METHODS:
         raise ConfigError(f"CI method must be one of {list(CI_METHODS)}; got {method!r}")
@@ -254,7 +254,7 @@ def bootstrap_ci(
         :func:`bootstrap_interval`), ``"bca"`` (bias-corrected and accelerated) or
         ``"studentized"`` (bootstrap-t with grouped-jackknife standard errors; evaluates the
         statistic :data:`JACKKNIFE_GROUPS` more times per resample). Which covers best is
-        measured in docs/evaluation.md.
+        measured in docs/protocols.md.
 
     Examples
     --------

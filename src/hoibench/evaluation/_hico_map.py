@@ -1,7 +1,7 @@
 """HICO-DET mAP: one vectorised evaluator, each reference protocol reproduced as named options.
 
 The three implementations people report numbers from disagree in small ways (see
-``docs/evaluation.md`` for the sources and what was verified against each):
+``docs/protocols.md`` for the sources and what was verified against each):
 
 ``official`` (ywchao/ho-rcnn ``eval_one.m`` + ``VOCevaldet_bboxpair.m``)
     Per HOI class, detections sorted by score (stable); each takes the ground-truth pair with the

@@ -3,7 +3,7 @@
 Formats
 -------
 ``hoibench``
-    Our own documented JSON (see ``docs/evaluation.md``)::
+    Our own documented JSON (see ``docs/formats.md``)::
 
         {"format": "hoibench-predictions", "version": 1, "label_space": "hico-det",
          "images": [{"file_name": "HICO_test2015_00000001.jpg",
@@ -58,7 +58,7 @@ problem. Without pysimdjson, msgspec's typed decoder reads the columnar formats.
 Measured (``perf/bench_eval_formats.py``, 965,018 detections, 2 shared cores, CPU seconds,
 the box-frame check included; seventh round): hoibench 1.5 s, generic 1.5-1.9 s (``json.load``
 of the same files: 8.5-8.7 s), QPIC 6.2 s (60 s), CDN 8.1 s and GEN-VLKT 7.1 s; see
-``docs/evaluation.md``, "Parsing". A large file is memory-mapped (:func:`~hoibench._io.read_buffer`), not copied.
+``docs/evaluation.md``, "Speed and large files". A large file is memory-mapped (:func:`~hoibench._io.read_buffer`), not copied.
 """
 
 from __future__ import annotations
