@@ -79,6 +79,18 @@ def tiny_sdxl_pipeline(*, seed: int = 0) -> Any:
         tokenizer_2=tokenizer, unet=unet.eval(), scheduler=scheduler)
 
 
+def _two_towers() -> dict[str, dict[str, int]]:
+    """The text and vision towers of the tiny OWLv2 and CLIP: 2 layers of width 32, 32×32 images
+    (new dicts each call: a config may keep and change them)."""
+    return {
+        "text_config": {"vocab_size": 1000, "hidden_size": 32, "intermediate_size": 37,
+                        "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": 77,
+                        "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 2},
+        "vision_config": {"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
+                          "num_attention_heads": 4, "image_size": 32, "patch_size": 8},
+    }
+
+
 def save_tiny_owlv2(folder: str | Path, *, seed: int = 0) -> Path:
     """Write a tiny random OWLv2 checkpoint (model and processor) to ``folder``: the
     ``detector: {kind: owlv2, model: FOLDER}`` code path without a download. Returns ``folder``."""
@@ -95,13 +107,7 @@ def save_tiny_owlv2(folder: str | Path, *, seed: int = 0) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
-    cfg = Owlv2Config(
-        text_config={"vocab_size": 1000, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
-                     "num_attention_heads": 4, "max_position_embeddings": 77, "bos_token_id": 1,
-                     "eos_token_id": 2, "pad_token_id": 2},
-        vision_config={"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
-                       "num_attention_heads": 4, "image_size": 32, "patch_size": 8},
-        projection_dim=32)
+    cfg = Owlv2Config(**_two_towers(), projection_dim=32)
     with tempfile.TemporaryDirectory() as tmp:
         tokenizer = _tiny_tokenizer(Path(tmp))
     processor = Owlv2Processor(image_processor=Owlv2ImageProcessor(size={"height": 32, "width": 32}),
@@ -167,13 +173,7 @@ def save_tiny_clip(folder: str | Path, *, seed: int = 0) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
-    cfg = CLIPConfig(
-        text_config={"vocab_size": 1000, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
-                     "num_attention_heads": 4, "max_position_embeddings": 77, "bos_token_id": 1,
-                     "eos_token_id": 2, "pad_token_id": 2},
-        vision_config={"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
-                       "num_attention_heads": 4, "image_size": 32, "patch_size": 8},
-        projection_dim=16)
+    cfg = CLIPConfig(**_two_towers(), projection_dim=16)
     CLIPModel(cfg).eval().save_pretrained(folder)
     CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(folder)
     return folder
