@@ -67,8 +67,11 @@ docs: $(TEST_STAMP)
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests perf scripts
 
+# Every benchmark in one run (perf/bench_all.py): writes docs/benchmarks.md, one table of hoibench's
+# times against the reference implementations measured in the same run, with the machine it ran on.
+# `make bench BENCH_ARGS=--quick` uses smaller inputs. The perf/bench_*.py scripts print more detail.
 bench: $(TEST_STAMP)
-	for f in perf/bench_*.py; do $(BIN)/python $$f || exit 1; done
+	$(BIN)/python perf/bench_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) hoibench-demo .pytest_cache .ruff_cache site

@@ -41,7 +41,8 @@ def timed(fn, repeat: int = 3) -> tuple[float, object]:
 
 
 def loop_scores(questions, answers) -> dict[str, float]:
-    """Equations 1-4 as a per-question Python loop (zero_division = 1)."""
+    """Equations 1-4 as a per-question Python loop (zero_division = 1, except that an empty
+    selection on a question with correct choices has precision 0, as hoibench scores it)."""
     f1s, precs, recs, exact = [], [], [], []
     tp_all = pred_all = gt_all = 0
     per_class: dict[str, list[int]] = {}
@@ -51,7 +52,7 @@ def loop_scores(questions, answers) -> dict[str, float]:
         tp = len(p & g)
         tp_all, pred_all, gt_all = tp_all + tp, pred_all + len(p), gt_all + len(g)
         f1s.append(2 * tp / (len(p) + len(g)) if p or g else 1.0)
-        precs.append(tp / len(p) if p else 1.0)
+        precs.append(tp / len(p) if p else (0.0 if g else 1.0))  # no answer is no perfect answer
         recs.append(tp / len(g) if g else 1.0)
         exact.append(p == g)
         for t in p | g:
