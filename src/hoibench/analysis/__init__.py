@@ -1,7 +1,7 @@
 """Analyses of results and benchmarks: class-AP spread, ranking shifts, TP->FP sensitivity
 (B-RIGHT), bootstrap model comparison, the multiple-choice error analyses, and the numbers of the
-papers' remaining figures and tables (scene types, SG Tables 3/4, B-RIGHT Figures 2/S6 and Tables
-S2/S3, the multiple-choice Figure 1b).
+papers' remaining figures and tables (scene types, SG Tables 3/4, B-RIGHT Figures 2/S2/S3/S6 and
+Tables S2/S3, the multiple-choice Figure 1b).
 
 Numbers only: their tables and figures are in :mod:`hoibench.reports`.
 """

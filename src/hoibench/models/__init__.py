@@ -1,6 +1,8 @@
 """Chat models behind one interface: OpenAI-compatible HTTP servers (vLLM, SGLang, hosted APIs),
 offline vLLM, local transformers, a scripted backend for tests, a persistent response cache, and
-the text conventions of prompts and replies (:func:`format_box`, :func:`parse_yes_no`).
+the text conventions of prompts and replies (:func:`format_box`, :func:`parse_yes_no`); and the
+image models: an object detector (:class:`ObjectDetector`) and image embedders behind
+:class:`ImageEmbedder` (CLIP, DreamSim).
 
 One package that every caller of a VLM or LLM shares: the multiple-choice runner
 (:mod:`hoibench.runners.mcq`), the augmentation pipeline's chat stages (:mod:`hoibench.augment`)
