@@ -72,6 +72,8 @@ def is_released_hoi_file(path: str | os.PathLike[str], head: int = 1 << 16) -> b
     """True when a JSON file's first bytes open a released HOI-method prediction file: an object
     whose first value holds ``h_boxes``/``ho_scores`` (no other detector format uses these keys),
     so other formats are not parsed twice."""
+    if not os.path.isfile(path):  # a FIFO or device is left to the readers' own refusals
+        return False
     try:
         with open(path, "rb") as fh:
             start = fh.read(head)
