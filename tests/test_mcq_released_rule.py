@@ -368,3 +368,31 @@ def test_released_rule_equals_the_released_script(tmp_path: Path, monkeypatch: p
     assert ours_picks == flat
     # the data exercise what they should: repeats, ties at the threshold, several picks
     assert any(len(set(p)) < len(p) for p in flat.values())
+
+
+def _frame_case(tmp: Path, offset: float) -> tuple[Path, Path]:
+    """150 target people and a detector that finds them (sub-pixel noise), written ``offset``
+    pixels off the released HICO-DET frame."""
+    rng = np.random.default_rng(3)
+    questions, dets = {}, {}
+    for i in range(150):
+        x, y = rng.integers(1, 300, size=2).tolist()
+        w, h = rng.integers(20, 200, size=2).tolist()
+        person = [x, y, x + w, y + h]
+        name = f"HICO_test2015_{i:08d}.jpg"
+        questions[name] = dict(CUP, boxes={"human": person})
+        box = [float(c + offset + rng.normal(0, 0.2)) for c in person]
+        dets[name] = [(box, OBJ, 0.9, "hold a/an cup"), ([c + 150.0 for c in box], OBJ, 0.5, "wash a/an cup")]
+    return _write(tmp / "q.json", questions), _write(tmp / "p.json", _released_file(dets))
+
+
+@pytest.mark.parametrize("offset,extra,warned", [(0.0, [], False), (-1.0, [], True), (-1.0, ["--box-shift", "1"], False)],
+                         ids=["released-frame", "0-based", "0-based-shifted-back"])
+def test_a_file_one_pixel_off_is_named(tmp_path: Path, offset: float, extra: list[str], warned: bool) -> None:
+    """A released HICO-DET file written 0-based (one pixel off its question boxes) gets one warning
+    with the --box-shift that fits; read in its frame, or shifted back, none."""
+    q, p = _frame_case(tmp_path, offset)
+    r = CliRunner().invoke(cli, ["mcq", "from-detections", "--questions", str(q), "--predictions", str(p),
+                                 "--out", str(tmp_path / "a.jsonl"), *extra])
+    assert r.exit_code == 0, r.output
+    assert ("better shifted by +1 pixel" in r.output and "--box-shift 1 sets it" in r.output) == warned, r.output

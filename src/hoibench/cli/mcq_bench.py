@@ -589,6 +589,7 @@ def from_detections(questions_path: str, predictions_path: str, rule: str, setti
         is_released_hoi_file,
         looks_like_released_hoi,
         read_released_hoi,
+        released_frame_hint,
     )
     from hoibench.formats.predictions import read_predictions
 
@@ -601,6 +602,13 @@ def from_detections(questions_path: str, predictions_path: str, rule: str, setti
         if len(datasets) != 1:
             raise click.UsageError(f"{questions_path}: questions of several datasets {sorted(datasets)}")
         detections = read_released_hoi(predictions_path, dataset=datasets.pop(), box_shift=box_shift, data=data)
+        hint = released_frame_hint(qs, detections)
+        if hint is not None:
+            err_console.print(f"warning: {Path(predictions_path).name}: the top boxes fit the questions' target people "
+                              f"better shifted by {hint.shift:+g} pixel (mean best IoU of {hint.n_boxes:,} people "
+                              f"{hint.mean_iou:.3f} -> {hint.mean_iou_shifted:.3f}): the file may be in another "
+                              f"frame than the released one; --box-shift {box_shift + hint.shift:g} sets it "
+                              "(docs/mcq.md)", soft_wrap=True, highlight=False, markup=False)
         answers = answers_released_rule(qs, detections, top_k=top_k, iou_threshold=iou_threshold,
                                         name=Path(predictions_path).name)
     else:

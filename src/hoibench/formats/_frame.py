@@ -12,13 +12,14 @@ boxes both count.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from hoibench.data import HOIDataset, HOIPredictions
 
-__all__ = ["FrameHint", "box_frame_hint"]
+__all__ = ["FrameHint", "box_frame_hint", "reference_frame_hint"]
 
 SHIFTS = np.array([-1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5])
 _ZERO = 3
@@ -73,7 +74,35 @@ def box_frame_hint(preds: HOIPredictions, gt: HOIDataset, *, top: int = 5, min_i
         n += len(best)
     if not n:
         return None
-    d, g, o = np.concatenate(det_boxes), np.concatenate(gt_boxes), np.concatenate(owner)
+    return _shift_hint(np.concatenate(det_boxes), np.concatenate(gt_boxes), np.concatenate(owner), n,
+                       min_iou, min_boxes)
+
+
+def reference_frame_hint(pairs: Iterable[tuple[Sequence[float], np.ndarray]], *, min_iou: float = 0.5,
+                         min_boxes: int = 100) -> FrameHint | None:
+    """The same test with each reference box against its own candidates: ``pairs`` of a
+    reference box (a question's target person) and ``(m, 4)`` candidate boxes (the human boxes
+    of its image's best triplets); each reference's best IoU is what a shift must improve."""
+    det_boxes, gt_boxes, owner = [], [], []
+    n = 0
+    for ref, cands in pairs:
+        cands = np.asarray(cands, dtype=np.float64).reshape(-1, 4)
+        if not len(cands):
+            continue
+        det_boxes.append(cands)
+        gt_boxes.append(np.repeat(np.asarray([ref], dtype=np.float64), len(cands), axis=0))
+        owner.append(np.full(len(cands), n))
+        n += 1
+    if not n:
+        return None
+    return _shift_hint(np.concatenate(det_boxes), np.concatenate(gt_boxes), np.concatenate(owner), n,
+                       min_iou, min_boxes)
+
+
+def _shift_hint(d: np.ndarray, g: np.ndarray, o: np.ndarray, n: int, min_iou: float,
+                min_boxes: int) -> FrameHint | None:
+    """The hint from candidate boxes ``d`` paired with reference boxes ``g``, ``o`` naming each
+    pair's owner (ascending; ``n`` owners): each owner's best IoU under every shift."""
     ious = np.empty((n, len(SHIFTS)))
     for k, shift in enumerate(SHIFTS):
         ious[:, k] = _best_per_owner(_iou(d + shift, g), o, n)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,12 @@ import numpy as np
 
 from hoibench._exceptions import ConfigError, FormatError
 from hoibench._io import read_json
+from hoibench.data import MCQuestion
+from hoibench.formats._frame import FrameHint, reference_frame_hint
 from hoibench.formats.crosshoi import CROSSHOI_DATASETS, HICO_BOX_SHIFT
 
 __all__ = ["RELEASED_HOI_KEYS", "TextDetections", "is_released_hoi_file", "looks_like_released_hoi",
-           "read_released_hoi"]
+           "read_released_hoi", "released_frame_hint"]
 
 #: the four parallel lists of one image
 RELEASED_HOI_KEYS = ("h_boxes", "o_boxes", "ho_scores", "ao_names")
@@ -145,3 +148,18 @@ def _boxes(p: Path, name: str, key: str, rows: list[Any], shift: float) -> np.nd
         if out[i, 2] < out[i, 0] or out[i, 3] < out[i, 1]:
             raise FormatError(f"inverted box {box!r} (x2 < x1 or y2 < y1)", file=p, record=name, field=field)
     return out - shift
+
+
+def released_frame_hint(questions: Sequence[MCQuestion], detections: Mapping[str, TextDetections], *,
+                        top: int = 5) -> FrameHint | None:
+    """Whether the human boxes of each image's ``top`` best triplets fit the questions' target
+    people clearly better one pixel off (:mod:`hoibench.formats._frame`'s test): a file written
+    in another frame than the one read. ``None`` when not, or with too few matched people."""
+    pairs = []
+    for q in questions:
+        det = detections.get(q.file_name)
+        if q.person_box is None or det is None or not len(det):
+            continue
+        best = np.argsort(-det.scores, kind="stable")[:top]
+        pairs.append((q.person_box, det.boxes_h[best]))
+    return reference_frame_hint(pairs)
