@@ -226,13 +226,15 @@ def is_lmms_eval_samples(path: str | Path) -> bool:
     """Whether ``path`` is an lmms-eval ``--log_samples`` file: its first line is a JSON object with
     ``doc_id`` and ``filtered_resps`` (an answers file of hoibench never has them)."""
     try:
+        if not Path(path).is_file():  # a FIFO or device would block here; the reader refuses it
+            return False
         with open(path, "rb") as fh:
             first = fh.readline(1 << 24).strip()
     except OSError:
         return False  # the answers reader says what is wrong with the path
     try:
         record = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply: the reader names it
         return False
     return isinstance(record, dict) and all(k in record for k in _SAMPLE_KEYS)
 
