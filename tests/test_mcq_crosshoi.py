@@ -10,7 +10,7 @@ Three references, from weakest to strongest:
   (``$HOIBENCH_CROSSHOI_SRC``, default ``/tmp/crosshoi-src``; skipped when absent): the class
   tables and the scores of all nine files. The repository has no licence, so nothing of it is
   vendored; its modules import torch/torchvision for functions these tests do not call, and are
-  given empty stand-ins for those when they are not installed;
+  always given empty stand-ins for those;
 - pinned sizes and hashes of hoibench's class tables (always), recorded from the released tables.
 
 The replies follow the script's presentation (``gt_choices + wrong_choices`` shuffled, padded with
@@ -63,15 +63,15 @@ def _released() -> types.SimpleNamespace:
     """The released modules, imported unchanged (skips when the copy is absent)."""
     if not (SRC / "newbench_question_func.py").exists():
         pytest.skip(f"released CrossHOI-Bench code not available: {SRC} (set HOIBENCH_CROSSHOI_SRC)")
-    stubs = []
-    for name in ("torch", "torchvision", "torchvision.ops", "torchvision.ops.boxes"):
-        try:
-            __import__(name)
-        except ImportError:  # only the box helpers use them; the scoring functions never do
-            stub = types.ModuleType(name)
-            stub.batched_nms = stub.box_iou = None  # type: ignore[attr-defined]
-            sys.modules[name] = stub
-            stubs.append(name)
+    # only the box helpers use torch/torchvision; the scoring functions never do. Stand-ins even
+    # where torch is installed: importing it would raise this process's peak memory, which the
+    # children it forks inherit in their measured peak (test_reader_refusals)
+    names = ("torch", "torchvision", "torchvision.ops", "torchvision.ops.boxes")
+    saved = {name: sys.modules.get(name) for name in names}
+    for name in names:
+        stub = types.ModuleType(name)
+        stub.batched_nms = stub.box_iou = None  # type: ignore[attr-defined]
+        sys.modules[name] = stub
     sys.path.insert(0, str(SRC))
     try:
         import hico_text_label
@@ -80,8 +80,11 @@ def _released() -> types.SimpleNamespace:
         import vcoco_text_label
     finally:
         sys.path.remove(str(SRC))
-        for name in stubs:  # no stand-in outlives the import (other tests look for the real ones)
-            del sys.modules[name]
+        for name, module in saved.items():  # no stand-in outlives the import (other tests look for the real ones)
+            if module is None:
+                del sys.modules[name]
+            else:
+                sys.modules[name] = module
     return types.SimpleNamespace(hico=hico_text_label, vcoco=vcoco_text_label, swig=swighoi_categories,
                                  func=newbench_question_func)
 

@@ -8,20 +8,19 @@ Two references:
   default ``/tmp/crosshoi-src``; skipped when absent, as in ``test_mcq_crosshoi.py``), run unchanged
   on question and prediction files generated here; its metric block's numbers (the released
   functions on the picks it saves) must equal ``mcq score --protocol crosshoi`` of hoibench's
-  answers to 1e-9. Its imports of transformers and qwen_vl_utils (unused by the HOI path) get empty
-  stand-ins; torchvision's ``box_iou`` gets a stand-in with torchvision's formula when torchvision
-  is not installed.
+  answers to 1e-9. It runs in a child process (it needs torch; skipped without); its imports of
+  transformers and qwen_vl_utils (unused by the HOI path) get empty stand-ins, and torchvision's
+  ``box_iou`` a stand-in with torchvision's formula when torchvision is not installed.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import importlib.util
 import json
 import re
+import subprocess
 import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -262,46 +261,49 @@ def _generate(rng: np.random.Generator, n_images: int, swig: bool) -> tuple[dict
     return questions, preds
 
 
-def _import_script() -> types.ModuleType:
-    _released()  # skips when the copy is absent
-    pytest.importorskip("torch")
+#: runs the released script in a child process (torch stays out of the test process: its memory
+#: would count in the peak of every child forked later); argv: the source folder, the arguments
+RUNNER = r"""
+import argparse, importlib.util, json, sys, types
+src, args = sys.argv[1], json.loads(sys.argv[2])
+for name, attrs in {"transformers": ("Qwen2_5_VLForConditionalGeneration", "AutoProcessor", "BitsAndBytesConfig"),
+                    "qwen_vl_utils": ("process_vision_info",)}.items():
+    module = types.ModuleType(name)  # always: the HOI path never uses them
+    for a in attrs:
+        setattr(module, a, None)
+    sys.modules[name] = module
+if importlib.util.find_spec("torchvision") is None:
     import torch
 
-    stubs: dict[str, types.ModuleType] = {}
-    for name, attrs in {"transformers": ("Qwen2_5_VLForConditionalGeneration", "AutoProcessor",
-                                         "BitsAndBytesConfig"),
-                        "qwen_vl_utils": ("process_vision_info",)}.items():
-        stubs[name] = types.ModuleType(name)  # always: the HOI path never uses them
-        for a in attrs:
-            setattr(stubs[name], a, None)
-    if importlib.util.find_spec("torchvision") is None:
-        def box_iou(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:  # torchvision.ops.box_iou's formula
-            area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
-            area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
-            lt = torch.max(a[:, None, :2], b[:, :2])
-            rb = torch.min(a[:, None, 2:], b[:, 2:])
-            wh = (rb - lt).clamp(min=0)
-            inter = wh[..., 0] * wh[..., 1]
-            return inter / (area_a[:, None] + area_b - inter)
+    def box_iou(a, b):  # torchvision.ops.box_iou's formula
+        area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
+        area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+        lt = torch.max(a[:, None, :2], b[:, :2])
+        rb = torch.min(a[:, None, 2:], b[:, 2:])
+        wh = (rb - lt).clamp(min=0)
+        inter = wh[..., 0] * wh[..., 1]
+        return inter / (area_a[:, None] + area_b - inter)
 
-        for name in ("torchvision", "torchvision.ops", "torchvision.ops.boxes"):
-            stubs[name] = types.ModuleType(name)
-            stubs[name].box_iou = box_iou  # type: ignore[attr-defined]
-            stubs[name].batched_nms = None  # type: ignore[attr-defined]
-    saved = {k: sys.modules.get(k) for k in stubs}
-    sys.modules.update(stubs)
-    sys.path.insert(0, str(SRC))
-    try:
-        for name in ("script_eval_32B_newbench_HOI", "newbench_question_func"):  # imported afresh, with box_iou
-            sys.modules.pop(name, None)
-        return importlib.import_module("script_eval_32B_newbench_HOI")
-    finally:
-        sys.path.remove(str(SRC))
-        for k, v in saved.items():  # no stand-in outlives the import
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
+    for name in ("torchvision", "torchvision.ops", "torchvision.ops.boxes"):
+        module = types.ModuleType(name)
+        module.box_iou, module.batched_nms = box_iou, None
+        sys.modules[name] = module
+sys.path.insert(0, src)
+import script_eval_32B_newbench_HOI
+
+script_eval_32B_newbench_HOI.main(argparse.Namespace(**args))
+"""
+
+
+def _run_script(tmp: Path, **args: Any) -> str:
+    """The released script's ``main`` on ``args``, run in ``tmp``; what it printed."""
+    _released()  # skips when the copy is absent
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("the released script needs torch")
+    r = subprocess.run([sys.executable, "-c", RUNNER, str(SRC), json.dumps(args)], cwd=tmp, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
 
 
 #: the script's --prompt_box_type -> (folder, question file name, --dataset)
@@ -315,13 +317,10 @@ SCRIPT_FILES = {
 
 
 @pytest.mark.parametrize("dataset,box_type", sorted(SCRIPT_FILES), ids=[f"{d}-{b}" for d, b in sorted(SCRIPT_FILES)])
-def test_released_rule_equals_the_released_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str], dataset: str,
-                                                  box_type: str) -> None:
+def test_released_rule_equals_the_released_script(tmp_path: Path, dataset: str, box_type: str) -> None:
     """By hand, against the fetched repository: ``--rule released`` answers scored with
     ``--protocol crosshoi`` equal the script's metrics (the released functions on the picks it
     saves) to 1e-9, and its printed four-decimal numbers; the picks are the same lists."""
-    script = _import_script()
     folder, file_name = SCRIPT_FILES[(dataset, box_type)]
     questions, preds = _generate(np.random.default_rng(7 + len(box_type)), 60, dataset == "swig")
     if box_type == "none":
@@ -336,12 +335,9 @@ def test_released_rule_equals_the_released_script(tmp_path: Path, monkeypatch: p
     qdir.mkdir(parents=True)
     qfile = _write(qdir / file_name, questions)
     pfile = _write(tmp_path / "method.json", preds)
-    monkeypatch.chdir(tmp_path)
-    args = argparse.Namespace(image_folder=str(tmp_path), dataset=dataset, hoi_pred_json_file=str(pfile),
-                              output=str(tmp_path / "out"), prompt_box_type=box_type, pred_thres=5.0,
-                              save_pred=True, pred_select="question_rank", num_hoi_cls=600)
-    script.main(args)
-    printed = capsys.readouterr().out
+    printed = _run_script(tmp_path, image_folder=str(tmp_path), dataset=dataset, hoi_pred_json_file=str(pfile),
+                          output=str(tmp_path / "out"), prompt_box_type=box_type, pred_thres=5.0, save_pred=True,
+                          pred_select="question_rank", num_hoi_cls=600)
     (saved,) = (tmp_path / "out").glob("*_hoi_eval_5.0.json")
     theirs_picks = json.loads(saved.read_text())
     theirs = _released_scores(_released(), questions, theirs_picks, dataset)

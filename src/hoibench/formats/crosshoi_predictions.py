@@ -72,9 +72,9 @@ def looks_like_released_hoi(data: Any) -> bool:
 
 
 def is_released_hoi_file(path: str | os.PathLike[str], head: int = 1 << 16) -> bool:
-    """True when a JSON file's first bytes open a released HOI-method prediction file: an object
-    whose first value holds ``h_boxes``/``ho_scores`` (no other detector format uses these keys),
-    so other formats are not parsed twice."""
+    """True when a JSON file's first bytes may open a released HOI-method prediction file: an
+    object naming one of its four keys (no other detector format uses them; the first image's
+    first list may be long, so one is enough), so other formats are not parsed twice."""
     if not os.path.isfile(path):  # a FIFO or device is left to the readers' own refusals
         return False
     try:
@@ -83,7 +83,7 @@ def is_released_hoi_file(path: str | os.PathLike[str], head: int = 1 << 16) -> b
     except OSError:
         return False
     text = start.lstrip()
-    return text[:1] == b"{" and b'"h_boxes"' in text and b'"ho_scores"' in text
+    return text[:1] == b"{" and any(f'"{k}"'.encode() in text for k in RELEASED_HOI_KEYS)
 
 
 def read_released_hoi(path: str | os.PathLike[str], *, dataset: str, box_shift: float = 0.0,
