@@ -1,11 +1,11 @@
 """Whole ``hoibench eval hico`` against the reference evaluators, side by side on the same detections.
 
-    git --git-dir=/work/.mirror/hitachi-rd-cv+qpic/repo archive HEAD | tar -x -C /tmp/ref-qpic
-    git --git-dir=/work/.mirror/fredzzhang+pocket/repo archive HEAD | tar -x -C /tmp/ref-pocket
+    git clone https://github.com/hitachi-rd-cv/qpic /tmp/ref-qpic
+    git clone https://github.com/fredzzhang/pocket /tmp/ref-pocket
     python perf/bench_references.py --qpic /tmp/ref-qpic --pocket /tmp/ref-pocket [--per-image 100]
 
-Issue 16's target: the whole ``eval hico`` command on ~1M detections at least 25x faster than
-QPIC's evaluation script and 8x faster than pocket's loop, measured in one sitting. The references
+Target: the whole ``eval hico`` command on ~1M detections at least 25x faster than QPIC's
+evaluation script and 8x faster than pocket's loop, both measured in the same run. The references
 are never vendored: the user extracts them, and each runs here in its own Python process
 (``sys.executable``; pocket needs only torch) from a driver that feeds it what it takes:
 
@@ -21,7 +21,7 @@ pocket (``pocket.utils.BoxPairAssociation``, ``DetectionAPMeter``)
     ground-truth pairs at IoU 0.5, ``meter.append``), then ``meter.eval()`` with 11-point AP,
     ``nproc=1``; the images without annotated pairs are left out, as UPT's test set does. torchvision is not installed: a stub gives ``box_iou``
     (``inter / (area1 + area2 - inter)``), and boxes are float64 (UPT's are float32: the only
-    place the two can part, see docs/evaluation.md, "Known gaps").
+    place the two can part, see docs/protocols.md, "Known gaps").
 
 hoibench: ``hoibench eval hico --gt hico-det:test --pred FILE --protocol qpic|pocket --json OUT`` on
 the same detections in hoibench's JSON format, as a fresh process (reading included), run
