@@ -108,7 +108,7 @@ def classify_detections(matches: HICOMatches, predictions: HOIPredictions, targe
     out = []
     for k in idx.tolist():
         d, i, c = int(matches.det_index[k]), int(matches.image_index[k]), int(hois[k])
-        pairs = np.flatnonzero(target.pair_image == i)
+        pairs = np.arange(target.pair_offsets[i], target.pair_offsets[i + 1])  # pairs are stored image by image
         n = len(pairs)
         bh = np.broadcast_to(predictions.boxes_h[d] + off, (n, 4))
         bo = np.broadcast_to(predictions.boxes_o[d] + off, (n, 4))
