@@ -40,8 +40,6 @@ BLOCK_TIMEOUT = 300  # seconds per block
 # Pages being rewritten in the same change: their blocks are skipped with this reason until the
 # rewrite lands (then remove the page from here). HOIBENCH_DOCS_TEST_PENDING=1 runs them anyway.
 PENDING_PAGES: dict[str, str] = {
-    "docs/evaluation.md": "being rewritten (diaries out, measurements into a generated table)",
-    "docs/vlm-runner.md": "being rewritten (diaries out, measurements into a generated table)",
     "docs/mcq.md": "sections being added",
     "docs/b-right.md": "sections being added",
     "docs/sg-splits.md": "sections being added",
@@ -66,6 +64,20 @@ PAGE_SETUP: dict[str, list[str]] = {
         "hoibench split balanced --dataset hico-det --seed 0 --zero-shot --out bright-s0",
         "cp DIR/benchmarks/hico-det-sg1/trainval_hico.json DIR/benchmarks/hico-det-sg1/test_hico.json .",
         "printf '0\\n1\\n2\\n' > ids.txt",
+    ],
+    "docs/b-right.md": [
+        "hoibench split balanced --dataset hico-det --seed 0 --zero-shot --out bright-s0",
+        "rm detections.json",
+        "python -c 'from hoibench.formats import read_dataset, write_predictions as w; "
+        "from hoibench.testing import noisy_predictions as n; "
+        "w(n(read_dataset(\"bright-s0/test_hico.json\"), per_image=(0, 10)), \"detections.json\")'",
+    ],
+    "docs/sg-splits.md": [
+        "hoibench split sg --preset hico-det-sg1 --out sg1",
+        "python -c 'from hoibench.formats import read_dataset, write_predictions as w; "
+        "from hoibench.testing import noisy_predictions as n; "
+        "w(n(read_dataset(\"sg1/test_hico.json\"), per_image=(0, 10)), \"qpic-sg1.json\"); "
+        "w(n(read_dataset(\"sg1/trainval_hico.json\"), per_image=(0, 10)), \"qpic-sg1-train.json\")'",
     ],
 }
 
@@ -94,10 +106,10 @@ def _marker_before(text: str, start: int) -> str | None:
     return f"skip ({m.group('why')})" if m.group("why") is not None else "usage"
 
 
-def extract_blocks(path: Path) -> list[Block]:
+def extract_blocks(path: Path, root: Path = ROOT) -> list[Block]:
     """The fenced blocks of one page, in order, with their markers."""
     text = path.read_text(encoding="utf-8")
-    page = path.relative_to(ROOT).as_posix()
+    page = path.relative_to(root).as_posix()
     blocks = []
     for m in _FENCE.finditer(text):
         code = m.group(2)
@@ -253,7 +265,7 @@ for name in sorted({q.file_name for q in read_questions("train.jsonl")}):
 '''
     (root / "prepare.py").write_text(script, encoding="utf-8")
     _run([sys.executable, "prepare.py"], root, "preparing the docs workspace")
-    for name in ("dets.json", "noisy.json"):
+    for name in ("dets.json", "noisy.json", "detections.json"):
         shutil.copy(root / "preds.json", root / name)
     return root
 
@@ -313,12 +325,7 @@ def test_marker_parsing(tmp_path: Path) -> None:
     page.write_text("<!-- docs-test: skip (needs a GPU server) -->\n```bash\nx\n```\n\n"
                     "<!-- docs-test: usage -->\n```bash\nhoibench demo [--seed N]\n```\n"
                     "```python\nprint(1)\n```\n", encoding="utf-8")
-    global ROOT
-    old, ROOT = ROOT, tmp_path
-    try:
-        blocks = extract_blocks(page)
-    finally:
-        ROOT = old
+    blocks = extract_blocks(page, root=tmp_path)
     assert [b.marker for b in blocks] == ["skip (needs a GPU server)", "usage", None]
     assert [b.line for b in blocks] == [2, 7, 10]
 
