@@ -291,7 +291,7 @@ def _workspace(page: str, assets: Path, tmp_path_factory: pytest.TempPathFactory
 
 def _skip_reason(block: Block) -> str | None:
     if block.page in PENDING_PAGES:
-        return f"{block.page} pending: {PENDING_PAGES[block.page]}"
+        return f"page pending: {PENDING_PAGES[block.page]}"
     if block.marker and block.marker.startswith("skip"):
         return block.marker[len("skip ("):-1]
     return None
@@ -301,7 +301,7 @@ def _skip_reason(block: Block) -> str | None:
 def test_docs_block(block: Block, assets: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     why = _skip_reason(block)
     if why:
-        pytest.skip(why)
+        pytest.skip(f"{block.id}: {why}")
     ws = _workspace(block.page, assets, tmp_path_factory)
     # run the page's earlier blocks first when this one is run alone (-k): it may need their files
     for earlier in BLOCKS:
