@@ -245,7 +245,12 @@ subprocess.run(["hoibench", "demo", "--out", "DIR", "--save-predictions", "--qui
 Path("results").mkdir()
 for f in sorted(Path("DIR/results/map").glob("*/*.json")):
     shutil.copy(f, Path("results") / f"{f.parent.name}-{f.name}")
-shutil.copy("DIR/benchmarks/mcq/questions.jsonl", "questions.jsonl")
+for name in ("questions.jsonl", "bench.jsonl", "q.jsonl"):
+    shutil.copy("DIR/benchmarks/mcq/questions.jsonl", name)
+# answer files named as a reader's models would be
+for name, source in (("answers.jsonl", "prior-top1"), ("qwen.jsonl", "prior-top1"),
+                     ("internvl.jsonl", "prior-top2"), ("ft.jsonl", "random")):
+    shutil.copy(f"DIR/answers/{source}.jsonl", name)
 shutil.copy("DIR/benchmarks/hico-det-sg1/test_hico.json", "test_hico_sg1.json")
 shutil.copy("DIR/benchmarks/hico-det-sg1/test_hico.json", "my_annotations.json")
 
