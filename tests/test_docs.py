@@ -65,9 +65,14 @@ PAGE_SETUP: dict[str, list[str]] = {
         "cp DIR/benchmarks/hico-det-sg1/trainval_hico.json DIR/benchmarks/hico-det-sg1/test_hico.json .",
         "printf '0\\n1\\n2\\n' > ids.txt",
     ],
+    "docs/mcq.md": [
+        "cp questions.jsonl bench.jsonl && cp questions.jsonl q.jsonl",
+        # answer files named as a reader's models would be
+        "cp DIR/answers/prior-top1.jsonl answers.jsonl && cp DIR/answers/prior-top1.jsonl qwen.jsonl",
+        "cp DIR/answers/prior-top2.jsonl internvl.jsonl && cp DIR/answers/random.jsonl ft.jsonl",
+    ],
     "docs/b-right.md": [
         "hoibench split balanced --dataset hico-det --seed 0 --zero-shot --out bright-s0",
-        "rm detections.json",
         "python -c 'from hoibench.formats import read_dataset, write_predictions as w; "
         "from hoibench.testing import noisy_predictions as n; "
         "w(n(read_dataset(\"bright-s0/test_hico.json\"), per_image=(0, 10)), \"detections.json\")'",
@@ -245,12 +250,7 @@ subprocess.run(["hoibench", "demo", "--out", "DIR", "--save-predictions", "--qui
 Path("results").mkdir()
 for f in sorted(Path("DIR/results/map").glob("*/*.json")):
     shutil.copy(f, Path("results") / f"{f.parent.name}-{f.name}")
-for name in ("questions.jsonl", "bench.jsonl", "q.jsonl"):
-    shutil.copy("DIR/benchmarks/mcq/questions.jsonl", name)
-# answer files named as a reader's models would be
-for name, source in (("answers.jsonl", "prior-top1"), ("qwen.jsonl", "prior-top1"),
-                     ("internvl.jsonl", "prior-top2"), ("ft.jsonl", "random")):
-    shutil.copy(f"DIR/answers/{source}.jsonl", name)
+shutil.copy("DIR/benchmarks/mcq/questions.jsonl", "questions.jsonl")
 shutil.copy("DIR/benchmarks/hico-det-sg1/test_hico.json", "test_hico_sg1.json")
 shutil.copy("DIR/benchmarks/hico-det-sg1/test_hico.json", "my_annotations.json")
 
@@ -270,7 +270,7 @@ for name in sorted({q.file_name for q in read_questions("train.jsonl")}):
 '''
     (root / "prepare.py").write_text(script, encoding="utf-8")
     _run([sys.executable, "prepare.py"], root, "preparing the docs workspace")
-    for name in ("dets.json", "noisy.json", "detections.json"):
+    for name in ("dets.json", "detections.json"):
         shutil.copy(root / "preds.json", root / name)
     return root
 
@@ -282,10 +282,13 @@ _DONE: dict[str, set[int]] = {}
 def _workspace(page: str, assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     if page not in _WORKSPACES:
         ws = tmp_path_factory.mktemp(Path(page).stem)
-        for item in assets.iterdir():
+        for item in assets.iterdir():  # files copied (a block may write one), folders linked
             if item.name == "prepare.py":
                 continue
-            (ws / item.name).symlink_to(item, target_is_directory=item.is_dir())
+            if item.is_dir():
+                (ws / item.name).symlink_to(item, target_is_directory=True)
+            else:
+                shutil.copy(item, ws / item.name)
         _WORKSPACES[page] = ws
         _DONE[page] = set()
         if page in PAGE_SETUP:
