@@ -50,13 +50,7 @@ if os.environ.get("HOIBENCH_DOCS_TEST_PENDING") == "1":
 
 # Markers that belong in README.md (edited by the lead); applied as if written before the block
 # whose first line is the key, until README carries them.
-PENDING_MARKERS: dict[tuple[str, str], str] = {
-    ("README.md", "hoibench augment run --deficits bright-s0/deficits.json --dataset hico-det --images HICO/images \\"):
-        "skip (needs the HICO-DET images and the diffusion, detection and VLM models)",
-    # the release build and export take ~90 s; docs/releases.md runs the same commands
-    ("README.md", "hoibench release build rel/ && hoibench verify rel/     # one line per mismatch, exit 1 on any"):
-        "skip (the same commands run in docs/releases.md's blocks)",
-}
+PENDING_MARKERS: dict[tuple[str, str], str] = {}
 
 # What a page's reader has made or brought before its first block (run in its workspace, in order).
 PAGE_SETUP: dict[str, list[str]] = {
