@@ -47,6 +47,13 @@ if os.environ.get("HOIBENCH_DOCS_TEST_PENDING") == "1":
 # whose first line is the key, until README carries them.
 PENDING_MARKERS: dict[tuple[str, str], str] = {}
 
+# The multiple-choice pages' files: questions and answers named as a reader's would be
+_MCQ_FILES = [
+    "cp questions.jsonl bench.jsonl && cp questions.jsonl q.jsonl",
+    "cp DIR/answers/prior-top1.jsonl answers.jsonl && cp DIR/answers/prior-top1.jsonl qwen.jsonl",
+    "cp DIR/answers/prior-top2.jsonl internvl.jsonl && cp DIR/answers/random.jsonl ft.jsonl",
+]
+
 # What a page's reader has made or brought before its first block (run in its workspace, in order).
 PAGE_SETUP: dict[str, list[str]] = {
     "docs/zero-shot-splits.md": [
@@ -54,12 +61,9 @@ PAGE_SETUP: dict[str, list[str]] = {
         "cp DIR/benchmarks/hico-det-sg1/trainval_hico.json DIR/benchmarks/hico-det-sg1/test_hico.json .",
         "printf '0\\n1\\n2\\n' > ids.txt",
     ],
-    "docs/mcq.md": [
-        "cp questions.jsonl bench.jsonl && cp questions.jsonl q.jsonl",
-        # answer files named as a reader's models would be
-        "cp DIR/answers/prior-top1.jsonl answers.jsonl && cp DIR/answers/prior-top1.jsonl qwen.jsonl",
-        "cp DIR/answers/prior-top2.jsonl internvl.jsonl && cp DIR/answers/random.jsonl ft.jsonl",
-    ],
+    "docs/mcq.md": _MCQ_FILES,
+    "docs/mcq-harnesses.md": _MCQ_FILES,
+    "docs/mcq-paper.md": _MCQ_FILES,
     "docs/b-right.md": [
         "hoibench split balanced --dataset hico-det --seed 0 --zero-shot --out bright-s0",
         "python -c 'from hoibench.formats import read_dataset, write_predictions as w; "

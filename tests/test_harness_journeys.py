@@ -1,4 +1,4 @@
-"""The harness and fine-tuning journeys as docs/mcq.md writes them: the lmms-eval venv recipe,
+"""The harness and fine-tuning journeys as docs/mcq-harnesses.md writes them: the lmms-eval venv recipe,
 lmms-eval's ``--log_samples`` file read by ``mcq score``/``analyze``, VLMEvalKit's prompt and its
 failure text, TRL's answer-only loss, and the dataset card. Each file is built here as the tool
 writes it (no network, no downloaded weights)."""
@@ -18,7 +18,7 @@ import pytest
 from hoibench.tasks import TASKS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs" / "mcq.md"
+DOCS = ROOT / "docs" / "mcq-harnesses.md"
 
 
 # --- lmms-eval: the --no-deps venv recipe -------------------------------------------------------
@@ -26,7 +26,7 @@ DOCS = ROOT / "docs" / "mcq.md"
 def _recipe_base_pth_line() -> str:
     """The line the documented recipe writes into the lmms-eval venv's ``_base.pth``."""
     m = re.search(r'echo "(.+?)" > /tmp/lmms-venv/lib/python3\.11/site-packages/_base\.pth', DOCS.read_text())
-    assert m, "docs/mcq.md: the lmms-eval recipe's _base.pth line is gone"
+    assert m, "docs/mcq-harnesses.md: the lmms-eval recipe's _base.pth line is gone"
     return m.group(1)
 
 

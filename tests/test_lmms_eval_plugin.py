@@ -4,7 +4,7 @@ prepared image — and report what ``mcq score`` reports on the same replies.
 
 The first test calls the task functions as lmms-eval does (no lmms-eval needed); the second runs
 lmms-eval itself, with its OpenAI-compatible model, against a local fake server (slow; skipped
-where lmms-eval is not installed: its full install pulls a CUDA torch, see docs/mcq.md)."""
+where lmms-eval is not installed: its full install pulls a CUDA torch, see docs/mcq-harnesses.md)."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ def test_lmms_eval_reports_what_mcq_score_reports(tmp_path, capsys):
     try:
         import lmms_eval  # noqa: F401
     except ImportError:
-        pytest.skip("lmms_eval is not importable here; see docs/mcq.md (Harnesses) for the --no-deps venv "
+        pytest.skip("lmms_eval is not importable here; see docs/mcq-harnesses.md (Harnesses) for the --no-deps venv "
                     "this test runs in")
     from hoibench.evaluation import MCQ_METRIC_NAMES
 

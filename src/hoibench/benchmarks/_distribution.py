@@ -186,7 +186,7 @@ def scene_composition(ds: HOIDataset, *, iou_threshold: float = 0.5,
 
     People are distinct subject boxes (near-duplicates merged), objects distinct object boxes per
     category. People "differ" when no HOI class is common to all of them (closest to the paper's
-    HICO-DET row of Table 1 among the rules we tried; see docs/mcq.md). Only annotated people
+    HICO-DET row of Table 1 among the rules we tried; see docs/mcq-paper.md). Only annotated people
     count: the paper counted people with a VLM, which also sees unannotated bystanders.
     """
     idx = np.arange(ds.n_images) if images is None else np.asarray(images, dtype=np.int64)

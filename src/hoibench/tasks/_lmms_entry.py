@@ -5,7 +5,7 @@ while it loads a task — an ``ImportError`` included — into a log line and ex
 where ``hoibench`` cannot be imported would "pass" having asked nothing. This file is that beside
 file: it re-exports :mod:`hoibench.tasks.lmms` (one module, so the caches are shared) and turns a
 failed import into ``SystemExit`` — which lmms-eval does not catch — with one line saying what to
-install (docs/mcq.md, "Harnesses")."""
+install (docs/mcq-harnesses.md, "Harnesses")."""
 
 try:
     from hoibench.tasks.lmms import (  # noqa: F401
@@ -25,5 +25,5 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess without hoibench
     raise SystemExit(
         f"error: hoibench lmms-eval tasks: cannot import hoibench.tasks.lmms ({exc}); install hoibench "
-        "into the Python that runs lmms-eval (docs/mcq.md, Harnesses: the _base.pth line)"
+        "into the Python that runs lmms-eval (docs/mcq-harnesses.md, Harnesses: the _base.pth line)"
     ) from exc
