@@ -37,16 +37,6 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BIN = Path(sys.executable).parent
 BLOCK_TIMEOUT = 300  # seconds per block
 
-# Pages being rewritten in the same change: their blocks are skipped with this reason until the
-# rewrite lands (then remove the page from here). HOIBENCH_DOCS_TEST_PENDING=1 runs them anyway.
-PENDING_PAGES: dict[str, str] = {}
-if os.environ.get("HOIBENCH_DOCS_TEST_PENDING") == "1":
-    PENDING_PAGES = {}
-
-# Markers that belong in README.md (edited by the lead); applied as if written before the block
-# whose first line is the key, until README carries them.
-PENDING_MARKERS: dict[tuple[str, str], str] = {}
-
 # The multiple-choice pages' files: questions and answers named as a reader's would be
 _MCQ_FILES = [
     "cp questions.jsonl bench.jsonl && cp questions.jsonl q.jsonl",
@@ -110,10 +100,8 @@ def extract_blocks(path: Path, root: Path = ROOT) -> list[Block]:
     page = path.relative_to(root).as_posix()
     blocks = []
     for m in _FENCE.finditer(text):
-        code = m.group(2)
-        first = code.strip().split("\n", 1)[0] if code.strip() else ""
-        marker = _marker_before(text, m.start()) or PENDING_MARKERS.get((page, first))
-        blocks.append(Block(page, text.count("\n", 0, m.start()) + 1, m.group(1), code, marker))
+        blocks.append(Block(page, text.count("\n", 0, m.start()) + 1, m.group(1), m.group(2),
+                            _marker_before(text, m.start())))
     return blocks
 
 
@@ -291,8 +279,6 @@ def _workspace(page: str, assets: Path, tmp_path_factory: pytest.TempPathFactory
 
 
 def _skip_reason(block: Block) -> str | None:
-    if block.page in PENDING_PAGES:
-        return f"page pending: {PENDING_PAGES[block.page]}"
     if block.marker and block.marker.startswith("skip"):
         return block.marker[len("skip ("):-1]
     return None
