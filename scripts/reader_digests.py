@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -165,8 +166,10 @@ def main() -> None:
     n_mutants = int(sys.argv[sys.argv.index("--mutants") + 1]) if "--mutants" in sys.argv else 120
     native = "HOIBENCH_NO_NATIVE" not in os.environ
     result: dict[str, str] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        d = Path(tmp)
+    d = Path(tempfile.gettempdir()) / "hoibench-reader-digests"  # one fixed path: messages name it
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir()
+    try:
         gt = load_dataset("hico-det:test").subset(np.arange(300))
         small = gt.subset(np.arange(3))
         write_hicodet(gt, d / "gt.json")
@@ -221,6 +224,8 @@ def main() -> None:
                 result[f"eval vcoco {name}"] = (f"rc {proc.returncode} results {_file_digest(r)}"
                                                 if proc.returncode == 0 else f"rc {proc.returncode} "
                                                 f"{proc.stderr[-300:]}")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
     out.write_text(json.dumps(result, indent=1, sort_keys=True))
     oks = sum(v.startswith("ok ") for v in result.values())
     print(f"{len(result)} outcomes ({oks} read), native={native} -> {out}")
