@@ -1,80 +1,69 @@
-"""The OpenAI session's concurrency slots (``_Slots``): first come first served, a freed slot
-handed to the longest waiter, cancelled waiters skipped, and never more holders than slots."""
+"""The OpenAI session's concurrency slots: never more requests at the servers than
+``concurrency``, every request answered, and a request cancelled while it waits for a slot or
+while it is in flight gives its slot back."""
 
 from __future__ import annotations
 
 import asyncio
 
-import pytest
-
-from hoibench.models._openai import _Slots
-
-
-def test_slots_are_handed_out_in_arrival_order_and_never_exceed_their_number() -> None:
-    async def main() -> list[int]:
-        slots = _Slots(2)
-        order: list[int] = []
-        holding = 0
-        peak = 0
-
-        async def user(k: int) -> None:
-            nonlocal holding, peak
-            await slots.acquire()
-            holding += 1
-            peak = max(peak, holding)
-            order.append(k)
-            await asyncio.sleep(0.001)
-            holding -= 1
-            slots.release()
-
-        await asyncio.gather(*(user(k) for k in range(10)))
-        assert peak == 2
-        assert slots.free == 2 and not slots.locked()
-        return order
-
-    assert asyncio.run(main()) == list(range(10))
+from hoibench.models import ChatMessage, ChatRequest, make_backend
+from hoibench.testing import FakeChatServer, FakeReply
 
 
-def test_locked_says_whether_acquire_would_wait() -> None:
-    async def main() -> None:
-        slots = _Slots(1)
-        assert not slots.locked()
-        await slots.acquire()
-        assert slots.locked()
-        waiter = asyncio.ensure_future(slots.acquire())
-        await asyncio.sleep(0)
-        assert slots.locked() and not waiter.done()
-        slots.release()  # handed to the waiter, not freed
-        await waiter
-        assert slots.free == 0 and slots.locked()
-        slots.release()
-        assert slots.free == 1 and not slots.locked()
-
-    asyncio.run(main())
+def _request(text: str) -> ChatRequest:
+    return ChatRequest((ChatMessage.user(text),))
 
 
-@pytest.mark.parametrize("handed", [False, True], ids=["cancelled-while-waiting", "cancelled-once-handed"])
-def test_a_cancelled_waiter_never_loses_the_slot(handed: bool) -> None:
-    """A waiter cancelled while it waits is skipped; one cancelled after a slot was handed to it
-    (before it ran) passes the slot on: the next waiter gets it either way."""
+def _counting(session) -> dict[str, int]:
+    """Wrap the session's connection pool: count the posts in flight at once."""
+    seen = {"now": 0, "peak": 0}
+    pool = session.servers[0].pool
+    post = pool.post
 
-    async def main() -> None:
-        slots = _Slots(1)
-        await slots.acquire()
-        first = asyncio.ensure_future(slots.acquire())
-        second = asyncio.ensure_future(slots.acquire())
-        await asyncio.sleep(0)
-        if handed:
-            slots.release()  # handed to ``first`` ...
-            first.cancel()  # ... which is cancelled before it runs
-        else:
-            first.cancel()
-            await asyncio.sleep(0)
-            slots.release()  # goes past the cancelled waiter
-        await asyncio.gather(first, return_exceptions=True)
-        assert first.cancelled()
-        await asyncio.wait_for(second, 1)
-        slots.release()
-        assert slots.free == 1 and not slots.locked()
+    async def counted(path: str, body: bytes):
+        seen["now"] += 1
+        seen["peak"] = max(seen["peak"], seen["now"])
+        try:
+            return await post(path, body)
+        finally:
+            seen["now"] -= 1
 
-    asyncio.run(main())
+    pool.post = counted
+    return seen
+
+
+def test_never_more_requests_in_flight_than_the_concurrency() -> None:
+    with FakeChatServer(lambda body: FakeReply("A", delay=0.02), record=False) as server:
+        async def main():
+            session = make_backend("openai", model="m", base_urls=[server.url], concurrency=3).session()
+            seen = _counting(session)
+            out = await asyncio.gather(*(session.complete(_request(f"q{k}")) for k in range(20)))
+            await session.aclose()
+            return out, seen
+
+        out, seen = asyncio.run(main())
+    assert all(r.ok and r.text == "A" for r in out)
+    assert seen["peak"] == 3 and seen["now"] == 0
+
+
+def test_a_cancelled_request_gives_its_slot_back() -> None:
+    """One slot: a request cancelled in flight and one cancelled while it waits for the slot
+    leave it free for the next request."""
+    with FakeChatServer(lambda body: FakeReply("A", delay=5.0 if "hang" in str(body) else 0.0),
+                        record=False) as server:
+        async def main():
+            session = make_backend("openai", model="m", base_urls=[server.url], concurrency=1).session()
+            hung = asyncio.ensure_future(session.complete(_request("hang")))
+            await asyncio.sleep(0.1)  # in flight, holding the only slot
+            waiting = asyncio.ensure_future(session.complete(_request("queued")))
+            await asyncio.sleep(0.05)  # waiting for that slot
+            waiting.cancel()
+            hung.cancel()
+            await asyncio.gather(hung, waiting, return_exceptions=True)
+            fine = await asyncio.wait_for(session.complete(_request("fine")), 3)
+            await session.aclose()
+            return hung, waiting, fine
+
+        hung, waiting, fine = asyncio.run(main())
+    assert hung.cancelled() and waiting.cancelled()
+    assert fine.ok and fine.text == "A"

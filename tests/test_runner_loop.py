@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
@@ -311,3 +312,44 @@ def test_streaming_stops_at_the_first_failure_and_cancels_the_rest(tmp_path: Pat
     assert backend.cancelled >= 1  # the requests in flight were cancelled, not awaited
     kept = [r["id"] for r in store.lines()[1:]]
     assert "w5" not in kept and len(kept) == backend.answered  # every answer that came is kept
+
+
+class BadInput(Shout):
+    """Preparing ``word7``'s input fails (an unreadable image, say)."""
+
+    def _build(self, word: str) -> str:
+        if word == "word7":
+            raise ValueError(f"cannot prepare {word}")
+        return super()._build(word)
+
+
+def test_streaming_stops_at_a_failed_preparation_and_leaves_no_thread(tmp_path: Path) -> None:
+    """A preparation that raises ends the run with its own error; the session is closed, the
+    preparation threads are gone when the run returns, and every answer that came is kept."""
+    task = BadInput()
+    items = [(f"w{k}", f"word{k}") for k in range(60)]
+    backend = Streaming(task)
+    store = JsonlStore(tmp_path / "r.jsonl")
+    before = {t.ident for t in threading.enumerate()}
+    with pytest.raises(ValueError, match="cannot prepare word7"):
+        _run(store, backend, task, items)
+    assert backend.closed
+    assert not [t.name for t in threading.enumerate() if t.ident not in before and t.is_alive()]
+    kept = [r["id"] for r in store.lines()[1:]]
+    assert "w7" not in kept and len(kept) == backend.answered
+
+
+def test_streaming_inside_a_running_event_loop(tmp_path: Path) -> None:
+    """Called from a coroutine (a notebook's loop): the pipeline runs in a thread of its own and
+    answers as it does from plain code."""
+    task = Shout()
+    items = [(f"w{k}", f"word{k}") for k in range(20)]
+    backend = Streaming(task)
+    store = JsonlStore(tmp_path / "r.jsonl")
+
+    async def main() -> Any:
+        return _run(store, backend, task, items)
+
+    res = asyncio.run(main())
+    assert res.counts == {"ok": 20} and res.requests == 20
+    assert [r["text"] for r in store.lines()[1:]] == [f"WORD{k}" for k in range(20)]

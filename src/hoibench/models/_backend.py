@@ -156,14 +156,9 @@ class ChatSession(abc.ABC):
     """A backend opened for streaming inside one event loop: any number of :meth:`complete`
     calls in flight at once, each answered as soon as its server replies (no batch barrier).
 
-    ``capacity`` is how many requests the session wants in flight (its concurrency);
-    ``latency`` the seconds a request usually takes (a moving average; 0 while unknown) and
-    ``slot_waits`` how many requests so far found all ``capacity`` slots taken, which the runner's
-    event loop reads to pace its polls (:mod:`hoibench.runners._loop`)."""
+    ``capacity`` is how many requests the session wants in flight (its concurrency)."""
 
     capacity: int = 1
-    latency: float = 0.0
-    slot_waits: int = 0
 
     @abc.abstractmethod
     async def complete(self, request: ChatRequest) -> ChatResponse:

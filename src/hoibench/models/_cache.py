@@ -252,14 +252,6 @@ class _CachedSession(ChatSession):
         self.inner = inner
         self.capacity = inner.capacity
 
-    @property
-    def latency(self) -> float:  # type: ignore[override]
-        return self.inner.latency
-
-    @property
-    def slot_waits(self) -> int:  # type: ignore[override]
-        return self.inner.slot_waits
-
     async def complete(self, request: ChatRequest) -> ChatResponse:
         key, hit = self.owner._lookup(request)
         if hit is not None:

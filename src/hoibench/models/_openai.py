@@ -18,7 +18,6 @@ accepts connections and never answers.
 from __future__ import annotations
 
 import asyncio
-import collections
 import dataclasses
 import functools
 import hashlib
@@ -400,48 +399,6 @@ class _Flight:
         self.timed_out = self.released = False
 
 
-class _Slots:
-    """The session's concurrency slots: FIFO, a freed slot handed straight to the longest waiter,
-    O(1) per call.
-
-    Why not :class:`asyncio.Semaphore`: from Python 3.11 its ``locked()``, which its ``acquire()``
-    calls too, looks at every waiter while a released slot has not reached its waiter yet, and
-    a run keeps up to ``concurrency`` requests waiting with their inputs prepared; in
-    ``perf/bench_runner.py`` (concurrency 128) that scan was 3 % of the event loop's Python
-    time."""
-
-    __slots__ = ("_waiters", "free")
-
-    def __init__(self, n: int) -> None:
-        self.free = n
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-
-    def locked(self) -> bool:
-        """Whether an :meth:`acquire` now would wait."""
-        return self.free <= 0 or bool(self._waiters)
-
-    async def acquire(self) -> None:
-        if self.free > 0 and not self._waiters:
-            self.free -= 1
-            return
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(fut)
-        try:
-            await fut
-        except asyncio.CancelledError:
-            if fut.done() and not fut.cancelled():  # handed a slot, then cancelled: pass it on
-                self.release()
-            raise
-
-    def release(self) -> None:
-        while self._waiters:
-            fut = self._waiters.popleft()
-            if not fut.done():  # a cancelled waiter is skipped
-                fut.set_result(None)
-                return
-        self.free += 1
-
-
 class _OpenAISession(ChatSession):
     """The backend opened in one event loop: clients, routing, circuits and the concurrency slots."""
 
@@ -460,12 +417,11 @@ class _OpenAISession(ChatSession):
                 s.attempts, s.failures, s.wait = old.attempts, old.failures, old.wait_seconds
                 s.sends_before = old.sends or 0
         self._keys = itertools.count()  # one key per request: the breaker counts distinct requests
-        self._slots = _Slots(backend.concurrency)
+        self._slots = asyncio.Semaphore(backend.concurrency)
         self._rng = random.Random()
         self._turn = 0
         self._last_reply = time.monotonic()
-        self.latency = 0.0  # moving average of successful attempts: stall detection, loop pacing
-        self.slot_waits = 0  # attempts that found every slot taken
+        self.latency = 0.0  # moving average of successful attempts: stall and stale-probe detection
         self._flights: dict[_Flight, None] = {}  # attempts in flight, in the order they started
         self._watching: asyncio.TimerHandle | None = None
         # data URLs of the images in recent requests (questions of one image are sent together)
@@ -685,8 +641,6 @@ class _OpenAISession(ChatSession):
         attempt = 0
         key = next(self._keys)
         while True:
-            if self._slots.locked():
-                self.slot_waits += 1
             await self._slots.acquire()
             s = self._choose(avoid, affinity, key)  # chosen with a slot in hand: the health of now, not of the queue
             if s is None:

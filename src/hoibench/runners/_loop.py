@@ -17,14 +17,10 @@ backend) run as one pipeline without barriers (:func:`_stream`): items are cut i
 (:meth:`ChatTask.group_key`, e.g. the questions of one image), a bounded window of groups is in
 flight at once, each group's inputs are prepared in a worker pool off the event loop, and each
 group moves on to its next batch the moment its own responses are in, whatever the other groups
-do. Offline backends, which batch on the accelerator, get chunks of ``chunk_size`` items
+do. The pipeline is a plain asyncio loop and a thread pool: a run waits on its servers, and
+the loop's own work per request is small next to their latency and to preparing an image.
+Offline backends, which batch on the accelerator, get chunks of ``chunk_size`` items
 (:func:`_answer_chunks`).
-
-When the run keeps the CPUs busy, the streaming loop *paces* its polls (:class:`_PacedSelector`,
-:class:`_Pacer`): it asks the operating system for ready sockets at most once per quarter of the
-requests' usual latency (at most every :data:`MAX_PACE` seconds), so that the replies and
-prepared images that arrive in that time are handled in one wake-up of the loop's thread instead
-of one each.
 
 One run at a time per record file: the loop holds ``PATH.lock`` while it runs, so a second run on
 the same file stops at once with one line instead of interleaving its records.
@@ -34,12 +30,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import collections
-import contextlib
 import os
-import queue
-import selectors
-import sys
 import threading
 import time
 from collections import Counter
@@ -272,222 +263,30 @@ def _resume(task: ChatTask[T, R], store: RecordStore[R], header: Mapping[str, An
     return mine, list(last.values())
 
 
-#: the longest a paced event loop waits before it polls for ready sockets (seconds); in
-#: ``perf/bench_runner.py`` (concurrency 128, 200 ms server) 50 ms against 20 ms: 2.7 % less time
-#: and CPU per question, faster in 7 of 8 alternated pairs; 100 ms no better than 50
-MAX_PACE = 0.05
-#: the pace as a share of the requests' usual latency: a reply waits on average half a pace
-#: before it is handled (only while the run is CPU-bound and no request waits for a slot)
-PACE_SHARE = 0.25
-#: the share of the CPUs this process must keep busy (or of one CPU the loop's thread) for pacing
-BUSY_SHARE = 0.75
-
-
-class _PacedSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
-    """The platform's selector, polling at most once per ``pace`` seconds while the loop is busy.
-
-    Why: at hundreds of requests a second every reply and every prepared image woke the loop's
-    thread on its own, and each wake-up ran the loop's code from cold caches between the image
-    threads' work (a question's choice order: 14 us in a warm loop, 42-80 us amid a run).
-    Sleeping out the rest of the pace before the poll lets what arrives meanwhile be handled in
-    one wake-up: in ``perf/bench_runner.py`` (concurrency 128, 200 ms server) the loop's thread
-    spent 0.57-0.63 ms of CPU per question unpaced and 0.36-0.44 ms at a 20 ms pace, the fake
-    server 0.20 -> 0.13 ms (it is sent bursts). Timers are not delayed (the pause ends at the
-    loop's own timeout), a loop with callbacks ready does not pause, and ``pace = 0`` polls as
-    usual."""
-
-    pace = 0.0
-    _last = float("-inf")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._hurry = threading.Event()
-
-    def hurry(self) -> None:
-        """End the current pause now, and skip the next (thread-safe): an input that the rest
-        of the run waits on is ready."""
-        self._hurry.set()
-
-    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        if self.pace and (timeout is None or timeout > 0):
-            pause = self._last + self.pace - time.monotonic()
-            if pause > 0:
-                if timeout is not None:
-                    pause = min(pause, timeout)
-                start = time.monotonic()
-                self._hurry.wait(pause)
-                if timeout is not None:
-                    timeout = max(0.0, timeout - (time.monotonic() - start))
-        self._hurry.clear()
-        try:
-            return super().select(timeout)
-        finally:
-            self._last = time.monotonic()
-
-
-class _Pacer:
-    """Sets a :class:`_PacedSelector`'s pace every :attr:`period` seconds: a quarter of the
-    session's latency (:data:`PACE_SHARE`, at most :data:`MAX_PACE`) while the run is bound by
-    CPU (this process's threads used :data:`BUSY_SHARE` of the CPUs since the last check, or the
-    loop's thread that share of one) and not by its concurrency (no request found every slot
-    taken since the last check); no pace otherwise. A run that waits on its servers has CPU to
-    spare, and one whose slots are all taken would only see its latency, and so its rate, grow:
-    concurrency 32 on a 200 ms server went from 0.96 to 0.92 of the ideal rate with
-    placeholders, 0.91 to 0.86 with photographs, when paced regardless."""
-
-    #: seconds between two updates of the pace
-    period = 0.25
-
-    def __init__(self, selector: _PacedSelector, session: ChatSession) -> None:
-        self.selector, self.session = selector, session
-        self.cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        self._handle: asyncio.TimerHandle | None = None
-        self._mark = (time.monotonic(), time.process_time(), time.thread_time())
-        self._waits = session.slot_waits
-
-    def start(self) -> None:
-        self._handle = asyncio.get_running_loop().call_later(self.period, self.update)
-
-    def update(self) -> None:
-        wall, cpu, own = time.monotonic(), time.process_time(), time.thread_time()
-        span = max(wall - self._mark[0], 1e-9)
-        busy = max((cpu - self._mark[1]) / span / self.cpus, (own - self._mark[2]) / span)
-        self._mark = (wall, cpu, own)
-        waits, self._waits = self.session.slot_waits - self._waits, self.session.slot_waits
-        paced = busy >= BUSY_SHARE and not waits
-        self.selector.pace = min(MAX_PACE, PACE_SHARE * self.session.latency) if paced else 0.0
-        self.start()
-
-    def stop(self) -> None:
-        """No pace from now on (the end of a run, or its last inputs prepared)."""
-        if self._handle is not None:
-            self._handle.cancel()
-        self.selector.pace = 0.0
-
-
-#: threads that prepare the streaming pipeline's inputs (``perf/bench_runner.py`` prepares its
+#: threads that prepare the streaming pipeline's inputs: they mostly wait on the image worker
+#: processes, and twice as many as CPUs keep those fed (``perf/bench_runner.py`` prepares its
 #: images alone with as many)
 PREPARE_THREADS = max(4, 2 * (os.cpu_count() or 1))
-
-
-class _Workers:
-    """Threads that build inputs off the event loop (:meth:`submit` returns an asyncio future).
-    Finished results reach the loop through one deque, with one wake-up for all that finished
-    since the last: ``run_in_executor`` costs a concurrent future, an asyncio future chained to
-    it and a wake-up per call, 15 us of the loop's CPU per call in a warm loop against 1 us here
-    (and each image of a run is one call)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, n: int, *,
-                 hurry: Callable[[], None] | None = None) -> None:
-        self.loop = loop
-        self.hurry = hurry  # called when a job ends with none queued: the run's last inputs
-        self._jobs: queue.SimpleQueue[tuple[asyncio.Future[Any], Callable[[], Any]] | None] = queue.SimpleQueue()
-        self._done: collections.deque[tuple[asyncio.Future[Any], Any, BaseException | None]] = collections.deque()
-        self._lock = threading.Lock()
-        self._woken = False  # a drain is scheduled on the loop
-        self._finished = False  # finish() has queued the threads' ends
-        self._threads = [threading.Thread(target=self._work, name=f"prepare-{k}", daemon=True) for k in range(n)]
-        for t in self._threads:
-            t.start()
-
-    def submit(self, build: Callable[[], Any]) -> asyncio.Future[Any]:
-        fut = self.loop.create_future()
-        self._jobs.put((fut, build))
-        return fut
-
-    def _work(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            fut, build = job
-            if fut.cancelled():  # the run stopped: skip it (a stale read costs one build at most)
-                continue
-            try:
-                result, error = build(), None
-            except BaseException as exc:  # handed to the awaiting task, as an executor does
-                result, error = None, exc
-            hurry = self.hurry if self._jobs.empty() else None  # before the hand-off: the run may end
-            with self._lock:
-                self._done.append((fut, result, error))
-                wake, self._woken = not self._woken, True
-            if wake:
-                with contextlib.suppress(RuntimeError):  # the loop closed: nobody awaits it
-                    self.loop.call_soon_threadsafe(self._drain)
-            if hurry is not None:
-                hurry()  # the last inputs: handled at once, not after the loop's pace
-
-    def _drain(self) -> None:
-        with self._lock:
-            done = list(self._done)
-            self._done.clear()
-            self._woken = False
-        for fut, result, error in done:
-            if fut.cancelled():
-                continue
-            if error is None:
-                fut.set_result(result)
-            else:
-                fut.set_exception(error)
-
-    def finish(self) -> None:
-        """No more jobs will come: each thread ends after the jobs queued now (at a run's last
-        inputs, so that the threads are gone before the run ends instead of joined after it)."""
-        if not self._finished:
-            self._finished = True
-            for _ in self._threads:
-                self._jobs.put(None)
-
-    def shutdown(self) -> None:
-        """Drop the jobs not started and wait for the threads to finish the ones they hold."""
-        while True:
-            try:
-                job = self._jobs.get_nowait()
-            except queue.Empty:
-                break
-            if job is not None:
-                job[0].cancel()
-        self._finished = True
-        for _ in self._threads:  # also where finish() queued its own: the loop above drops them
-            self._jobs.put(None)
-        for t in self._threads:
-            t.join()
-
-
-def _run_paced(main: Callable[[_PacedSelector | None], Any]) -> Any:
-    """``asyncio.run(main(selector))`` on a :class:`_PacedSelector` loop (Windows: the default
-    loop and no pacing, ``main(None)``)."""
-    if sys.platform == "win32":  # pragma: no cover - the proactor loop has no selector to pace
-        return asyncio.run(main(None))
-    selector = _PacedSelector()
-    if sys.version_info >= (3, 11):
-        with asyncio.Runner(loop_factory=lambda: asyncio.SelectorEventLoop(selector)) as runner:
-            return runner.run(main(selector))
-    loop = asyncio.SelectorEventLoop(selector)  # pragma: no cover - Python 3.10
-    try:  # pragma: no cover
-        return loop.run_until_complete(main(selector))
-    finally:  # pragma: no cover
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
 
 
 def _stream(task: ChatTask[T, R], todo: Sequence[T], backend: ChatBackend,
             emit: Callable[[R], None]) -> int | None:
     """Answer ``todo`` through the backend's streaming session, one pipeline without barriers;
     ``None`` when the backend has no session. Returns the number of requests sent."""
-    if type(backend).session is ChatBackend.session or not todo:
-        return None if type(backend).session is ChatBackend.session else 0
-
-    def main(selector: _PacedSelector | None) -> Any:
-        return _stream_async(task, todo, backend, emit, selector)
-
+    if type(backend).session is ChatBackend.session:
+        return None
+    if not todo:
+        return 0
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return _run_paced(main)
+        return asyncio.run(_stream_async(task, todo, backend, emit))
     box: list[Any] = []  # called from inside an event loop (a notebook): ours in a thread
     err: list[BaseException] = []
 
     def target() -> None:
         try:
-            box.append(_run_paced(main))
+            box.append(asyncio.run(_stream_async(task, todo, backend, emit)))
         except BaseException as exc:  # re-raised in the caller's thread
             err.append(exc)
 
@@ -514,58 +313,25 @@ def _groups(task: ChatTask[T, R], todo: Sequence[T]) -> Iterable[list[T]]:
 
 
 async def _stream_async(task: ChatTask[T, R], todo: Sequence[T], backend: ChatBackend,
-                        emit: Callable[[R], None], selector: _PacedSelector | None = None) -> int | None:
+                        emit: Callable[[R], None]) -> int | None:
     session = backend.session()
     if session is None:
         return None
     loop = asyncio.get_running_loop()
-    pacer = None if selector is None else _Pacer(selector, session)
-    if pacer is not None:
-        pacer.start()
     sent = 0
-    # preparation threads mostly wait on the image worker processes: twice as many keep them fed
-    pool = _Workers(loop, PREPARE_THREADS, hurry=None if selector is None else selector.hurry)
-    groups = _groups(task, todo)
-    preparing = 0  # groups started whose inputs are not prepared yet
-    submitted_all = False
-
-    def tail_check() -> None:
-        """Every input prepared: the rest of the run waits on servers with CPU to spare, and its
-        last replies are handled as they come (unpaced); the preparation threads can end."""
-        if submitted_all and not preparing:
-            pool.finish()
-            if pacer is not None:
-                pacer.stop()
-
-    async def run_group(group: list[T]) -> None:
-        nonlocal sent, preparing
-        try:
-            futures = {name: pool.submit(build) for name, build in task.prepare(group).items()}
-            prepared = {name: await fut for name, fut in futures.items()}
-        finally:
-            preparing -= 1
-            tail_check()
-        for batch in task.batches(group, prepared, emit):
-            if len(batch.requests) == 1:  # the usual batch (one question): no gather, no task
-                sent += 1
-                batch.on_response(0, await session.complete(batch.requests[0]))
-            elif batch.requests:
-                sent += len(batch.requests)
-                await asyncio.gather(*(_answer(session, batch, i) for i in range(len(batch.requests))))
+    groups = _groups(task, todo)  # one iterator shared by every worker, in order
+    pool = ThreadPoolExecutor(max_workers=PREPARE_THREADS, thread_name_prefix="prepare")
 
     async def worker() -> None:
         """Takes the next group whenever its last is answered: the groups in flight are bounded by
         the number of workers (no task and no semaphore per group)."""
-        nonlocal preparing, submitted_all
-        for group in groups:  # one iterator shared by every worker, in order
-            preparing += 1
-            await run_group(group)
-            # the next group's inputs only after the loop's turn: the request that took this
-            # group's slot is sent first, before a preparation thread wakes and takes the
-            # interpreter lock (concurrency 32, 200 ms server: 8.30 -> 8.25 s, median of 14)
-            await asyncio.sleep(0)
-        submitted_all = True
-        tail_check()
+        nonlocal sent
+        for group in groups:
+            futures = {name: loop.run_in_executor(pool, build) for name, build in task.prepare(group).items()}
+            prepared = {name: await fut for name, fut in futures.items()}
+            for batch in task.batches(group, prepared, emit):
+                sent += len(batch.requests)
+                await asyncio.gather(*(_answer(session, batch, i) for i in range(len(batch.requests))))
 
     # groups in flight: enough prepared work for every slot, bounded so memory stays small
     workers = [asyncio.ensure_future(worker()) for _ in range(min(len(todo), max(8, 2 * session.capacity)))]
@@ -573,13 +339,11 @@ async def _stream_async(task: ChatTask[T, R], todo: Sequence[T], backend: ChatBa
         done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
         failed = next((t.exception() for t in done if not t.cancelled() and t.exception() is not None), None)
     finally:
-        if pacer is not None:
-            pacer.stop()
         for t in workers:
             t.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
         await session.aclose()
-        pool.shutdown()
+        pool.shutdown(cancel_futures=True)  # inputs not started are dropped; started ones end
     if failed is not None:
         raise failed
     return sent
