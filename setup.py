@@ -1,10 +1,8 @@
-"""Build hook for the optional C extensions (the rest of the metadata lives in pyproject.toml).
+"""Build hook for the optional C extension (the rest of the metadata lives in pyproject.toml).
 
-``hoibench.formats._colscan`` reads large prediction files straight into numeric columns, and
-``hoibench._pcg64`` computes the seeded choice order of every multiple-choice question; both are
-optional: where one cannot be compiled (no C compiler, a compiler without 128-bit integers) the
-install goes on and hoibench uses its pure-Python paths (``hoibench.formats._scan``,
-``hoibench._random``).
+``hoibench.formats._colscan`` reads large prediction files straight into numeric columns; it is
+optional: where it cannot be compiled (no C compiler, a compiler without 128-bit integers) the
+install goes on and hoibench uses its pure-Python path (``hoibench.formats._scan``).
 """
 
 import sys
@@ -15,6 +13,4 @@ from setuptools import Extension, setup
 _THREADS = [] if sys.platform == "win32" else ["-pthread"]
 
 setup(ext_modules=[Extension("hoibench.formats._colscan", ["src/hoibench/formats/_colscan.c"],
-                             optional=True, extra_compile_args=["-O3", *_THREADS], extra_link_args=_THREADS),
-                   Extension("hoibench._pcg64", ["src/hoibench/_pcg64.c"],
-                             optional=True, extra_compile_args=["-O3"])])
+                             optional=True, extra_compile_args=["-O3", *_THREADS], extra_link_args=_THREADS)])

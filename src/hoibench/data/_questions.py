@@ -17,8 +17,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from hoibench._exceptions import ValidationError
-from hoibench._random import pcg64_permutation
 
 __all__ = ["ANSWER_STATUSES", "Choice", "MCAnswer", "MCQuestion", "choice_order"]
 
@@ -47,10 +48,13 @@ class Choice:
 def choice_order(seed: int, question_id: str, n: int, permutation: int = 0) -> tuple[int, ...]:
     """Deterministic order of ``n`` choices for a question: a permutation drawn from a generator
     seeded by sha256 of ``(seed, question id, permutation)``: numpy's
-    ``Generator(PCG64(seed)).permutation(n)``, computed by :func:`~hoibench._random.pcg64_permutation`
-    (the same numbers, stable across platforms and numpy releases)."""
+    ``Generator(PCG64(h)).permutation(n)`` of the digest's first 16 bytes ``h`` (little-endian).
+    Answers files record these orders, so they must never change: numpy does not promise a
+    ``Generator``'s streams across releases, and ``tests/test_choice_order.py`` pins known orders
+    so that one which moves them fails."""
     digest = hashlib.sha256(f"{seed}\x1f{question_id}\x1f{permutation}".encode()).digest()
-    return pcg64_permutation(int.from_bytes(digest[:16], "little"), n)
+    rng = np.random.Generator(np.random.PCG64(int.from_bytes(digest[:16], "little")))
+    return tuple(rng.permutation(n).tolist())
 
 
 @dataclass(frozen=True)
