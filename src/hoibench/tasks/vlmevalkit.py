@@ -1,12 +1,17 @@
 """hoibench's multiple-choice questions as a VLMEvalKit benchmark, and VLMEvalKit's predictions
 back as hoibench answers.
 
-VLMEvalKit (open-compass/VLMEvalKit) treats an unknown dataset name ``NAME`` with a
-``$LMUData/NAME.tsv`` holding ``A`` and ``B`` columns as a custom multiple-choice dataset
-(``CustomMCQDataset``): it decodes the base64 ``image`` cell (a short cell names the ``index`` of
-the row that holds the image, so an image is stored once), prompts ``Hint: {hint}`` /
-``Question: {question}`` / ``Options: A. ...`` (or the model's own MCQ prompt), and writes
-``{model}_{NAME}.xlsx`` with every column but ``image`` plus ``prediction``.
+VLMEvalKit (open-compass/VLMEvalKit) reads a benchmark as ``$LMUData/NAME.tsv``: the base64
+``image`` cell (a short cell names the ``index`` of the row that holds the image, so an image is
+stored once) and the text cells. Left to itself it treats an unknown ``NAME`` with ``A`` and
+``B`` columns as a ``CustomMCQDataset`` and writes its own frame around the cells (``Hint:`` /
+``Question:`` / ``Options:`` / a closing sentence, or the model class's own MCQ prompt). So the
+exported row also holds ``hoibench_prompt``, the text ``mcq run`` sends, and
+:func:`vlmevalkit_dataset_class` is the VLMEvalKit dataset whose ``build_prompt`` sends the
+image and that text, nothing around it (``force_use_dataset_prompt``: no model's MCQ prompt
+either); :mod:`hoibench.tasks.vlmevalkit_run` registers it for the exported names and runs
+VLMEvalKit's ``run.py``. Inference writes ``{model}_{NAME}.xlsx`` with every column but
+``image`` plus ``prediction``.
 
 Its built-in MCQ score extracts *one* letter per reply and compares it with ``answer``: that is
 single-answer accuracy, and hoibench's questions have one to four correct choices. So the score
@@ -19,7 +24,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +43,16 @@ from hoibench.runners.mcq import (
     prepare_question,
 )
 
-__all__ = ["VLMEVALKIT_COLUMNS", "VLMEVALKIT_FAIL_MSG", "read_vlmevalkit_answers", "vlmevalkit_rows", "write_vlmevalkit_benchmark"]
+__all__ = ["PROMPT_COLUMN", "VLMEVALKIT_COLUMNS", "VLMEVALKIT_FAIL_MSG", "read_vlmevalkit_answers",
+           "register_vlmevalkit_datasets", "vlmevalkit_dataset_class", "vlmevalkit_message", "vlmevalkit_rows",
+           "write_vlmevalkit_benchmark"]
+
+#: the cell holding the text ``mcq run`` sends after the image (what the model reads, byte for byte)
+PROMPT_COLUMN = "hoibench_prompt"
 
 #: the columns before the choice letters and after them (``hoibench_*``: read back by hoibench)
 _HEAD = ("index", "image", "hint", "question")
-_TAIL = ("answer", "category", "hoibench_id", "hoibench_setting", "hoibench_permutation", "hoibench_order",
+_TAIL = ("answer", "category", PROMPT_COLUMN, "hoibench_id", "hoibench_setting", "hoibench_permutation", "hoibench_order",
          "hoibench_answer_format", "hoibench_box_convention", "hoibench_template", "hoibench_version")
 VLMEVALKIT_COLUMNS = (*_HEAD, "A", "B", "C", "D", *_TAIL)
 
@@ -90,7 +100,7 @@ def vlmevalkit_rows(questions: Sequence[MCQuestion], images: ImageFolder, *, box
             # not the template's "None" padding: pandas reads that cell as NaN, VLMEvalKit drops it
             **{k: v for k, v in prep.rendered.shown.items() if letters[k] is not None},
             "answer": "".join(k for k, t in letters.items() if t is not None and t in correct),
-            "category": f"setting {q.setting}", "hoibench_id": q.id, "hoibench_setting": q.setting,
+            "category": f"setting {q.setting}", PROMPT_COLUMN: prep.rendered.text, "hoibench_id": q.id, "hoibench_setting": q.setting,
             "hoibench_permutation": permutation, "hoibench_order": ",".join(map(str, prep.rendered.order)),
             "hoibench_answer_format": answer_format, "hoibench_box_convention": box_convention,
             "hoibench_template": template.tag, "hoibench_version": __version__}
@@ -104,6 +114,71 @@ def write_vlmevalkit_benchmark(path: str | Path, questions: Sequence[MCQuestion]
     n_letters = max([4, *(len(q.choices) for q in qs)])
     columns = (*_HEAD, *LETTERS[:n_letters], *_TAIL)
     return write_vlmevalkit_tsv(path, columns, vlmevalkit_rows(qs, images, **kwargs))
+
+
+#: the column :func:`vlmevalkit_dataset_class` adds to the rows it serves, so the prediction file
+#: says the model got ``hoibench_prompt`` (a file without it: VLMEvalKit's own MCQ frame)
+ROUTE_COLUMN = "hoibench_route"
+
+
+def vlmevalkit_message(line: Mapping[str, Any], images: str | Sequence[str], *, file: str | None = None,
+                       ) -> list[dict[str, str]]:
+    """``mcq run``'s message for an exported row in VLMEvalKit's form: the image(s) first, then
+    the row's ``hoibench_prompt`` cell as the one text part, nothing around it (``mcq run`` sends
+    one user message, image then text, no system prompt)."""
+    text = line.get(PROMPT_COLUMN) if hasattr(line, "get") else None
+    if not isinstance(text, str) or not text:
+        raise FormatError("no prompt: a TSV of `hoibench mcq export --to vlmevalkit` (re-export it with this "
+                          "hoibench) holds the text mcq run sends here", file=file,
+                          record=f"index {line.get('index') if hasattr(line, 'get') else '?'}", field=PROMPT_COLUMN)
+    paths = [images] if isinstance(images, str) else list(images)
+    return [*({"type": "image", "value": str(p)} for p in paths), {"type": "text", "value": text}]
+
+
+def vlmevalkit_dataset_class(base: type | None = None) -> type:
+    """The VLMEvalKit dataset of exported TSVs: ``base`` (default VLMEvalKit's
+    ``CustomMCQDataset``, which loads ``$LMUData/NAME.tsv`` and decodes its images) with
+    ``build_prompt`` = :func:`vlmevalkit_message`, and ``force_use_dataset_prompt`` so that a
+    model class's own MCQ prompt does not replace it. ``DATASET_NAMES``: the names it serves."""
+    if base is None:
+        from vlmeval.dataset import CustomMCQDataset as base
+    assert base is not None
+
+    class HOIBenchMCQDataset(base):  # type: ignore[misc, valid-type]
+        """hoibench's questions with the message ``mcq run`` sends (:mod:`hoibench.tasks.vlmevalkit`)."""
+
+        force_use_dataset_prompt = True
+        DATASET_NAMES: tuple[str, ...] = ()
+
+        @classmethod
+        def supported_datasets(cls) -> list[str]:
+            return list(cls.DATASET_NAMES)
+
+        def post_build(self, dataset: str) -> None:
+            super().post_build(dataset)
+            self.data[ROUTE_COLUMN] = PROMPT_COLUMN  # kept in the prediction file: read back by mcq score
+
+        def build_prompt(self, line: Any) -> list[dict[str, str]]:
+            if isinstance(line, int):
+                line = self.data.iloc[line]
+            return vlmevalkit_message(line, self.dump_image(line), file=f"{self.dataset_name}.tsv")
+
+    return HOIBenchMCQDataset
+
+
+def register_vlmevalkit_datasets(*names: str) -> type:
+    """Make VLMEvalKit's ``build_dataset``/``DATASET_TYPE`` (and ``--data-config``'s
+    ``"class": "HOIBenchMCQDataset"``) find the dataset of :func:`vlmevalkit_dataset_class` for
+    ``names``, ahead of its ``CustomMCQDataset`` fallback; returns the class."""
+    import vlmeval.dataset as vd
+
+    cls = getattr(vd, "HOIBenchMCQDataset", None) or vlmevalkit_dataset_class()
+    cls.DATASET_NAMES = tuple(dict.fromkeys((*cls.DATASET_NAMES, *names)))
+    if cls not in vd.DATASET_CLASSES:
+        vd.DATASET_CLASSES.insert(0, cls)
+        vd.HOIBenchMCQDataset = cls
+    vd.SUPPORTED_DATASETS.extend(n for n in names if n not in vd.SUPPORTED_DATASETS)
+    return cls
 
 
 def read_vlmevalkit_answers(path: str | Path, questions: Iterable[MCQuestion]) -> AnswerSet:
