@@ -240,3 +240,27 @@ def test_real_vlmevalkit_builds_mcq_runs_message(tmp_path, capsys, monkeypatch):
     assert set(got["messages"]) == set(sent)
     for qid, msg in got["messages"].items():
         _assert_same_message(msg, sent[qid], qid)
+
+
+def test_mcq_score_says_which_prompt_the_model_got(tmp_path, capsys, monkeypatch):
+    """A prediction file of rows hoibench's dataset served scores without a word about the
+    prompt; one of VLMEvalKit's own MCQ route (no ``hoibench_route`` column) is scored with a
+    warning that the model did not get mcq run's prompt."""
+    from hoibench.cli import main
+    from hoibench.tasks.vlmevalkit import vlmevalkit_dataset_class
+
+    _export(tmp_path, capsys)
+    monkeypatch.setenv("LMUData", str(tmp_path / "lmu"))
+    ds = vlmevalkit_dataset_class(_StandInDataset)(dataset=NAME)
+    pred = ds.data.drop(columns=["image"]).assign(prediction="A")  # VLMEvalKit's prediction table
+    pred.to_csv(tmp_path / "ours.tsv", sep="\t", index=False, quoting=csv.QUOTE_ALL)
+    pred.drop(columns=["hoibench_route"]).to_csv(tmp_path / "theirs.tsv", sep="\t", index=False,
+                                                 quoting=csv.QUOTE_ALL)
+    scores = {}
+    for name in ("ours", "theirs"):
+        main(["mcq", "score", "--questions", str(tmp_path / "q.jsonl"), "--answers", str(tmp_path / f"{name}.tsv"),
+              "--json", "-"])
+        out, err = capsys.readouterr()
+        scores[name] = json.loads(out)["exact_match"]
+        assert ("VLMEvalKit's own MCQ prompt" in err) is (name == "theirs"), err
+    assert scores["ours"] == scores["theirs"]

@@ -375,6 +375,12 @@ def scored_answers(questions_path: str, answers_paths: tuple[str, ...], setting:
                              f" ({scope.label})")
     for note in scope.notes:
         err_console.print(note, soft_wrap=True, highlight=False, markup=False)
+    for path, a in zip(answers_paths, sets):
+        if a.header.get("source") == "vlmevalkit" and a.header.get("prompt") != "hoibench":
+            err_console.print(f"warning: {path}: the model got VLMEvalKit's own MCQ prompt (Hint/Question/Options "
+                              "frame or the model's), not mcq run's; run VLMEvalKit through `python -m "
+                              "hoibench.tasks.vlmevalkit_run run.py ...` to send mcq run's prompt",
+                              soft_wrap=True, highlight=False, markup=False)
     in_file = {q.id for q in qs_all}
     outside = {a.question_id for a in answers} & in_file - scope.ids()
     if outside:

@@ -186,7 +186,9 @@ def read_vlmevalkit_answers(path: str | Path, questions: Iterable[MCQuestion]) -
     each ``prediction`` parsed as ``mcq run`` parses a reply, with the letters of the row's own
     choice order (``hoibench_order``); ``hoibench_permutation`` keeps choice orders apart. A row
     holding VLMEvalKit's failure text (:data:`VLMEVALKIT_FAIL_MSG`) is an ``error`` answer, not
-    an empty reply, so ``mcq score`` counts and names it."""
+    an empty reply, so ``mcq score`` counts and names it. The header's ``prompt`` says what the
+    model was sent: ``hoibench`` (mcq run's message, every row served by
+    :func:`vlmevalkit_dataset_class`) or ``vlmevalkit`` (VLMEvalKit's own MCQ frame)."""
     by_id = {q.id: q for q in questions}
     rows = read_vlmevalkit_table(path, required=("index", "prediction", "hoibench_id", "hoibench_order"))
     answers: list[MCAnswer] = []
@@ -221,4 +223,7 @@ def read_vlmevalkit_answers(path: str | Path, questions: Iterable[MCQuestion]) -
         answers.append(answer_from_reply(qid, row["prediction"], letters,
                                          answer_format=row.get("hoibench_answer_format") or "letters",
                                          meta=meta))
-    return AnswerSet(tuple(answers), {"kind": "mcq_answers", "source": "vlmevalkit", "predictions": str(path)})
+    # the rows HOIBenchMCQDataset served carry its mark; others got VLMEvalKit's own MCQ frame
+    prompt = "hoibench" if rows and all(r.get(ROUTE_COLUMN) == PROMPT_COLUMN for r in rows) else "vlmevalkit"
+    return AnswerSet(tuple(answers), {"kind": "mcq_answers", "source": "vlmevalkit", "predictions": str(path),
+                                      "prompt": prompt})
