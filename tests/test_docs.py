@@ -26,6 +26,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from importlib.metadata import metadata
 from pathlib import Path
@@ -51,6 +52,17 @@ PAGE_SETUP: dict[str, list[str]] = {
         "cp DIR/benchmarks/hico-det-sg1/trainval_hico.json DIR/benchmarks/hico-det-sg1/test_hico.json .",
         "printf '0\\n1\\n2\\n' > ids.txt",
     ],
+    "docs/augment.md": [  # seed1.yaml: "the dry-run config with `seed: 1`"
+        "python -c 'from importlib.resources import files; "
+        "t = files(\"hoibench.augment\").joinpath(\"configs/dry-run.yaml\").read_text(); "
+        "open(\"seed1.yaml\", \"w\").write(t.replace(\"seed: 0\", \"seed: 1\"))'",
+    ],
+    "docs/evaluation.md": [
+        "hoibench split sg --preset hico-det-sg1 --out sg1",
+        "python -c 'from hoibench.formats import read_dataset, write_predictions as w; "
+        "from hoibench.testing import noisy_predictions as n; "
+        "w(n(read_dataset(\"sg1/test_hico.json\"), seed=0, per_image=(20, 30)), \"pred.json\")'",
+    ],
     "docs/mcq.md": _MCQ_FILES,
     "docs/mcq-harnesses.md": _MCQ_FILES,
     "docs/mcq-paper.md": _MCQ_FILES,
@@ -69,7 +81,8 @@ PAGE_SETUP: dict[str, list[str]] = {
     ],
 }
 
-_FENCE = re.compile(r"^```(bash|console|python)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>bash|console|python)[ \t]*\n(?P<code>.*?)^(?P=indent)```[ \t]*$",
+                    re.M | re.S)
 _MARKER = re.compile(r"<!--\s*docs-test:\s*(skip\s*\((?P<why>.*)\)|usage)\s*-->")
 
 
@@ -100,8 +113,8 @@ def extract_blocks(path: Path, root: Path = ROOT) -> list[Block]:
     page = path.relative_to(root).as_posix()
     blocks = []
     for m in _FENCE.finditer(text):
-        blocks.append(Block(page, text.count("\n", 0, m.start()) + 1, m.group(1), m.group(2),
-                            _marker_before(text, m.start())))
+        blocks.append(Block(page, text.count("\n", 0, m.start()) + 1, m.group("lang"),
+                            textwrap.dedent(m.group("code")), _marker_before(text, m.start())))
     return blocks
 
 
@@ -178,6 +191,32 @@ def _server_script(lines: list[str]) -> str:
     return "\n".join(out) + "\n"
 
 
+def console_commands(code: str) -> list[tuple[str, list[str]]]:
+    """A console transcript's ``$ `` commands (continuation lines kept) and the ``error:`` lines each prints."""
+    cmds: list[tuple[str, list[str]]] = []
+    continued = False
+    for line in code.splitlines():
+        if continued:
+            cmds[-1] = (cmds[-1][0] + "\n" + line, cmds[-1][1])
+        elif line.startswith("$ "):
+            cmds.append((line[2:], []))
+        elif cmds and line.startswith("error: "):
+            cmds[-1][1].append(line)
+        continued = bool(cmds) and (continued or line.startswith("$ ")) and line.rstrip().endswith("\\")
+    return cmds
+
+
+def _expect_error(command: str, errors: list[str]) -> str:
+    """Shell lines that run ``command``, require a non-zero exit and each of ``errors`` on its stderr."""
+    out = [f"if {{ {command} ; }} 2> .expected_err; then cat .expected_err >&2; "
+           f"echo {shlex.quote('exited 0, the page shows an error: ' + command)} >&2; exit 1; fi",
+           "cat .expected_err >&2"]
+    out += [f"grep -qxF -- {shlex.quote(e)} .expected_err || "
+            f"{{ echo {shlex.quote('the page shows a line the command did not print: ' + e)} >&2; exit 1; }}"
+            for e in errors]
+    return "\n".join(out)
+
+
 def run_block(block: Block, cwd: Path) -> None:
     """Run one block in ``cwd`` (fails the test with its output when it exits non-zero)."""
     what = f"{block.id} ({block.lang})"
@@ -189,10 +228,13 @@ def run_block(block: Block, cwd: Path) -> None:
         script.write_text(block.code, encoding="utf-8")
         _run([sys.executable, script.name], cwd, what)
         return
-    code = block.code
-    if block.lang == "console":
-        code = "\n".join(ln[2:] for ln in code.splitlines() if ln.startswith("$ "))
-    lines = [ln for ln in _logical_lines(code) if not _check_setup_line(ln)]
+    if block.lang == "console":  # a transcript: a command shown with an error line must print it and fail
+        lines = []
+        for command, errors in console_commands(block.code):
+            logical = [ln for ln in _logical_lines(command) if not _check_setup_line(ln)]
+            lines += [_expect_error(" ".join(logical), errors)] if errors and logical else logical
+    else:
+        lines = [ln for ln in _logical_lines(block.code) if not _check_setup_line(ln)]
     if block.marker == "usage":
         for line in lines:
             words = shlex.split(line.replace("[", " ").replace("]", " "))
@@ -307,6 +349,42 @@ def test_blocks_found() -> None:
     assert sum(b.lang == "python" for b in BLOCKS) >= 5
 
 
+_FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^`\s]*)[^`]*$")  # a backtick in the rest: inline code
+
+
+def untagged_fences(text: str) -> list[int]:
+    """Lines of the fences that open a block without a language tag (indented ones too).
+
+    An untagged block is never run here, so a command in it could go stale unseen; output, file
+    layouts and prompts are tagged ``text`` (or ``json``, ``yaml``, ...) to say they are not run.
+    """
+    found, fence = [], ""
+    for n, line in enumerate(text.splitlines(), 1):
+        m = _FENCE_LINE.match(line)
+        if not m:
+            continue
+        if not fence:
+            fence = m.group(1)
+            if not m.group(2):
+                found.append(n)
+        elif m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not m.group(2):
+            fence = ""
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
+def test_every_fence_has_a_language(page: Path) -> None:
+    lines = untagged_fences(page.read_text(encoding="utf-8"))
+    assert not lines, (f"{page.relative_to(ROOT).as_posix()}: fenced blocks without a language at "
+                       f"lines {lines}: tag commands bash/console/python (run here), output text")
+
+
+def test_untagged_fences() -> None:
+    text = ("```bash\nx\n```\n\n```\nout\n```\n  ```\n  indented\n  ```\n````text\n```\n````\n"
+            "```` ```python ```` is inline code\n")
+    assert untagged_fences(text) == [5, 8]
+
+
 def test_marker_parsing(tmp_path: Path) -> None:
     page = tmp_path / "p.md"
     page.write_text("<!-- docs-test: skip (needs a GPU server) -->\n```bash\nx\n```\n\n"
@@ -328,3 +406,25 @@ def test_failing_block_fails(tmp_path: Path) -> None:
         run_block(Block("docs/x.md", 5, "bash", "hoibench no-such-command [--x]\n", "usage"), tmp_path)
     with pytest.raises(AssertionError, match="no Makefile target"):
         run_block(Block("docs/x.md", 6, "bash", "make no-such-target\n", None), tmp_path)
+
+
+def test_console_transcripts(tmp_path: Path) -> None:
+    """A console block runs its ``$`` commands with their continuation lines; a command shown with an
+    ``error:`` line must exit non-zero and print that line."""
+    ok = "$ printf 'a\\n' \\\n    > made.txt\n$ sh -c 'echo \"error: x: bad\" >&2; exit 2'\nerror: x: bad\n"
+    run_block(Block("docs/x.md", 1, "console", ok, None), tmp_path)
+    assert (tmp_path / "made.txt").read_text() == "a\n"
+    with pytest.raises(pytest.fail.Exception, match="exited 0, the page shows an error"):
+        run_block(Block("docs/x.md", 2, "console", "$ true\nerror: x: bad\n", None), tmp_path)
+    other = "$ sh -c 'echo \"error: x: other\" >&2; exit 2'\nerror: x: bad\n"
+    with pytest.raises(pytest.fail.Exception, match="a line the command did not print: error: x: bad"):
+        run_block(Block("docs/x.md", 3, "console", other, None), tmp_path)
+
+
+def test_indented_blocks_found(tmp_path: Path) -> None:
+    """A block inside a list item is run too, its indentation removed."""
+    page = tmp_path / "p.md"
+    page.write_text("- item:\n\n  <!-- docs-test: usage -->\n  ```bash\n  hoibench demo\n  ```\n",
+                    encoding="utf-8")
+    [block] = extract_blocks(page, root=tmp_path)
+    assert (block.line, block.code, block.marker) == (4, "hoibench demo\n", "usage")
