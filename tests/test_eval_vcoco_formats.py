@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import pickle
-import sys
 
 import numpy as np
 import pytest
@@ -302,64 +301,61 @@ def test_cli_bad_input_is_one_line(tmp_path, capsys) -> None:
     assert err[-1].startswith("error: ") and "record 0: image_id: image 123456789 is not in the ground truth" in err[-1]
 
 
-def _careful_records(monkeypatch) -> list[int]:
-    """The records the careful per-image reader takes from now on (the rest went the typed way)."""
-    import hoibench.formats.vcoco_predictions as mod
-
-    seen: list[int] = []
-    image_rows = mod._image_rows
-    monkeypatch.setattr(mod, "_image_rows", lambda entry, path, k, *a: seen.append(k) or image_rows(entry, path, k, *a))
-    return seen
-
-
 def _plain_scores(im: dict) -> None:
-    """Null scores as 0.0: plain numbers, which the typed path takes."""
+    """Null scores as 0.0 (the variants put in their own nulls)."""
     for key in ("agent_scores", "role_scores"):
         im[key] = [[0.0 if v is None else v for v in row] for row in im[key]]
 
 
 @pytest.fixture(autouse=True)
-def _per_image_paths(monkeypatch):
-    """These tests pin the per-image (pysimdjson) and whole-file paths, so the C scanner in
-    front of them is off; :func:`_every_reader` turns it on for the scanner's own comparison."""
+def _careful_path(monkeypatch):
+    """These tests pin the careful reader, so the C scanner in front of it is off;
+    :func:`_every_reader` turns it on for the scanner's own comparison."""
     import hoibench.formats._scan as scan
 
     monkeypatch.setattr(scan, "_colscan", None)
 
 
-def _read_without_simdjson(path, monkeypatch) -> VCOCODetections:
-    with monkeypatch.context() as m:
-        m.setitem(sys.modules, "simdjson", None)  # import fails: the file is read whole
-        return read_vcoco_detections(path).detections
-
-
 def _every_reader(path, monkeypatch, **kw) -> dict[str, object]:
-    """What the C scanner (in front of the rest), the per-image pysimdjson path and the whole-file
-    reader make of ``path``: (detections, records, dropped, layout), or the error line; and
-    whether the scanner's reading stood (no per-image path ran after it)."""
+    """What the C scanner (in front of the careful reader) and the careful reader alone make of
+    ``path``: (detections, records, dropped, layout), or the error line; and whether the
+    scanner's word stood (a reading or an error line, not a hand-over to the careful reader)."""
     import hoibench.formats._scan as scan
     import hoibench.formats.vcoco_predictions as mod
 
     native = scan._NATIVE
     assert native is not None or not scan.BUILT, "the C scanner is built but cannot be imported"
     out: dict[str, object] = {}
-    for label in ("native", "simdjson", "whole"):
+    for label in ("native", "careful"):
         with monkeypatch.context() as m:
-            per_image: list[int] = []
-            m.setattr(mod, "_typed_images",
-                      lambda *a, seen=per_image, typed=mod._typed_images, **k: seen.append(1) or typed(*a, **k))
+            declined: list[bool] = []
+
+            def spy(*a, seen=declined, read=mod._native):
+                got = read(*a)  # a reading, or its error line: the scanner's word stands
+                seen.append(got is None)
+                return got
+
+            m.setattr(mod, "_native", spy)
             if label == "native":
                 m.setattr(scan, "_colscan", native)
-            if label == "whole":
-                m.setitem(sys.modules, "simdjson", None)
             try:
                 got = read_vcoco_detections(path, **kw)
                 out[label] = (got.detections, got.records.tolist(), got.dropped, got.layout)
             except FormatError as exc:
                 out[label] = str(exc)
             if label == "native":
-                out["scanned"] = native is not None and not per_image
+                out["scanned"] = native is not None and not any(declined)
     return out
+
+
+def _same_reading(got: dict[str, object]) -> None:
+    """The scanner's reading (or error line) is the careful reader's."""
+    if isinstance(got["careful"], str):
+        assert got["native"] == got["careful"]
+        return
+    assert not isinstance(got["native"], str), got["native"]
+    _same(got["native"][0], got["careful"][0])
+    assert got["native"][1:] == got["careful"][1:]
 
 
 def _vcoco_variant(doc: dict, variant: str) -> str:
@@ -425,6 +421,11 @@ def _vcoco_variant(doc: dict, variant: str) -> str:
         ims[2]["agent_scores"][0][0] = float("nan")
     elif variant == "images twice":
         return json.dumps(doc)[:-1] + ', "images": ' + json.dumps(ims[:2]) + "}"
+    elif variant == "braces in strings":
+        ims[0]["note"] = "},{"  # an image end and start to a reader that counted braces
+        return json.dumps(doc, indent=2)
+    elif variant == "objects around images":
+        return json.dumps({"meta": {"a": {"b": [1]}}, **doc, "after": {"c": [{}]}}, indent=1)
     elif variant == "text after":
         return json.dumps(doc) + " x"
     return json.dumps(doc)
@@ -437,17 +438,17 @@ VCOCO_VARIANTS = {  # variant: whether the scanner's reading stands
     "null person box": False, "no role classes": True,
     "index past the image's objects": False, "index past 64 bits": False, "index as a fraction": False,
     "row of 3 and a row of 5": False, "string image id": False, "unknown class": True, "NaN literal": False,
-    "images twice": False, "text after": False,
+    "images twice": False, "text after": False, "braces in strings": True, "objects around images": True,
 }
 
 
 @pytest.mark.parametrize("lenient", [False, True])
 @pytest.mark.parametrize("variant", list(VCOCO_VARIANTS))
-def test_scanner_equals_the_per_image_and_whole_file_readers(tmp_path, synthetic, file_access, monkeypatch,
-                                                             variant: str, lenient: bool) -> None:
-    """The C scanner reads the shared-role-box layout in one pass; on every file it gives what the
-    per-image and whole-file readers give (arrays, records, drops, or the same error line), and it
-    stands aside (the per-image reader decides) on what it does not prove."""
+def test_scanner_equals_the_careful_reader(tmp_path, synthetic, file_access, monkeypatch, variant: str,
+                                           lenient: bool) -> None:
+    """The C scanner reads the hoibench layout in one pass; on every file it gives what the
+    careful reader gives (arrays, records, drops, or the same error line), and it stands aside
+    (the careful reader decides) on what it does not prove."""
     _, _, det = synthetic
     write_vcoco_detections(det.subset(np.argsort(det.image_ids, kind="stable")), tmp_path / "d.json")
     doc = json.loads((tmp_path / "d.json").read_text())
@@ -455,38 +456,13 @@ def test_scanner_equals_the_per_image_and_whole_file_readers(tmp_path, synthetic
         _plain_scores(im)
     (tmp_path / "v.json").write_text(_vcoco_variant(doc, variant))
     got = _every_reader(tmp_path / "v.json", monkeypatch, lenient=lenient)
-    for label in ("native", "simdjson"):
-        if isinstance(got["whole"], str):
-            assert got[label] == got["whole"], label
-            continue
-        assert not isinstance(got[label], str), got[label]
-        _same(got[label][0], got["whole"][0])
-        assert got[label][1:] == got["whole"][1:], label
+    _same_reading(got)
     import hoibench.formats._scan as scan
 
     if scan._NATIVE is not None:
         assert got["scanned"] == VCOCO_VARIANTS[variant]
     if variant == "inverted box":  # named, or dropped and counted
-        assert got["whole"][2] if lenient else "record 2: person_box" in got["whole"]
-
-
-def test_typed_reader_equals_the_whole_file_reader(tmp_path, synthetic, file_access, monkeypatch) -> None:
-    """Images in plain numbers go through the typed path, the others (nulls, floats for indices,
-    dense role boxes, a class subset) through the careful one; both give the same arrays."""
-    pytest.importorskip("simdjson")
-    _, _, det = synthetic
-    det = det.subset(np.argsort(det.image_ids, kind="stable"))
-    write_vcoco_detections(det, tmp_path / "d.json")
-    doc = json.loads((tmp_path / "d.json").read_text())
-    doc["images"][0]["role_scores"][0][0] = None
-    doc["images"][1]["role_objects"] = [[float(v) for v in row] for row in doc["images"][1]["role_objects"]]
-    doc["images"].append({"file_name": "COCO_val2014_000000000042.jpg", "person_boxes": [[0, 0, 5, 5]],
-                          "agent_scores": [[0.5] * N_ACT], "role_boxes": [[None] * (N_ROLE - 1) + [[1, 2, 3, 4]]],
-                          "role_scores": [[0.25] * N_ROLE], "extra": {"ignored": [1]}})
-    (tmp_path / "e.json").write_text(json.dumps(doc, indent=1))  # spaces and newlines too
-    for name in ("d.json", "e.json"):
-        _same(_read_without_simdjson(tmp_path / name, monkeypatch), read_vcoco_detections(tmp_path / name).detections)
-    assert np.isnan(read_vcoco_detections(tmp_path / "e.json").detections.role_scores[0, 0])
+        assert got["careful"][2] if lenient else "record 2: person_box" in got["careful"]
 
 
 @pytest.mark.parametrize(("change", "message"), [
@@ -494,41 +470,28 @@ def test_typed_reader_equals_the_whole_file_reader(tmp_path, synthetic, file_acc
      r"record 0: person_boxes: expected numbers \(or null\) of the documented shape"),
     (lambda im: im["role_objects"][0].__setitem__(0, 2 ** 32), r"record 0: role_objects: expected indices"),
     (lambda im: im["role_objects"][0].__setitem__(0, 2 ** 70), r"record 0: role_objects: expected indices"),
+    (lambda im: im["person_boxes"][0].__setitem__(1, [im["person_boxes"][0][1]]),
+     r"record 0: person_boxes: expected numbers"),
+    (lambda im: im["agent_scores"][1].__setitem__(1, [im["agent_scores"][1][1]]),
+     r"record 0: agent_scores: expected numbers"),
 ])
-def test_typed_reader_errors_name_record_and_field(tmp_path, synthetic, file_access, change, message) -> None:
-    """Jagged rows with the right total, an index past int32 or past 64 bits: never read as numbers."""
+def test_errors_name_record_and_field_with_and_without_the_scanner(tmp_path, synthetic, file_access, monkeypatch,
+                                                                   change, message) -> None:
+    """Jagged rows with the right total, an index past int32 or past 64 bits, a number nested
+    in a row (``[x, [y], w, h]``): never read as numbers, by either tier."""
     _, _, det = synthetic
     write_vcoco_detections(det.subset(np.argsort(det.image_ids, kind="stable")), tmp_path / "d.json")
     doc = json.loads((tmp_path / "d.json").read_text())
+    _plain_scores(doc["images"][0])
     change(doc["images"][0])
     (tmp_path / "d.json").write_text(json.dumps(doc))
-    with pytest.raises(FormatError, match=message):
-        read_vcoco_detections(tmp_path / "d.json")
-
-
-def test_typed_reader_refuses_a_number_nested_in_a_row(tmp_path, synthetic, file_access, monkeypatch) -> None:
-    """pysimdjson flattens ``[x, [y], w, h]`` to four numbers: the typed path must count the
-    image's ``[`` and hand such an image to the careful reader, which refuses it."""
-    pytest.importorskip("simdjson")
-    _, _, det = synthetic
-    write_vcoco_detections(det.subset(np.argsort(det.image_ids, kind="stable")), tmp_path / "d.json",
-                           share_role_boxes=True)
-    doc = json.loads((tmp_path / "d.json").read_text())
-    _plain_scores(doc["images"][0])
-    careful = _careful_records(monkeypatch)
-    (tmp_path / "plain.json").write_text(json.dumps(doc))
-    read_vcoco_detections(tmp_path / "plain.json")
-    assert 0 not in careful
-    for key, row in (("person_boxes", 0), ("agent_scores", 1)):
-        bad = json.loads(json.dumps(doc))
-        bad["images"][0][key][row][1] = [bad["images"][0][key][row][1]]
-        (tmp_path / "nested.json").write_text(json.dumps(bad))
-        with pytest.raises(FormatError, match=rf"record 0: {key}: expected numbers"):
-            read_vcoco_detections(tmp_path / "nested.json")
+    got = _every_reader(tmp_path / "d.json", monkeypatch)
+    assert isinstance(got["careful"], str) and got["native"] == got["careful"]
+    assert __import__("re").search(message, got["careful"])
 
 
 def test_stack_grows_past_its_first_block_and_keeps_every_row() -> None:
-    """The typed reader's stacks: sized on the first image, grown in doubling blocks when later
+    """The careful reader's stacks: sized on the first image, grown in doubling blocks when later
     images are larger, cast to the stack's dtype once; the result equals a plain concatenation."""
     from hoibench.formats.vcoco_predictions import _Stack
 
@@ -556,9 +519,8 @@ def test_stack_grows_past_its_first_block_and_keeps_every_row() -> None:
 
 
 def test_column_stacked_scores_score_like_row_major_ones(tmp_path, synthetic) -> None:
-    """The typed reader stacks the scores class by class; the detections keep that layout (no
+    """The careful reader stacks the scores class by class; the detections keep that layout (no
     copy) and the metric's result is the same as on C-ordered copies of the same arrays."""
-    pytest.importorskip("simdjson")
     from hoibench.data._vcoco import columns_contiguous
 
     coco, vcoco, det = synthetic
@@ -577,10 +539,10 @@ def test_column_stacked_scores_score_like_row_major_ones(tmp_path, synthetic) ->
         np.testing.assert_array_equal(a.role_ap[s], b.role_ap[s])
 
 
-def test_typed_reader_with_uneven_images_equals_the_whole_file_reader(tmp_path, synthetic, file_access,
-                                                                         monkeypatch) -> None:
-    """A small first image then large ones: the stacks grow past the first image's estimate."""
-    pytest.importorskip("simdjson")
+def test_uneven_images_read_alike_with_and_without_the_scanner(tmp_path, synthetic, file_access,
+                                                               monkeypatch) -> None:
+    """A small first image then large ones: the careful reader's stacks grow past the first
+    image's estimate, and the result is the scanner's."""
     _, _, det = synthetic
     det = det.subset(np.argsort(det.image_ids, kind="stable"))
     write_vcoco_detections(det, tmp_path / "d.json")
@@ -595,10 +557,7 @@ def test_typed_reader_with_uneven_images_equals_the_whole_file_reader(tmp_path, 
                                                  ("person_boxes", "agent_scores", "role_objects", "role_scores")}}
     assert sum(len(im["person_boxes"]) for im in doc["images"]) > 1024  # past the first block (1024 rows)
     (tmp_path / "u.json").write_text(json.dumps(doc))
-    whole = _read_without_simdjson(tmp_path / "u.json", monkeypatch)
-    careful = _careful_records(monkeypatch)
-    _same(whole, read_vcoco_detections(tmp_path / "u.json").detections)
-    assert not any(k >= len(doc["images"]) - 60 for k in careful)  # the added images went the typed way
+    _same_reading(_every_reader(tmp_path / "u.json", monkeypatch))
 
 
 def test_vsrl_pickle_is_streamed_and_loads_as_the_plain_list(tmp_path, synthetic) -> None:
@@ -630,44 +589,6 @@ def test_vsrl_pickle_is_streamed_and_loads_as_the_plain_list(tmp_path, synthetic
                 np.testing.assert_array_equal(v[4], np.float32(big.role_scores[k, j]))
                 j += 1
     _same(big, read_vcoco_detections(tmp_path / "d.pkl").detections)
-
-
-@pytest.mark.parametrize("variant", ["plain", "braces in strings", "objects around images", "images twice"])
-def test_images_split_by_braces_equal_the_whole_file_reader(tmp_path, synthetic, file_access, monkeypatch,
-                                                            variant: str) -> None:
-    """The typed reader finds each image from the braces alone; a brace inside a string, other
-    objects at the top level or a repeated ``images`` key must not change what is read."""
-    pytest.importorskip("simdjson")
-    import hoibench.formats.vcoco_predictions as mod
-    from hoibench._io import read_buffer
-
-    _, _, det = synthetic
-    det = det.subset(np.argsort(det.image_ids, kind="stable"))
-    write_vcoco_detections(det, tmp_path / "d.json")
-    doc = json.loads((tmp_path / "d.json").read_text())
-    for im in doc["images"]:
-        _plain_scores(im)
-    text = json.dumps(doc)
-    if variant == "braces in strings":
-        doc["images"][0]["note"] = "},{"  # an image end and start for a brace count: a wrong split
-        text = json.dumps(doc, indent=2)
-    elif variant == "objects around images":
-        text = json.dumps({"meta": {"a": {"b": [1]}}, **doc, "after": {"c": [{}]}}, indent=1)
-    elif variant == "images twice":  # JSON readers keep the last value of a repeated key
-        text = text[:-1] + ', "images": ' + json.dumps(doc["images"][:2]) + "}"
-    (tmp_path / "v.json").write_text(text)
-    whole = _read_without_simdjson(tmp_path / "v.json", monkeypatch)
-    careful = _careful_records(monkeypatch)
-    _same(whole, read_vcoco_detections(tmp_path / "v.json").detections)
-    assert not careful  # every image went the typed way
-    spans = mod._image_spans(read_buffer(tmp_path / "v.json"))
-    if variant in ("plain", "objects around images"):
-        assert spans is not None and len(spans[1]) == len(doc["images"])
-        assert [json.loads(bytes(s)) for s in spans[1]] == doc["images"]
-    elif variant == "images twice":
-        assert spans is None  # two "images" keys: msgspec splits
-    else:  # misled: an image span is not JSON, and the reader split again with msgspec
-        assert spans is not None and not mod._is_json(__import__("simdjson").Parser(), spans[1][0])
 
 
 @pytest.mark.parametrize("share", [True, False])

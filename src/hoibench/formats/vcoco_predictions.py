@@ -63,7 +63,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
-import msgspec
 import numpy as np
 
 from hoibench._exceptions import FormatError, ValidationError
@@ -85,7 +84,7 @@ from hoibench.data._vcoco import (
     vcoco_schema,
 )
 from hoibench.formats import _scan as _S
-from hoibench.formats._common import image_spans, json_brackets, short_repr, text_brackets
+from hoibench.formats._common import short_repr
 
 __all__ = [
     "VCOCODetectionsFile",
@@ -147,15 +146,6 @@ def read_vcoco_detections(path: str | os.PathLike[str], *, lenient: bool = False
         native = _native(buf, path, lenient)
         if native is not None:
             return native
-        for split_by_braces in (True, False):
-            typed = _typed_images(buf, path, split_by_braces=split_by_braces)
-            if typed is None:
-                break
-            images, a_cols, r_cols, n_images = typed
-            try:  # a row of any field is at least 9 bytes of text ("[0,0,0,0]" or more): a bound on the rows
-                return _assemble(images, a_cols, r_cols, path, lenient, n_images, len(buf) // 9 + 1)
-            except _Resplit:
-                continue
     raw = bytes(buf)  # a copy of a map only (bytes() of bytes is the same object)
     del buf
     data = parse_json(raw, path)  # NaN literals (Python's json writes them) read too
@@ -455,138 +445,23 @@ def _widen(block: np.ndarray, cols: np.ndarray, n_all: int) -> np.ndarray:
     return out
 
 
-class _TopLevel(msgspec.Struct):
-    """The hoibench layout's top level, each image left undecoded (decoded one at a time)."""
-
-    images: list[msgspec.Raw]
-    agent_classes: Any = None
-    role_classes: Any = None
-
-
-def _typed_images(raw: bytes | mmap.mmap, path: object, *, split_by_braces: bool = True
-                  ) -> tuple[Iterator[_ImageRows], np.ndarray, np.ndarray, int] | None:
-    """The hoibench layout decoded one image at a time, numbers straight into arrays (simdjson),
-    so that neither the time nor the memory of ~40M Python floats is spent; an image the typed
-    path does not take as it is (nulls, other number types, odd shapes) goes through the careful
-    per-image reader, which names its problem. Gives the images lazily (to be stacked as they
-    come), the listed columns and the number of images. None when the file is not that layout
-    (or simdjson is missing): the caller then reads it whole."""
-    try:
-        import simdjson  # optional (pysimdjson): without it the file is read whole
-    except ImportError:
-        return None
-    split = _image_spans(raw) if split_by_braces else None
-    if split is not None:
-        top, blobs = split
-    else:
-        try:
-            top = msgspec.json.decode(raw, type=_TopLevel)
-        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):  # the whole read says why
-            return None
-        blobs = top.images
-    a_cols, r_cols = _columns({"agent_classes": top.agent_classes, "role_classes": top.role_classes}, path)
-    parser = simdjson.Parser()
-
-    def images() -> Iterator[_ImageRows]:
-        for k, blob in enumerate(blobs):
-            got = _image_typed(parser, simdjson.Object, blob, path, k, a_cols.size, r_cols.size)
-            if got is None and split is not None and not _is_json(parser, blob):
-                raise _Resplit  # a brace inside a string misled the split: msgspec splits instead
-            yield got if got is not None else _image_rows(parse_json(bytes(blob), path, record=k), path, k, a_cols, r_cols)
-
-    return images(), a_cols, r_cols, len(blobs)
-
-
-class _Resplit(Exception):
-    """An image span found from the braces is not JSON: the file is split again by msgspec."""
-
-
-def _is_json(parser: Any, blob: Any) -> bool:
-    try:
-        parser.parse(blob)
-    except (ValueError, RuntimeError):
-        return False
-    return True
-
-
-def _image_spans(raw: bytes | mmap.mmap) -> tuple[_TopLevel, list[memoryview]] | None:
-    """The top level and each image's text (:func:`~hoibench.formats._common.image_spans`):
-    msgspec's validating pass over the whole file (0.8 s for 320 MB) becomes a scan for two
-    bytes (~0.16 s). A brace inside a string can mislead the split; then some image span is not
-    JSON, and the caller splits with msgspec instead (:class:`_Resplit`). ``None``: split with
-    msgspec."""
-    spans = image_spans(raw)
-    if spans is None:
-        return None
-    skeleton, blobs = spans
-    try:
-        top = msgspec.json.decode(skeleton, type=_TopLevel)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None
-    if top.images:
-        return None
-    return top, blobs
-
-
-_TYPED_FIELDS = (("person_boxes", False), ("agent_scores", False), ("object_boxes", False),
-                 ("role_objects", True), ("role_scores", False))
-_TYPED_KEYS = frozenset(key for key, _ in _TYPED_FIELDS)
-
-
-def _image_typed(parser: Any, object_type: type, text: msgspec.Raw, path: object, record: int, n_agent: int,
-                 n_role: int) -> _ImageRows | None:
-    """One image with shared role boxes as arrays, or None for anything but plain numbers in the
-    documented shapes (the careful reader then takes the image and names what is wrong).
-    ``as_buffer`` flattens nesting (``[x, [y], w, h]`` would pass as a box), so the image's ``[``
-    are counted against its layout's: one per field and per row, plus those of the other keys."""
-    widths = (4, n_agent, 4, n_role, n_role)
-    try:  # msgspec has validated the text; simdjson may still refuse what it cannot hold (huge numbers)
-        doc = parser.parse(text)
-    except (ValueError, RuntimeError):
-        return None
-    try:
-        if not isinstance(doc, object_type) or not all(key in doc for key, _ in _TYPED_FIELDS):
-            return None
-        ident = {key: doc[key] for key in ("image_id", "file_name") if key in doc}
-        if not all(isinstance(v, (int, float, str)) for v in ident.values()):
-            return None
-        arrays = []
-        expected = sum(k.count("[") + json_brackets(doc[k]) for k in doc if k not in _TYPED_KEYS)
-        for (key, integer), width in zip(_TYPED_FIELDS, widths):
-            el = doc[key]
-            flat = np.frombuffer(el.as_buffer(of_type="i" if integer else "d"), np.int64 if integer else np.float64)
-            n = len(el)
-            if flat.size != n * width or (n and set(map(len, el)) != {width}):
-                return None
-            arrays.append(flat.reshape(n, width))  # cast to float32 once, when stacked
-            expected += 1 + n
-        del el
-        if text_brackets(text) != expected:
-            return None  # a nested row, or a "[" this count cannot place: the careful reader decides
-    except (TypeError, ValueError, KeyError, AttributeError):
-        return None
-    finally:
-        del doc
-    pb, agent, obj, idx, rsc = arrays
-    n, m = len(pb), len(obj)
-    if not (len(agent) == len(idx) == len(rsc) == n) or (idx.size and (idx.min() < -1 or idx.max() >= m)):
-        return None
-    return _ImageRows(_image_id(ident, path, record), pb, agent, rsc, obj, idx, None)
-
+#: the hoibench layout's per-image number fields, in the order the readers take them
+_IMAGE_FIELDS = ("person_boxes", "agent_scores", "object_boxes", "role_objects", "role_scores")
 
 _NATIVE_ROOT = _S.field("", _S.OBJECT, _S.field("agent_classes", _S.STRS), _S.field("role_classes", _S.STRS),
                         _S.field("images", _S.RECORDS, _S.field("image_id", _S.NUM), _S.field("file_name", _S.STR),
                                  # float32 where the detections keep float32; indices exact (float64)
-                                 *(_S.field(key, _S.ROWS, nulls=True, f32=not integer) for key, integer in _TYPED_FIELDS),
+                                 *(_S.field(key, _S.ROWS, nulls=True, f32=key != "role_objects")
+                                   for key in _IMAGE_FIELDS),
                                  _S.field("role_boxes", _S.ROWS3, nulls=True, null_row=4, f32=True)))
 
 
 def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetectionsFile | None:
     """The hoibench layout read by the C scanner in one pass, straight into columns
-    (:mod:`~hoibench.formats._scan`): what the per-image and whole-file readers make of it, or
+    (:mod:`~hoibench.formats._scan`): what the careful reader makes of it, or
     ``None`` for anything the scanner or these checks do not prove (a row of another width, an
     index outside its image's objects, an image id that is not an integer, shared and dense role
-    boxes in one file): those readers then take the file and name what is wrong. ``null`` is
+    boxes in one file): the careful reader then takes the file and names what is wrong. ``null`` is
     NaN, a ``null`` role object -1 and a ``null`` role box "no role object", as they read it."""
     c = _S.scan_document(buf, _NATIVE_ROOT, records="images", split=_S.halfway(buf))
     if c is None:
@@ -600,7 +475,7 @@ def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetecti
     a_cols, r_cols = _columns(names, path)
     per = slice(1, None)  # slot i + 1: image i
     n_images = len(c["images"].items) - 1
-    pb, agent, obj, idx, rsc = (c[f"images.{key}"] for key, _ in _TYPED_FIELDS)
+    pb, agent, obj, idx, rsc = (c[f"images.{key}"] for key in _IMAGE_FIELDS)
     dense = c["images.role_boxes"]
     n = pb.items[per]
     shared = bool(idx.occ[per].all())  # else every image gives dense role_boxes (no role_objects)
@@ -680,7 +555,7 @@ def _by_column(values: np.ndarray, rows: int, width: int) -> np.ndarray:
 def _native_image_ids(c: dict[str, _S.Column], buf: Any, n_images: int) -> np.ndarray | None:
     """Each image's id: ``image_id`` (an integer, also written as one with a fraction, as
     :func:`_image_id` takes it), else the COCO id ending ``file_name``; ``None`` when an image
-    has neither in that form (the per-image reader names it)."""
+    has neither in that form (the careful reader names it)."""
     per = slice(1, None)
     given, named = c["images.image_id"], c["images.file_name"]
     ids = np.empty(n_images, dtype=np.int64)
