@@ -142,6 +142,7 @@ def _export_vlmevalkit(questions_path: str, images: str, follow_symlinks: bool, 
     if emit_json(summary, as_json):
         return
     console.print(f"{n} questions ({summary['images']} images, box convention {convention}) → {path}")
-    console.print(f"  VLMEvalKit: copy it to $LMUData/{name}.tsv, run `python run.py --data {name} --model MODEL`, "
+    console.print(f"  VLMEvalKit: copy it to $LMUData/{name}.tsv, run `python -m hoibench.tasks.vlmevalkit_run "
+                  f"VLMEvalKit/run.py --data {name} --model MODEL` (mcq run's prompt), "
                   f"then score: hoibench mcq score --questions {questions_path} --answers "
                   f"outputs/MODEL/.../MODEL_{name}.xlsx", markup=False, soft_wrap=True)
