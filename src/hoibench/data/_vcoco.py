@@ -1,8 +1,9 @@
 """The V-COCO role-annotation model: the 26 actions, the 25 (action, role) classes, full role
 ground truth and scored person detections, columnar as ``vsrl_eval.py`` builds them.
 
-Shared by the V-COCO formats (:mod:`hoibench.formats.vcoco_predictions`), the bundled-data
-resolver (:mod:`hoibench.datasets`) and role AP (:mod:`hoibench.evaluation`).
+Shared by the V-COCO formats (:mod:`hoibench.formats.vcoco_predictions`,
+:mod:`hoibench.formats.vcoco_ground_truth`), the bundled-data resolver (:mod:`hoibench.datasets`)
+and role AP (:mod:`hoibench.evaluation`).
 """
 
 from __future__ import annotations

@@ -20,7 +20,8 @@ Differences, on purpose: detections with equal scores are ranked by (image order
 (the reference's ``argsort`` is not stable, so its tie order depends on the platform's sort);
 a class without positives gets AP NaN (the reference crashes); a class without detections gets 0
 (the reference crashes); an image without people makes all its detections FP (the reference
-crashes). Nothing here reads files: see :mod:`hoibench.formats.vcoco_predictions`.
+crashes). Nothing here reads files: see :mod:`hoibench.formats.vcoco_predictions` and
+:mod:`hoibench.formats.vcoco_ground_truth`.
 """
 
 from __future__ import annotations

@@ -58,14 +58,16 @@ from hoibench.formats.sg_split import (
     unseen_hoi_classes,
 )
 from hoibench.formats.vcoco import read_vcoco
-from hoibench.formats.vcoco_predictions import (
-    VCOCODetectionsFile,
-    read_vcoco_detections,
+from hoibench.formats.vcoco_ground_truth import (
     read_vcoco_ground_truth,
     vcoco_ground_truth_from_dataset,
     vcoco_ground_truth_from_official,
-    write_vcoco_detections,
     write_vcoco_ground_truth,
+)
+from hoibench.formats.vcoco_predictions import (
+    VCOCODetectionsFile,
+    read_vcoco_detections,
+    write_vcoco_detections,
     write_vsrl_detections,
 )
 
