@@ -374,7 +374,7 @@ def test_columnar_files_are_read_by_the_scanner_alone(tmp_path, monkeypatch, fmt
 
     write_predictions(sample(), tmp_path / "p.json", format=fmt)
     other = _read(tmp_path / "p.json", monkeypatch, native=False)
-    for name in ("_decode_by_image", "_decode_fast", "_parse_json"):
+    for name in ("_columns", "_parse_json"):
         monkeypatch.setattr(mod, name, lambda *a, name=name: pytest.fail(f"{name} ran"))
     _same_loaded(_read(tmp_path / "p.json", monkeypatch, native=True), other)
 
@@ -393,15 +393,15 @@ def test_qpic_files_are_read_by_the_scanner_alone(tmp_path, monkeypatch):
 
     path = _qpic_file(tmp_path)
     others = {k: _read(path, monkeypatch, native=False, max_per_image=k) for k in (None, 7, 100)}
-    for name in ("_qpic_by_image", "_simd_parse", "_parse_json"):
+    for name in ("_qpic_columns", "_parse_json"):
         monkeypatch.setattr(mod, name, lambda *a, name=name: pytest.fail(f"{name} ran"))
     for k, other in others.items():
         _same_loaded(_read(path, monkeypatch, native=True, max_per_image=k), other)
 
 
 def test_a_triplet_file_is_not_scanned_whole_by_the_qpic_reduction(tmp_path, monkeypatch):
-    """GEN-VLKT's triplet outputs (no verb_scores) go the pysimdjson way; the scanner looks at the
-    first image only before leaving them to it."""
+    """GEN-VLKT's triplet outputs (no verb_scores) go to the careful reader; the scanner looks at
+    the first image only before leaving them to it."""
     path = tmp_path / "t.json"
     path.write_text(json.dumps(_qpic_doc(n_images=4, triplet=True)))
     other = _read(path, monkeypatch, native=False)
@@ -430,7 +430,7 @@ def _set(doc, image, key, value, index=None):
     ("an image without detections", lambda d: [_set(d, 2, k, []) for k in ("verb_scores", "sub_ids", "obj_ids")]),
 ])
 def test_qpic_refusals_end_where_the_other_paths_end(tmp_path, monkeypatch, what, edit):
-    """A file the reduction refuses goes to the other readers: the same predictions, or the same
+    """A file the reduction refuses goes to the careful reader: the same predictions, or the same
     error line naming the record and field."""
     path = _qpic_file(tmp_path, edit)
     _same_loaded(_read(path, monkeypatch, native=True), _read(path, monkeypatch, native=False))
@@ -459,7 +459,6 @@ def test_repr_results_read_by_the_scanner_equal_the_careful_reader(repr_case, tm
                    "a parenthesis in a file name"):
         import hoibench.formats.predictions as mod
 
-        monkeypatch.setattr(mod, "_repr_images_fast", lambda *a: pytest.fail("the byte-level rewrite ran"))
         monkeypatch.setattr(mod, "_repr_images_careful", lambda *a: pytest.fail("the careful reader ran"))
         with contextlib.suppress(FormatError):
             _read(path, monkeypatch, native=True, ground_truth=gt)

@@ -156,7 +156,6 @@ def test_an_explicit_format_always_wins(case, tmp_path):
 def test_fast_and_careful_readers_decide_alike(case, tmp_path, monkeypatch):
     """The C scanner and the careful literal parser give the same decision, line and refusal."""
     import hoibench.formats._scan as scan
-    import hoibench.formats.predictions as mod
 
     _, p, _ = case
     files = {}
@@ -172,8 +171,6 @@ def test_fast_and_careful_readers_decide_alike(case, tmp_path, monkeypatch):
             return str(exc)
 
     fast = {k: outcome(f) for k, f in files.items()}
-    monkeypatch.setattr(mod, "_SIMD", None)
-    monkeypatch.setattr(mod, "_FAST", None)
     monkeypatch.setattr(scan, "_colscan", None)
     monkeypatch.setattr(scan, "AVAILABLE", False)
     assert {k: outcome(f) for k, f in files.items()} == fast

@@ -526,20 +526,18 @@ def test_a_file_one_pixel_off_gets_a_warning_naming_box_shift(case, tmp_path):
     assert load_predictions(tmp_path / "off.json", ground_truth=gt, box_shift=-1.0).warnings == []
 
 
-# ----------------------------------------------------------------------------- the byte-level fast path
+# ----------------------------------------------------------------------------- the C scanner and the careful reader
 def _read_both_ways(path, monkeypatch, **kw):
-    """(fast, careful): what load_predictions makes of ``path`` with the byte-level rewrite and
-    pysimdjson, and with the careful literal parser alone; each the loaded file or the error line."""
+    """(native, careful): what load_predictions makes of ``path`` with the C scanner in front of
+    the careful reader (where it is built) and with the careful reader alone; each the loaded file
+    or the error line."""
     import hoibench.formats._scan as scan
-    import hoibench.formats.predictions as mod
 
     out = []
-    for simd in (mod._SIMD, None):
+    for native in (scan._NATIVE, None):
         with monkeypatch.context() as m:
-            m.setattr(mod, "_SIMD", simd)
-            m.setattr(mod, "_FAST", None)
-            m.setattr(scan, "_colscan", None)  # the C scanner: tests/test_colscan.py
-            m.setattr(scan, "AVAILABLE", False)
+            m.setattr(scan, "_colscan", native)
+            m.setattr(scan, "AVAILABLE", native is not None)
             try:
                 out.append(load_predictions(path, **kw))
             except FormatError as exc:
@@ -559,17 +557,17 @@ def _same_loaded(a, b) -> None:
         np.testing.assert_array_equal(getattr(pa, k), getattr(pb, k))
 
 
-REPR_VARIANTS = {  # name -> (edit of the CDN text built from the test set, the fast path must read it)
+REPR_VARIANTS = {  # name -> (edit of the CDN text built from the test set, the C scanner reads it by itself)
     "cdn numpy 2": (lambda t: t, True),
     "numpy 1 arrays and 2.": (lambda t: NUMPY1_REPR, True),
     "keys reordered in one record": (lambda t: t.replace("{'subject_id': np.int64(0), 'object_id': np.int64(",
-                                                         "{'object_id': np.int64(0), 'subject_id': np.int64(", 1), False),
+                                                         "{'object_id': np.int64(0), 'subject_id': np.int64(", 1), True),
     "an extra key": (lambda t: t.replace("'score': ", "'extra': 1, 'score': ", 1), False),
     "a list where a number belongs": (lambda t: re.sub(r"'score': (np\.float32\([^)]*\))", r"'score': [\1]", t,
                                                        count=1), False),
-    "a wrapper in a file name": (lambda t: t.replace("'filename': 'HICO_", "'filename': 'np.int64(1)HICO_", 1), False),
-    "a parenthesis in a file name": (lambda t: t.replace("'filename': 'HICO_", "'filename': 'a)HICO_", 1), False),
-    "an unknown call": (lambda t: t.replace("np.float32(", "np.float16(", 1), False),
+    "a wrapper in a file name": (lambda t: t.replace("'filename': 'HICO_", "'filename': 'np.int64(1)HICO_", 1), True),
+    "a parenthesis in a file name": (lambda t: t.replace("'filename': 'HICO_", "'filename': 'a)HICO_", 1), True),
+    "an unknown call": (lambda t: t.replace("np.float32(", "np.float16(", 1), True),
     "a float id": (lambda t: t.replace("'subject_id': np.int64(0)", "'subject_id': 0.5", 1), False),
     "nan score": (lambda t: re.sub(r"'score': np\.float32\([^)]*\)", "'score': np.float32(nan)", t, count=1), False),
     "a quote in a file name": (lambda t: t.replace("'filename': 'HICO_", "\"filename\": \"it's", 1)
@@ -600,26 +598,24 @@ def _in_image(text: str, k: int, old: str, new: str, hoi_id: int | None = None) 
 
 
 @pytest.mark.parametrize("variant", list(REPR_VARIANTS))
-def test_repr_fast_path_and_careful_parser_agree(case, tmp_path, monkeypatch, variant):
+def test_repr_c_scanner_and_careful_parser_agree(case, tmp_path, monkeypatch, variant):
+    import hoibench.formats._scan as scan
     import hoibench.formats.predictions as mod
 
     gt, p, _ = case
-    edit, fast_reads_it = REPR_VARIANTS[variant]
+    edit, native_reads_it = REPR_VARIANTS[variant]
     text = edit(json.loads(cdn_results_json(head(p, 3), _embedded_gts(gt.subset(np.arange(2))))))
     path = tmp_path / "results.json"
     path.write_text(json.dumps(text))
-    fast, careful = _read_both_ways(path, monkeypatch, ground_truth=gt)
-    _same_loaded(fast, careful)
-    calls = []
-    careful_reader = mod._repr_images_careful
-    monkeypatch.setattr(mod, "_repr_images_careful", lambda *a: calls.append(1) or careful_reader(*a))
-    import hoibench.formats._scan as scan
-
-    monkeypatch.setattr(scan, "_colscan", None)  # the byte-level path itself (the C scanner: test_colscan.py)
-    monkeypatch.setattr(scan, "AVAILABLE", False)
-    with contextlib.suppress(FormatError):
-        load_predictions(path, ground_truth=gt)
-    assert (not calls) == fast_reads_it, "read by the byte-level path" if not fast_reads_it else "fell through"
+    native, careful = _read_both_ways(path, monkeypatch, ground_truth=gt)
+    _same_loaded(native, careful)
+    if scan._NATIVE is not None:
+        calls = []
+        careful_reader = mod._repr_images_careful
+        monkeypatch.setattr(mod, "_repr_images_careful", lambda *a: calls.append(1) or careful_reader(*a))
+        with contextlib.suppress(FormatError):
+            load_predictions(path, ground_truth=gt)
+        assert (not calls) == native_reads_it, "read by the C scanner" if not native_reads_it else "fell through"
     want = REPR_ERRORS.get(variant)
     if want is None:
         assert not isinstance(careful, str), careful
@@ -654,13 +650,8 @@ def test_a_lone_box_of_the_wrong_size_is_named(tmp_path, boxes):
 
 @pytest.mark.parametrize("variant", ["cdn numpy 2", "gen-vlkt", "numpy 1 arrays and 2.", "brace in a name",
                                      "several braces in names"])
-def test_repr_images_are_rewritten_and_parsed_one_by_one(case, tmp_path, monkeypatch, variant):
-    """Each image's dict is split off at its braces, rewritten and parsed by itself (the passes
-    stay in the cache, no tape of the whole text): the whole-text rewrite never runs for a plain
-    file, numpy 1's "2." included. A brace in a file name misleads the split; the file is then
-    read as a whole (or, if that cannot prove it, carefully), with the same result."""
-    import hoibench.formats.predictions as mod
-
+def test_repr_layouts_read_alike_with_and_without_the_c_scanner(case, tmp_path, monkeypatch, variant):
+    """numpy 1's "2." and braces in file names: the same result with the C scanner and without."""
     gt, p, _ = case
     q = only_valid(head(p, 4))
     gts = _embedded_gts(gt.subset(np.arange(2)))
@@ -673,25 +664,21 @@ def test_repr_images_are_rewritten_and_parsed_one_by_one(case, tmp_path, monkeyp
         text = text.replace("'filename': 'HICO_", "'filename': '{{HICO_")
     path = tmp_path / "results.json"
     path.write_text(json.dumps(text))
-    whole = []
-    rewrite = mod.repr_as_json_lists
-    monkeypatch.setattr(mod, "repr_as_json_lists", lambda *a, **k: whole.append(1) or rewrite(*a, **k))
-    fast, careful = _read_both_ways(path, monkeypatch, ground_truth=gt)
-    _same_loaded(fast, careful)
+    native, careful = _read_both_ways(path, monkeypatch, ground_truth=gt)
+    _same_loaded(native, careful)
     assert not isinstance(careful, str), careful
-    assert bool(whole) == ("brace" in variant)
     if "brace" in variant:
-        assert any("}" in fn or "{" in fn for fn in fast.predictions.file_names)
+        assert any("}" in fn or "{" in fn for fn in native.predictions.file_names)
 
 
-def test_repr_fast_path_reads_gen_vlkt_and_its_embedded_ground_truth(case, tmp_path, monkeypatch):
+def test_repr_readers_read_gen_vlkt_and_its_embedded_ground_truth(case, tmp_path, monkeypatch):
     gt, p, _ = case
     q = only_valid(head(p, 4))
     path = tmp_path / "results.json"
     path.write_text(gen_vlkt_results_json(q, _embedded_gts(gt.subset(np.arange(3)))))
-    fast, careful = _read_both_ways(path, monkeypatch, ground_truth=gt)
-    _same_loaded(fast, careful)
-    assert fast.format == "gen-vlkt" and len(fast.warnings) == 1 and "3 images" in fast.warnings[0]
+    native, careful = _read_both_ways(path, monkeypatch, ground_truth=gt)
+    _same_loaded(native, careful)
+    assert native.format == "gen-vlkt" and len(native.warnings) == 1 and "3 images" in native.warnings[0]
 
 
 @pytest.fixture(autouse=True)

@@ -57,23 +57,17 @@ def test_round_trip_and_detection(tmp_path, fmt):
     same(read_predictions(path), p, atol=1e-9 if fmt == "generic" else 0.0)
 
 
-def test_careful_reader_agrees_with_fast_reader(tmp_path, monkeypatch):
-    import hoibench.formats.predictions as mod
-
+def test_careful_reader_agrees_with_the_c_scanner(tmp_path, monkeypatch):
     p = sample()
     write_predictions(p, tmp_path / "g.json", format="generic")
-    fast = read_predictions(tmp_path / "g.json")
-    monkeypatch.setattr(mod, "_SIMD", None)  # as without pysimdjson
-    monkeypatch.setattr(mod, "_FAST", None)  # and msgspec
-    same(read_predictions(tmp_path / "g.json"), fast)
+    _assert_agree(_by_every_reader(tmp_path / "g.json", monkeypatch))
 
 
 @pytest.fixture(autouse=True)
-def _pysimdjson_paths(monkeypatch):
-    """These tests pin the pysimdjson, msgspec and careful paths (which path parses what), so the
-    C scanner in front of them is off; :func:`_by_every_reader` turns it on for its "native"
-    reading, which must agree with the others on every file here (tests/test_colscan.py has
-    the scanner's own tests)."""
+def _careful_path(monkeypatch):
+    """These tests pin the careful reader (the reference), so the C scanner in front of it is
+    off; :func:`_by_every_reader` turns it on for its "native" reading, which must agree with
+    the careful one on every file here (tests/test_colscan.py has the scanner's own tests)."""
     import hoibench.formats._scan as scan
 
     monkeypatch.setattr(scan, "_colscan", None)
@@ -81,28 +75,33 @@ def _pysimdjson_paths(monkeypatch):
 
 
 def _by_every_reader(path, monkeypatch, **kw) -> dict[str, object]:
-    """What the C scanner (in front of the rest), pysimdjson's fast path, msgspec's (without
-    pysimdjson) and the careful reader make of ``path``: the predictions, or the error line."""
+    """What the C scanner (where it is built; the careful reader takes what it refuses) and the
+    careful reader alone make of ``path``: the predictions, or the error line."""
     import hoibench.formats._scan as scan
-    import hoibench.formats.predictions as mod
 
     native = scan._NATIVE
     assert native is not None or not scan.BUILT, "the C scanner is built but cannot be imported"
     out: dict[str, object] = {}
-    for label, simd, fast in (("native", mod._SIMD, mod._FAST), ("simdjson", mod._SIMD, mod._FAST),
-                              ("msgspec", None, mod._FAST), ("careful", None, None)):
+    for label in ("native", "careful"):
         with monkeypatch.context() as m:
             if label == "native":
                 m.setattr(scan, "_colscan", native)
                 m.setattr(scan, "AVAILABLE", native is not None)
-            m.setattr(mod, "_SIMD", simd)
-            m.setattr(mod, "_FAST", fast)
             try:
                 out[label] = load_predictions(path, **kw)
             except FormatError as exc:
                 out[label] = str(exc)
-    assert mod._SIMD is not None, "pysimdjson is a core dependency"
     return out
+
+
+def _scanner_on(monkeypatch) -> None:
+    """The C scanner in front of the careful reader (the test is skipped where it is not built)."""
+    import hoibench.formats._scan as scan
+
+    if scan._NATIVE is None:
+        pytest.skip("the C scanner is not built")
+    monkeypatch.setattr(scan, "_colscan", scan._NATIVE)
+    monkeypatch.setattr(scan, "AVAILABLE", True)
 
 
 def _assert_agree(results: dict[str, object]) -> object:
@@ -148,8 +147,7 @@ def _variants() -> dict[str, tuple[dict, ...]]:
         "unknown version": ({"format": "hoibench-predictions", "version": 9, "images": []},),
         "bad label_space": ({"format": "hoibench-predictions", "label_space": 3, "images": []},),
         "boxes not a list": ({"images": [{**im, "boxes_o": 5}]},),
-        # an image end and start for a brace count: the split by image is wrong, the whole
-        # document is parsed instead
+        # braces in strings and objects around the images: read like any other layout
         "braces in strings": ({"meta": {"a": [{}]}, "images": [{**im, "note": "},{"}, other]},),
         "objects around the images": ({"meta": {"a": [{}]}, "images": [im, other], "after": {"b": {}}},),
         "images twice": ({"images": [im, other]}, '"images": [' + json.dumps(empty) + "]"),
@@ -157,7 +155,7 @@ def _variants() -> dict[str, tuple[dict, ...]]:
 
 
 @pytest.mark.parametrize("variant", list(_variants()))
-def test_fast_paths_and_careful_reader_agree(tmp_path, monkeypatch, variant):
+def test_c_scanner_and_careful_reader_agree(tmp_path, monkeypatch, variant):
     doc, *again = _variants()[variant]
     path = tmp_path / "p.json"
     text = json.dumps(doc)
@@ -166,11 +164,12 @@ def test_fast_paths_and_careful_reader_agree(tmp_path, monkeypatch, variant):
     want = _ERRORS.get(variant)
     if want is None:
         assert not isinstance(ref, str), ref
-        # floats as ids, a repeated top-level key: the careful reader's to accept
-        if variant not in ("integral float id", "images twice"):
+        # floats as ids, null ids, a repeated top-level key: the careful reader's to accept
+        if variant not in ("integral float id", "null ids", "images twice"):
             import hoibench.formats.predictions as mod
 
-            monkeypatch.setattr(mod, "_parse_json", lambda raw, path: pytest.fail("not read by the fast path"))
+            _scanner_on(monkeypatch)
+            monkeypatch.setattr(mod, "_parse_json", lambda raw, path: pytest.fail("not read by the C scanner"))
             same(load_predictions(path).predictions, ref.predictions)
     else:
         assert isinstance(ref, str) and f"p.json: {want}" in ref, ref
@@ -188,7 +187,7 @@ _ERRORS = {  # variant -> where the one error line must point
 def test_duplicate_keys_and_escapes_read_as_the_careful_reader_reads_them(tmp_path, monkeypatch):
     path = tmp_path / "p.json"
     boxes = '"boxes_h": [[0, 0, 1, 1]], "boxes_o": [[0, 0, 1, 1]]'
-    # JSON keeps the last of duplicate keys (pysimdjson's lookup would find the first); an escaped "["
+    # JSON keeps the last of duplicate keys; an escaped "["
     path.write_text('{"images": [{"file_name": "a.jpg", "file_name": "b\\u005b.jpg", ' + boxes
                     + ', "hoi": [0], "hoi": [1], "scores": [0.5]}]}')
     ref = _assert_agree(_by_every_reader(path, monkeypatch))
@@ -219,7 +218,7 @@ def _qpic_doc(seed: int = 0, n_images: int = 3, triplet: bool = False) -> list[d
 @pytest.mark.parametrize("variant", ["qpic", "triplet", "max 7", "ragged verb_scores", "string label",
                                      "boolean label", "nested labels", "short labels", "sub_id out of range",
                                      "label 80", "flat boxes", "huge obj_id"])
-def test_qpic_fast_path_and_careful_reader_agree(tmp_path, monkeypatch, variant):
+def test_qpic_c_scanner_and_careful_reader_agree(tmp_path, monkeypatch, variant):
     doc = _qpic_doc(triplet=variant == "triplet")
     kw = {"max_per_image": 7} if variant == "max 7" else {}
     im = doc[2]
@@ -257,53 +256,17 @@ def test_qpic_file_is_parsed_once(tmp_path, monkeypatch):
     path = tmp_path / "q.json"
     path.write_text(json.dumps(_qpic_doc()))
     want = load_predictions(path)
+    _scanner_on(monkeypatch)
     monkeypatch.setattr(mod, "_parse_json", lambda raw, path: pytest.fail("parsed a second time"))
     monkeypatch.setattr(mod, "_qpic_image", lambda *a: pytest.fail("the per-image selection ran"))
     same(load_predictions(path).predictions, want.predictions)
 
 
-def _load_counting_whole_parses(path, monkeypatch, whole: bool) -> object:
-    """``load_predictions(path)`` (or its error line), asserting whether the whole document was parsed."""
-    import hoibench.formats.predictions as mod
-
-    parsed = []
-    simd_parse = mod._simd_parse
-    monkeypatch.setattr(mod, "_simd_parse", lambda raw: parsed.append(1) or simd_parse(raw))
-    try:
-        got = load_predictions(path)
-    except FormatError as exc:
-        got = str(exc)
-    assert bool(parsed) == whole
-    monkeypatch.setattr(mod, "_simd_parse", simd_parse)
-    return got
-
-
-@pytest.mark.parametrize("indent", [None, 2])
-def test_qpic_images_are_parsed_one_by_one(tmp_path, monkeypatch, indent):
-    """A QPIC list is split at its braces and each image's output parsed by itself (a verb score
-    per pair makes the whole document's tape several times the file): never the whole document,
-    and the result is the whole document's."""
-    import hoibench.formats.predictions as mod
-
-    path = tmp_path / "q.json"
-    path.write_text(json.dumps(_qpic_doc(n_images=5), indent=indent))
-    with monkeypatch.context() as m:
-        m.setattr(mod, "_qpic_by_image", lambda *a: (None, False))
-        whole = load_predictions(path)
-    monkeypatch.setattr(mod, "_simd_parse", lambda raw: pytest.fail("the whole document was parsed"))
-    monkeypatch.setattr(mod, "_parse_json", lambda raw, path: pytest.fail("the careful reader ran"))
-    got = load_predictions(path)
-    assert got.format == "qpic" and len(got.predictions) > 0
-    same(got.predictions, whole.predictions)
-
-
-@pytest.mark.parametrize(("variant", "whole"), [("string label", False), ("ragged verb_scores", False),
-                                              ("brace in a name", True), ("a number between", True),
-                                              ("an object around", True)])
-def test_qpic_whole_document_is_parsed_only_when_the_split_cannot_settle(tmp_path, monkeypatch, variant, whole):
-    """Once every image's output parsed by itself, a file the fast path refuses goes to the
-    careful reader without a whole-document parse; a split misled by a brace in a string, or a
-    top level that is no plain list of objects, parses the whole document. Every reader agrees."""
+@pytest.mark.parametrize("variant", ["string label", "ragged verb_scores", "brace in a name", "a number between",
+                                     "an object around"])
+def test_qpic_odd_layouts_read_alike(tmp_path, monkeypatch, variant):
+    """A brace in a file name is read; a refused value, a number between the outputs or an object
+    around them is one error line, the same with and without the C scanner."""
 
     doc = _qpic_doc(n_images=4)
     if variant == "string label":
@@ -319,23 +282,11 @@ def test_qpic_whole_document_is_parsed_only_when_the_split_cannot_settle(tmp_pat
         text = '{"outputs": ' + text + "}"
     path = tmp_path / "q.json"
     path.write_text(text)
-    got = _load_counting_whole_parses(path, monkeypatch, whole)
-    ref = _assert_agree({"by image": got, **_by_every_reader(path, monkeypatch)})
+    ref = _assert_agree(_by_every_reader(path, monkeypatch))
     if variant == "brace in a name":
         assert ref.format == "qpic" and 'odd}, {"x": [1], "y": {.jpg' in ref.predictions.file_names
     else:
         assert isinstance(ref, str), ref
-
-
-def test_list_spans_splits_only_a_plain_list_of_objects():
-    from hoibench.formats._common import list_spans
-
-    text = b' [ {"a": {"b": 1}} ,\n{"c": [{}]}\t] '
-    spans = list_spans(text)
-    assert [bytes(s) for s in spans] == [b'{"a": {"b": 1}}', b'{"c": [{}]}']
-    for bad in (b"[]", b'{"a": 1}', b'[{"a": 1}, 2]', b'[{"a": 1}] x', b'x [{"a": 1}]', b'[{"a": 1} {"b": 2}]',
-                b'[{"a": 1}', b'[{"a": 1}}]'):
-        assert list_spans(bad) is None, bad
 
 
 def test_generic_layout_is_in_the_hicodet_frame(tmp_path):
@@ -449,40 +400,6 @@ def test_real_test_set_ground_truth_as_predictions(tmp_path, shared):
         np.testing.assert_allclose(r.per_class_ap[has], 1.0, atol=1e-12)
 
 
-@pytest.mark.parametrize("fmt", ["hoibench", "generic"])
-def test_images_are_parsed_one_by_one(tmp_path, monkeypatch, fmt):
-    """A plain file is split at its braces and each image parsed by itself: the whole document
-    is never parsed (no parser buffers of the file's size), and the result is the whole
-    document's."""
-    import hoibench.formats.predictions as mod
-
-    p = sample()
-    write_predictions(p, tmp_path / "p.json", format=fmt)
-    whole = load_predictions(tmp_path / "p.json")
-    with monkeypatch.context() as m:
-        m.setattr(mod, "_decode_by_image", lambda raw: (None, False))
-        same(load_predictions(tmp_path / "p.json").predictions, whole.predictions)
-    monkeypatch.setattr(mod, "_simd_parse", lambda raw: pytest.fail("the whole document was parsed"))
-    got = load_predictions(tmp_path / "p.json")
-    assert got.format == fmt
-    same(got.predictions, whole.predictions)
-
-
-@pytest.mark.parametrize(("variant", "whole"), [("integral float id", False), ("string score", False),
-                                              ("braces in strings", True), ("images twice", True)])
-def test_whole_document_is_parsed_only_when_the_split_cannot_settle(tmp_path, monkeypatch, variant, whole):
-    """Once every image parsed by itself, a file the fast path refuses goes to the careful reader
-    without a second, whole-document parse; a misled split or a split that finds no single
-    ``images`` list does parse the whole document."""
-
-    doc, *again = _variants()[variant]
-    text = json.dumps(doc)
-    path = tmp_path / "p.json"
-    path.write_text(text[:-1] + ", " + again[0] + "}" if again else text)
-    got = _load_counting_whole_parses(path, monkeypatch, whole)
-    _assert_agree({"by image": got, **_by_every_reader(path, monkeypatch)})
-
-
 @pytest.mark.parametrize("tag", ["hoi-det-generic/v1", "", "hoibench-predictions-v2"])
 def test_generic_file_with_any_format_value_is_parsed_once(tmp_path, monkeypatch, tag):
     import orjson
@@ -493,6 +410,7 @@ def test_generic_file_with_any_format_value_is_parsed_once(tmp_path, monkeypatch
     write_predictions(p, tmp_path / "g.json", format="generic")
     data = orjson.loads((tmp_path / "g.json").read_bytes())
     (tmp_path / "g.json").write_bytes(orjson.dumps({"format": tag, "producer": {"any": "key"}, **data}))
+    _scanner_on(monkeypatch)
     monkeypatch.setattr(mod, "_parse_json", lambda raw, path: pytest.fail("parsed a second time"))
     loaded = load_predictions(tmp_path / "g.json")
     assert loaded.format == "generic"

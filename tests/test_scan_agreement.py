@@ -27,7 +27,6 @@ import numpy as np
 import pytest
 
 import hoibench.formats._scan as scan
-import hoibench.formats.predictions as preds_mod
 from hoibench._exceptions import HOIBenchError
 from hoibench.data import HOIPredictions
 from hoibench.datasets import load_dataset
@@ -82,8 +81,6 @@ def _outcome(read: Callable[[Path], Any], path: Path, native: bool) -> tuple[str
         if not native:  # the careful readers alone
             m.setattr(scan, "_colscan", None)
             m.setattr(scan, "AVAILABLE", False)
-            m.setattr(preds_mod, "_SIMD", None)
-            m.setattr(preds_mod, "_FAST", None)
             m.setitem(sys.modules, "simdjson", None)  # the V-COCO reader's typed path imports it
         with warnings.catch_warnings(), np.errstate(over="raise", invalid="raise", divide="raise"):
             warnings.simplefilter("error", RuntimeWarning)

@@ -82,25 +82,14 @@ from hoibench._io import (
     refuses_deep_nesting,
 )
 from hoibench._io import (
-    parse_json as _parse_json,  # tests replace it: did a fast path read the file?
+    parse_json as _parse_json,  # tests replace it: did the C scanner read the file?
 )
 from hoibench.data import HOIDataset, HOIPredictions
 from hoibench.formats import _evidence as _ev
 from hoibench.formats import _scan as _S
-from hoibench.formats._common import (
-    image_spans,
-    json_brackets,
-    list_spans,
-    short_repr,
-    text_brackets,
-)
+from hoibench.formats._common import short_repr
 from hoibench.formats._frame import box_frame_hint
-from hoibench.formats._literal import (
-    key_codes,
-    parse_numpy_repr,
-    repr_as_json_lists,
-    repr_chunk_as_json_lists,
-)
+from hoibench.formats._literal import parse_numpy_repr
 from hoibench.formats.matlab_detections import (
     is_matlab_detections,
     read_matlab_detections,
@@ -252,8 +241,6 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
     first = bytes(raw[:64]).lstrip()[:1]
     if format in (None, *REPR_RESULTS) and first == b'"':  # a JSON string: a results.json?
         images = _repr_images_native(raw, p)
-        if images is None:
-            images = _repr_images_fast(raw, p)  # a map searched in place: no copy of the whole text
         if images is not None:
             vocab = vocab or hico_det()
             cols, name, warnings, detection = _repr_results_columns(None, p, vocab, format, ground_truth, images)
@@ -271,32 +258,9 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
         cols = _qpic_native(raw, qpic_vocab, max_per_image)
         if cols is not None:
             return _assemble(cols, qpic_vocab, p, "qpic", lenient)
-    settled = False  # every image parsed by itself: the whole document would decide the same
-    if format in (None, "hoibench", "generic"):
-        fast, settled = _decode_by_image(raw)
-        if fast is not None and (format is None or format == fast[0]):
-            name, label_space, cols = fast
-            return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
-    if format in (None, "qpic") and not settled:
-        qpic_vocab = vocab or hico_det()
-        cols, settled = _qpic_by_image(raw, p, qpic_vocab, max_per_image)
-        if cols is not None:
-            return _assemble(cols, qpic_vocab, p, "qpic", lenient)
-    doc = None if settled else _simd_parse(raw)
-    if format in (None, "hoibench", "generic"):
-        fast = _decode_fast(raw, doc)
-        if fast is not None and (format is None or format == fast[0]):
-            name, label_space, cols = fast
-            return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
-    if format in (None, "qpic") and doc is not None:
-        images = _qpic_arrays(doc, raw)
-        if images is not None:
-            vocab = vocab or hico_det()
-            return _assemble(_qpic_columns(images, p, vocab, max_per_image), vocab, p, "qpic", lenient)
-    # the careful reader (and the repr results files, a JSON string) work on Python objects
-    text = doc if isinstance(doc, str) else None
-    del doc  # its parser holds the whole parsed file
-    data = text if text is not None else _parse_json(bytes(raw), p)
+    # the careful reader, the reference: the whole file parsed into Python objects, every field checked
+    data = _parse_json(bytes(raw), p)
+    del raw
     name = _sniff(data) if format is None else format
     if name == _REPR or name in REPR_RESULTS:
         vocab = vocab or hico_det()
@@ -350,101 +314,9 @@ def _vocab_of(declared: Any, vocab: LabelSpace | None, path: Path) -> LabelSpace
     return vocab
 
 
-try:  # parses without building Python objects; numeric arrays are exported as flat buffers
-    import simdjson
-
-    _SIMD: Any = simdjson
-except ImportError:  # pragma: no cover - a core dependency; msgspec's typed decoder is the fallback
-    _SIMD = None
-
-try:  # a typed decoder parses the columnar formats ~3x faster than untyped JSON parsing
-    import msgspec
-
-    _Box = tuple[float, float, float, float]
-    _Ids = list[int] | None
-
-    class _FastImage(msgspec.Struct):
-        file_name: str
-        boxes_h: list[_Box]
-        boxes_o: list[_Box]
-        scores: list[float]
-        object: _Ids = None
-        verb: _Ids = None
-        hoi: _Ids = None
-        objects: _Ids = None
-        verbs: _Ids = None
-        hois: _Ids = None
-
-    class _FastFile(msgspec.Struct):
-        images: list[_FastImage]
-        format: str | None = None
-        label_space: str | None = None
-        version: Any = None
-
-    _FAST: Any = (msgspec.json.Decoder(_FastFile), msgspec.DecodeError)
-except ImportError:  # pragma: no cover - msgspec is a core dependency; orjson still works
-    _FAST = None
-
-#: what pysimdjson raises on malformed JSON, a wrong element type or a number it cannot hold
-_SIMD_ERRORS = (ValueError, TypeError, RuntimeError, KeyError, IndexError)
-_ID_LIMIT = 2**62  # ids at or beyond it are refused (by the careful reader, which names them)
-
-
-def _fast_decoder() -> Any:
-    return _FAST
-
-
-def _simd_parse(raw: bytes | mmap.mmap) -> Any:
-    """The pysimdjson document of ``raw`` (a fresh parser: a document keeps its parser busy), or
-    ``None`` without pysimdjson or for invalid JSON (the careful reader then names the problem)."""
-    if _SIMD is None:
-        return None
-    try:
-        return _SIMD.Parser().parse(raw)
-    except _SIMD_ERRORS:
-        return None
-
-
-def _decode_fast(raw: bytes | mmap.mmap, doc: Any = None) -> tuple[str, str | None, _Columns] | None:
-    """Columns of a well-formed hoibench/generic file; ``None`` sends it to the careful reader.
-    ``doc``: ``raw`` already parsed by :func:`_simd_parse`."""
-    if _SIMD is None:
-        return _decode_msgspec(raw)
-    if doc is None:
-        return None
-    try:
-        return _decode_simdjson(doc, raw)
-    except _SIMD_ERRORS:
-        return None
-
-
-def _decode_by_image(raw: bytes | mmap.mmap) -> tuple[tuple[str, str | None, _Columns] | None, bool]:
-    """:func:`_decode_fast` with each image parsed on its own (the file split at its braces,
-    :func:`~hoibench.formats._common.image_spans`), and whether that settles it: ``True`` once
-    the top level and every image parsed, so that the whole document would hold the same and be
-    decoded the same (the caller then goes to the careful reader without parsing it); ``False``
-    when the file is not split so or an image is not JSON by itself (a brace in a string misled
-    the split): the caller then parses the whole document."""
-    if _SIMD is None or bytes(raw[:64]).lstrip()[:1] != b"{":
-        return None, False
-    spans = image_spans(raw)
-    if spans is None:
-        return None, False
-    skeleton, blobs = spans
-    try:
-        top = _SIMD.Parser().parse(skeleton)
-    except _SIMD_ERRORS:
-        return None, False
-    try:
-        return _decode_simdjson(top, raw, blobs), True
-    except _SplitMisled:  # (or a number pysimdjson cannot hold: the whole document fails the same)
-        return None, False
-    except _SIMD_ERRORS:  # a value the fast path refuses (a string where a number belongs)
-        return None, True
-
 # ----------------------------------------------------------------------------- the C scanner
 # One pass from the text into columns (hoibench.formats._scan); each function gives what the
-# pysimdjson path would, or None for anything it does not prove (the other paths then decide).
+# careful reader would, or None for anything it does not prove (the careful reader then decides).
 
 _COLUMNAR_ROOT = _S.field("", _S.OBJECT, _S.field("format", _S.STR), _S.field("version", _S.NUM),
                           _S.field("label_space", _S.STR),
@@ -455,7 +327,8 @@ _COLUMNAR_ROOT = _S.field("", _S.OBJECT, _S.field("format", _S.STR), _S.field("v
 
 
 def _decode_native(raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] | None:
-    """:func:`_decode_simdjson` by the C scanner: the same columns, or ``None``."""
+    """The columns :func:`_columns` reads from a hoibench/generic file, by the C scanner; ``None``
+    for anything it does not prove. Returns (format, declared label space, columns)."""
     c = _S.scan_document(raw, _COLUMNAR_ROOT, records="images", split=_S.halfway(raw))
     if c is None:
         return None
@@ -507,7 +380,7 @@ _QPIC_ROOT = _S.field("", _S.RECORDS, _S.field("file_name", _S.STR), _S.field("l
 
 
 def _qpic_native(raw: bytes | mmap.mmap, vocab: LabelSpace, max_per_image: int | None) -> _Columns | None:
-    """:class:`_QpicSelection` of a ``PostProcessHOI`` file by the C scanner, each image's verb
+    """:func:`_qpic_columns` of a ``PostProcessHOI`` file by the C scanner, each image's verb
     scores reduced to its top ``max_per_image`` valid cells as soon as it is read; ``None`` for
     anything else (triplet outputs included)."""
     if not _S.AVAILABLE:
@@ -560,8 +433,8 @@ _GTS_ROOT = _S.field("", _S.RECORDS, _S.field("filename", _S.STR))
 
 
 def _repr_images_native(raw: bytes | mmap.mmap, path: Path) -> _ReprImages | None:
-    """:func:`_repr_images_fast` by the C scanner reading the Python repr in place (no rewrite):
-    the same images, or ``None``."""
+    """:func:`_repr_images_careful` by the C scanner reading the Python repr in place: the same
+    images, or ``None``."""
     if not _S.AVAILABLE:
         return None
     head = b"{'preds': "
@@ -577,7 +450,7 @@ def _repr_images_native(raw: bytes | mmap.mmap, path: Path) -> _ReprImages | Non
     if tail.startswith(gts_head):
         gts = _S.scan(raw, got.stop + len(gts_head), _GTS_ROOT, literal=True)
         if gts is None or bytes(raw[gts.stop:end + 1]).strip(b" ") != b"}":
-            return None  # the other paths read (or name) the embedded ground truth
+            return None  # the careful reader reads (or names) the embedded ground truth
         gts_names = gts["filename"].strings(raw)
         if gts_names is None or (gts["filename"].occ[1:] != 1).any():
             return None
@@ -611,299 +484,8 @@ def _repr_images_native(raw: bytes | mmap.mmap, path: Path) -> _ReprImages | Non
     flat = _ReprFlat(names, nb.copy(), nh.copy(), bbox.values.reshape(-1, 4), labels, with_boxes & is_labeled,
                      sub, obj, cat, hoi["score"].values)
     # float32 values unless a wrapper names float64 (np.float64(x), dtype=float64), in the
-    # predictions or the embedded ground truth, where the other readers look for the word
+    # predictions or the embedded ground truth, where the careful reader looks for the word
     return flat, gts_names, not (got.float64 or (gts is not None and gts.float64))
-
-
-#: QPIC-file keys -> (pysimdjson buffer type, numpy dtype, a list of rows?)
-_QPIC_KEYS = {"boxes": ("d", np.float64, True), "labels": ("i", np.int64, False),
-              "verb_scores": ("d", np.float64, True), "sub_ids": ("i", np.int64, False),
-              "obj_ids": ("i", np.int64, False)}
-_QPIC_TRIPLET_KEYS = {"boxes": ("d", np.float64, True), "hoi_scores": ("d", np.float64, True),
-                      "obj_scores": ("d", np.float64, True), "sub_ids": ("i", np.int64, False),
-                      "obj_ids": ("i", np.int64, False)}
-
-
-def _qpic_arrays(doc: Any, raw: bytes | mmap.mmap) -> list[dict[str, Any]] | None:
-    """Per-image numpy arrays of a QPIC file, straight from the pysimdjson document, shaped as
-    ``np.asarray`` of the lists would be; ``None`` (the careful reader decides) for anything but
-    lists of numbers and of equal-length rows of numbers, proved as in :func:`_decode_simdjson`."""
-    if not isinstance(doc, _SIMD.Array) or not len(doc) or not _qpic_first(doc[0]):
-        return None
-    expected = 1
-    out: list[dict[str, Any]] = []
-    try:
-        for im in doc:
-            got = _qpic_image_arrays(im)
-            if got is None:
-                return None
-            out.append(got[0])
-            expected += got[1]
-    except _SIMD_ERRORS:
-        return None
-    return out if text_brackets(raw) == expected else None
-
-
-def _qpic_by_image(raw: bytes | mmap.mmap, path: Path, vocab: LabelSpace, max_per_image: int | None
-                   ) -> tuple[_Columns | None, bool]:
-    """The columns of a QPIC file with each image's output parsed on its own (the file split at
-    its braces, :func:`~hoibench.formats._common.list_spans`) by one reused parser, so no
-    document of the whole file is built: a QPIC file holds a score per verb for every pair (625 MB
-    for 965,800 detections), and the whole document's tape (16 bytes per number) faulted in page
-    by page took longer than parsing it. ``PostProcessHOI`` outputs are selected image by image
-    (:class:`_QpicSelection`), so their verb scores are dropped as soon as they are read;
-    ``PostProcessHOITriplet`` ones are kept and read by :func:`_qpic_columns`. Also returns
-    whether that settles it, as :func:`_decode_by_image` does: ``True`` once every image parsed
-    (the whole document would hold the same; the careful reader then takes a file refused
-    here), ``False`` when the split failed or misled (the caller parses the whole document)."""
-    if _SIMD is None or bytes(raw[:64]).lstrip()[:1] != b"[":
-        return None, False
-    blobs = list_spans(raw)
-    if blobs is None:
-        return None, False
-    parser = _SIMD.Parser()
-    expected = 1
-    kept: list[dict[str, Any]] = []  # triplet outputs, read whole by _qpic_columns
-    selection: _QpicSelection | None = None
-    refused = False
-    for k, blob in enumerate(blobs):
-        try:
-            got = _qpic_parsed(_parse_image(parser, blob), first=not k, refused=refused)
-        except _SplitMisled:
-            return None, False
-        if refused:
-            continue  # every image must still parse for the verdict to stand
-        if got is None:
-            refused = True
-            continue
-        rec, brackets = got
-        expected += brackets
-        if k == 0 and "verb_scores" in rec:
-            selection = _QpicSelection(vocab, max_per_image)
-        if selection is None:
-            kept.append(rec)
-        elif not selection.add(rec, rec["file_name"]):
-            refused = True
-    if refused or text_brackets(raw) != expected:
-        return None, True
-    if selection is not None:
-        return selection.columns(), True
-    return _qpic_columns(kept, path, vocab, max_per_image), True
-
-
-def _qpic_parsed(im: Any, *, first: bool, refused: bool) -> tuple[dict[str, Any], int] | None:
-    """:func:`_qpic_image_arrays` of a freshly parsed image, holding nothing of the parser's
-    past the return (it parses the next image); ``None`` once refused (only parsing then counts)."""
-    if refused or (first and not _qpic_first(im)):
-        return None
-    try:
-        return _qpic_image_arrays(im)
-    except _SIMD_ERRORS:
-        return None
-
-
-def _qpic_first(im: Any) -> bool:
-    """Whether a file's first element looks like a post-processor output (else: no QPIC file)."""
-    return isinstance(im, _SIMD.Object) and ("verb_scores" in im or "hoi_scores" in im)
-
-
-def _qpic_image_arrays(im: Any) -> tuple[dict[str, Any], int] | None:
-    """One image's QPIC arrays (copied out of the parser) and the ``[`` count of its layout;
-    ``None`` for anything but lists of numbers and equal-length rows of numbers."""
-    if not isinstance(im, _SIMD.Object):
-        return None
-    arr_t = _SIMD.Array
-    keys = list(im.keys())
-    fn = im.get("file_name")
-    if len(set(keys)) != len(keys) or not isinstance(fn, str):
-        return None
-    spec = _QPIC_TRIPLET_KEYS if "verb_scores" not in keys and "hoi_scores" in keys else _QPIC_KEYS
-    rec: dict[str, Any] = {"file_name": fn}
-    brackets = fn.count("[")
-    for key, (kind, dtype, rows) in spec.items():
-        v = im.get(key)
-        if not isinstance(v, arr_t):
-            return None
-        flat = np.frombuffer(v.as_buffer(of_type=kind), dtype=dtype)
-        if rows:
-            widths = set(map(len, v))
-            if len(widths) > 1:
-                return None  # ragged: np.asarray would refuse it, with the careful reader's words
-            flat = flat.reshape(len(v), widths.pop() if widths else 0)
-            brackets += len(v)
-        rec[key] = flat  # ids are range-checked where they are used
-        brackets += 1
-    for k in keys:
-        if k not in spec and k != "file_name":
-            brackets += k.count("[") + json_brackets(im[k])
-    return rec, brackets
-
-
-def _join(buffers: list[Any], dtype: type) -> np.ndarray:
-    """One writable array of pysimdjson ``as_buffer`` exports (one copy, into numpy's memory:
-    a large array is mapped in huge pages, where a ``bytearray`` costs a page fault per 4 KB)."""
-    if not buffers:
-        return np.zeros(0, dtype=dtype)
-    return np.concatenate([np.frombuffer(b, dtype=dtype) for b in buffers])
-
-
-def _decode_simdjson(doc: Any, raw: bytes | mmap.mmap, blobs: list[Any] | None = None
-                     ) -> tuple[str, str | None, _Columns] | None:
-    """The fast path on a pysimdjson document: every numeric list leaves as one flat buffer
-    (``as_buffer``), joined into one ``np.frombuffer`` per column; no Python number is built.
-    ``blobs``: each image's text (:func:`~hoibench.formats._common.image_spans`), parsed one at
-    a time by one parser, ``doc`` being the rest of the file (its ``images`` empty): the parser's
-    buffers stay image-sized instead of a document of the whole file, whose fresh pages fault in
-    one by one (~150k faults for 169 MB).
-
-    ``as_buffer`` flattens any nesting and refuses anything but numbers, so the shapes are proved
-    separately: every box row has 4 elements, and the file holds no ``[`` beyond the layout's
-    own arrays (plus those inside unknown keys' values and strings, counted), so no row nests.
-    Anything unexpected (duplicate keys, floats as ids, ids beyond 2**62, an escaped ``[``, an
-    image text that is not JSON) gives ``None``: the careful reader then accepts the file or
-    names the record and field.
-    """
-    obj_t, arr_t = _SIMD.Object, _SIMD.Array
-    if not isinstance(doc, obj_t):
-        return None
-    top = list(doc.keys())
-    images, fmt, version = doc.get("images"), doc.get("format"), doc.get("version")
-    if len(set(top)) != len(top) or not isinstance(images, arr_t) or not isinstance(fmt, (str, type(None))):
-        return None
-    if blobs is not None and len(images):
-        return None
-    # any other top-level "format" value (e.g. "hoi-det-generic/v1") is a generic file: decided
-    # here, from the one parse, never by parsing the file again in the careful reader
-    name = "hoibench" if fmt == HOIBENCH_TAG else "generic"
-    label_space = doc.get("label_space") if name == "hoibench" else None
-    if name == "hoibench" and (version not in (None, *HOIBENCH_VERSIONS)
-                               or not isinstance(label_space, (str, type(None)))):
-        return None  # the careful reader names the unknown version or the bad label space
-    k_obj, k_verb, k_hoi, shift = _KEYS[name]
-    id_keys = (k_obj, k_verb, k_hoi)
-    expected = 1 + sum(k.count("[") + json_brackets(doc[k]) for k in top if k != "images")
-    names: list[str] = []
-    counts: list[int] = []
-    floats: dict[str, list[Any]] = {"boxes_h": [], "boxes_o": [], "scores": []}
-    ints: dict[str, list[Any]] = {k: [] for k in id_keys}
-    present: dict[str, bool] = {}
-    known = {"file_name", "boxes_h", "boxes_o", "scores", *id_keys}
-    parser = _SIMD.Parser() if blobs is not None else None
-    for im in (images if blobs is None else blobs):
-        got = _image_buffers(im if parser is None else _parse_image(parser, im), id_keys, known, present)
-        if got is None:
-            return None
-        fn, n, brackets, buffers = got
-        names.append(fn)
-        counts.append(n)
-        expected += brackets
-        for key, b in buffers.items():
-            (floats[key] if key in floats else ints[key]).append(b)
-    if text_brackets(raw) != expected:
-        return None  # a nested row, or a "[" this count cannot place: the careful reader decides
-    cols: dict[str, np.ndarray | None] = {}
-    for key in id_keys:
-        cols[key] = _join(ints[key], np.int64) if present.get(key) else None
-        ids = cols[key]
-        if ids is not None and ids.size and (ids.max() >= _ID_LIMIT or ids.min() <= -_ID_LIMIT):
-            return None
-    if cols[k_hoi] is None and (cols[k_obj] is None or cols[k_verb] is None):
-        return None
-    flat = {k: _join(v, np.float64) for k, v in floats.items()}
-    return name, label_space, _Columns(names, np.asarray(counts, dtype=np.int64), flat["boxes_h"].reshape(-1, 4) + shift,
-                                       flat["boxes_o"].reshape(-1, 4) + shift, cols[k_obj], cols[k_verb],
-                                       cols[k_hoi], flat["scores"])
-
-
-class _SplitMisled(Exception):
-    """An image's text is not JSON by itself: a brace inside a string misled the split."""
-
-
-def _parse_image(parser: Any, blob: Any) -> Any:
-    try:
-        return parser.parse(blob)
-    except _SIMD_ERRORS:
-        raise _SplitMisled from None
-
-
-def _image_buffers(im: Any, id_keys: tuple[str, ...], known: set[str], present: dict[str, bool]
-                   ) -> tuple[str, int, int, dict[str, Any]] | None:
-    """One image's file name, detection count, ``[`` count of its layout and numeric buffers;
-    ``None`` for anything else. Holds no pysimdjson object past its return (the parser is then
-    free for the next image). ``known``: the layout's keys (the others' ``[`` are counted);
-    ``present`` records which id keys the first image gives."""
-    if not isinstance(im, _SIMD.Object):
-        return None
-    keys = list(im.keys())
-    fn, bh, bo, sc = (im.get(k) for k in ("file_name", "boxes_h", "boxes_o", "scores"))
-    arr_t = _SIMD.Array
-    if len(set(keys)) != len(keys) or not isinstance(fn, str) or not all(isinstance(a, arr_t) for a in (bh, bo, sc)):
-        return None
-    n = len(sc)
-    if len(bh) != n or len(bo) != n or (n and (set(map(len, bh)) != {4} or set(map(len, bo)) != {4})):
-        return None
-    brackets = 3 + 2 * n + fn.count("[")
-    buffers = {key: a.as_buffer(of_type="d") for key, a in (("boxes_h", bh), ("boxes_o", bo), ("scores", sc))}
-    for key in id_keys:
-        v = im.get(key)
-        if present.setdefault(key, v is not None) != (v is not None):
-            return None  # given for some images only: the careful reader names the first lacking
-        if v is not None:
-            if not isinstance(v, arr_t) or len(v) != n:
-                return None
-            buffers[key] = v.as_buffer(of_type="i")
-            brackets += 1
-    brackets += sum(k.count("[") + json_brackets(im[k]) for k in keys if k not in known)
-    return fn, n, brackets, buffers
-
-
-def _decode_msgspec(raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] | None:
-    """The fast path without pysimdjson: msgspec's typed decoder, flattened with ``np.fromiter``."""
-    dec = _fast_decoder()
-    if dec is None:
-        return None
-    decoder, error = dec
-    try:
-        f = decoder.decode(raw)
-    except error:
-        return None
-    # any other top-level "format" value (e.g. "hoi-det-generic/v1") is a generic file: decided
-    # here, from the one parse, never by parsing the file again in the careful reader
-    name = "hoibench" if f.format == HOIBENCH_TAG else "generic"
-    if name == "hoibench" and f.version not in (None, *HOIBENCH_VERSIONS):
-        return None  # the careful reader names the unknown version
-    k_obj, k_verb, k_hoi, shift = _KEYS[name]
-    ims = f.images
-    counts = np.fromiter((len(im.scores) for im in ims), dtype=np.int64, count=len(ims))
-    cols: dict[str, np.ndarray | None] = {}
-    for key in (k_obj, k_verb, k_hoi):
-        lists = [getattr(im, key) for im in ims]
-        if all(v is None for v in lists):
-            cols[key] = None
-            continue
-        if any(v is None or len(v) != n for v, n in zip(lists, counts)):
-            return None
-        try:
-            cols[key] = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(counts.sum()))
-        except OverflowError:  # an id beyond 64 bits: the careful reader names it
-            return None
-        ids = cols[key]
-        if ids is not None and ids.size and (ids.max() >= _ID_LIMIT or ids.min() <= -_ID_LIMIT):
-            return None
-    if cols[k_hoi] is None and (cols[k_obj] is None or cols[k_verb] is None):
-        return None
-    boxes = []
-    for key in ("boxes_h", "boxes_o"):
-        lists = [getattr(im, key) for im in ims]
-        if any(len(v) != n for v, n in zip(lists, counts)):
-            return None
-        flat = chain.from_iterable(chain.from_iterable(lists))
-        boxes.append(np.fromiter(flat, dtype=np.float64, count=4 * int(counts.sum())).reshape(-1, 4) + shift)
-    scores = np.fromiter(chain.from_iterable(im.scores for im in ims), dtype=np.float64,
-                         count=int(counts.sum()))
-    label_space = f.label_space if name == "hoibench" else None  # as the careful reader: generic has none
-    return name, label_space, _Columns([im.file_name for im in ims], counts, boxes[0], boxes[1],
-                                         cols[k_obj], cols[k_verb], cols[k_hoi], scores)
 
 
 # ----------------------------------------------------------------------------- columnar reading
@@ -1034,6 +616,9 @@ def _plain_numbers(items: list[Any]) -> bool:
     return True
 
 
+_ID_LIMIT = 2**62  # ids at or beyond it are refused, named by record and field
+
+
 def _array(value: Any, dtype: type) -> np.ndarray:
     """A numpy copy of a list, array or (CPU or GPU) torch tensor of numbers (integers for
     ``np.int64``, below 2**62); strings and booleans are refused, not converted."""
@@ -1075,9 +660,6 @@ def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image:
     if file_names is not None and len(file_names) != len(data):
         raise ConfigError(f"{len(data)} outputs but {len(file_names)} file names")
     inv80 = _objects_of_coco80(vocab)
-    fast = _qpic_vectorised(data, vocab, max_per_image, file_names)
-    if fast is not None:
-        return fast
     parts: list[tuple[np.ndarray, ...]] = []
     names: list[str] = []
     counts = np.zeros(len(data), dtype=np.int64)
@@ -1098,80 +680,6 @@ def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image:
     return _Columns(names, counts, cat[0] if parts else empty4, cat[1] if parts else empty4,
                     cat[2] if parts else np.zeros(0, np.int64), cat[3] if parts else np.zeros(0, np.int64),
                     None, cat[4] if parts else np.zeros(0))
-
-
-def _qpic_vectorised(data: Any, vocab: LabelSpace, max_per_image: int | None,
-                     file_names: list[str] | None) -> _Columns | None:
-    """:func:`_qpic_image`'s ``verb_scores`` selection on numpy outputs (what :func:`_qpic_arrays`
-    gives) with the per-(pair, verb) work as a few array operations per image
-    (:class:`_QpicSelection`). ``None`` unless every image is well-formed (the per-image reader
-    then runs and names the first problem), so both give identical columns."""
-    if not data or not isinstance(data, (list, tuple)):
-        return None
-    names = [im.get("file_name") if isinstance(im, dict) else None for im in data] if file_names is None \
-        else list(file_names)
-    selection = _QpicSelection(vocab, max_per_image)
-    if not all(selection.add(im, fn) for im, fn in zip(data, names)):
-        return None
-    return selection.columns()
-
-
-class _QpicSelection:
-    """The detections :func:`_qpic_image` keeps, image by image, as array operations: a lookup
-    table of valid (object, verb) cells gives each image's candidates, one stable sort of those
-    picks its top ``max_per_image``; the id checks and the concatenation run once over all
-    images (:meth:`columns`). An image's verb scores are not kept past :meth:`add` (a QPIC file
-    holds a score per verb for every pair: 900 MB of them for 965,800 detections)."""
-
-    _KEYS = ("verb_scores", "boxes", "labels", "sub_ids", "obj_ids")
-
-    def __init__(self, vocab: LabelSpace, max_per_image: int | None) -> None:
-        self.nv, self.max_per_image = vocab.n_verbs, max_per_image
-        self.valid = _valid_cells(vocab)
-        self.inv80 = _objects_of_coco80(vocab)
-        self.names: list[str] = []
-        self.counts: list[int] = []
-        self.sel: list[tuple[np.ndarray, ...]] = []  # per image: the kept detections' arrays
-        self.checked: list[tuple[np.ndarray, ...]] = []  # (sub, obj, labels, number of boxes), checked at once
-
-    def add(self, im: Any, file_name: Any) -> bool:
-        """Select one image's detections; ``False`` for anything but a well-formed output."""
-        if not isinstance(im, dict) or not isinstance(file_name, str) or not all(
-                isinstance(im.get(k), np.ndarray) for k in self._KEYS):
-            return False
-        self.names.append(file_name)
-        vs, boxes, labels, sub, obj = (im[k] for k in self._KEYS)
-        if vs.size == 0:  # no detections: the image's other arrays are not looked at
-            self.counts.append(0)
-            return True
-        if (vs.ndim != 2 or vs.shape[1] != self.nv or sub.ndim != 1 or obj.shape != sub.shape
-                or len(sub) != len(vs) or boxes.ndim != 2 or boxes.shape[1] != 4 or labels.shape != (len(boxes),)
-                or any(a.dtype != np.int64 for a in (labels, sub, obj))
-                or any(a.dtype != np.float64 for a in (vs, boxes))):
-            return False
-        self.checked.append((sub, obj, labels, np.full(len(sub), len(boxes))))
-        objects = self.inv80.take(labels.take(obj, mode="clip"), mode="clip")  # out-of-range ids: refused later
-        cand = np.flatnonzero(self.valid[objects])  # pair * n_verbs + verb
-        scores = vs.reshape(-1)[cand]
-        order = np.argsort(-scores, kind="stable")[:self.max_per_image]
-        pair, verb = np.divmod(cand[order], self.nv)
-        self.sel.append((boxes.take(sub[pair], axis=0, mode="clip"), boxes.take(obj[pair], axis=0, mode="clip"),
-                         objects[pair], verb, scores[order]))  # clipped box ids: refused later
-        self.counts.append(len(order))
-        return True
-
-    def columns(self) -> _Columns | None:
-        """The selected detections of every image added; ``None`` when an id is out of range
-        or no image has any (the per-image reader then decides)."""
-        if not self.sel:
-            return None
-        sub, obj, labels, n_boxes = (np.concatenate([c[k] for c in self.checked]) for k in range(4))
-        if (min(sub.min(), obj.min()) < 0 or (np.maximum(sub, obj) >= n_boxes).any()
-                or (labels.size and (labels.min() < 0 or labels.max() >= 80))):
-            return None
-        cols = [np.concatenate([p[k] for p in self.sel]) for k in range(5)]
-        return _Columns(self.names, np.asarray(self.counts, dtype=np.int64), cols[0].astype(np.float64),
-                        cols[1].astype(np.float64), cols[2], cols[3], None, cols[4].astype(np.float64))
 
 
 def _qpic_image(im: dict[str, Any], path: Path | str, i: int, vocab: LabelSpace, inv80: np.ndarray,
@@ -1269,7 +777,7 @@ def _repr_results_columns(text: Any, path: Path, vocab: LabelSpace, fmt: str | N
     (as the ``qpic`` reader). The file is already cut to the evaluator's top 100 per image.
     Their heads compute in float32: boxes and scores are rounded to float32 (recovering exactly
     the values the model produced from their shortest repr) unless the text mentions float64.
-    ``images``: what :func:`_repr_images_fast` read, else ``text`` is read carefully. Also
+    ``images``: what :func:`_repr_images_native` read, else ``text`` is read carefully. Also
     returns the format read (``fmt``, else decided by :func:`_repr_format`), warnings, and the
     line saying how the format was detected (``None`` when ``fmt`` was given).
     """
@@ -1411,206 +919,6 @@ def _gts_names(gts: Any) -> list[Any] | None:
     return [g.get("filename") for g in gts if isinstance(g, dict)] if isinstance(gts, list) else None
 
 
-_PREDS_KEYS = ("filename", "predictions", "hoi_prediction", "bbox", "category_id", "subject_id", "object_id",
-               "score")
-
-
-def _repr_images_fast(raw: bytes | mmap.mmap, path: Path) -> _ReprImages | None:
-    """The images of a results file the way :func:`_repr_images_careful` reads them, from a
-    byte-level rewrite (:func:`~hoibench.formats._literal.repr_as_json_lists`) of the ``preds``
-    text parsed by pysimdjson: each image's box and HOI records leave as one flat buffer each,
-    and every key code is checked at its place (so a missing, extra or reordered key, a list where
-    a number belongs or a wrong box length is caught). The embedded ``gts`` (only its file names
-    are used, a few MB) is cut off first and read by the careful parser. ``None`` for anything else
-    (nothing is executed either way): the careful reader then reads the file or names the record
-    and field."""
-    if _SIMD is None:
-        return None
-    head = b"{'preds': "
-    at, end = raw.find(head, 0, 64), raw.rfind(b"}", max(0, len(raw) - 64))
-    if at < 0 or end < 0 or raw[:at].strip() != b'"' or raw[end + 1:].strip() != b'"':
-        return None
-    gts_at = raw.rfind(b", 'gts': ", at)
-    gts_names = None
-    if gts_at > 0:
-        try:
-            gts = parse_numpy_repr(raw[gts_at + len(b", 'gts': "):end].decode(), path)
-        except (FormatError, UnicodeDecodeError):
-            return None  # the careful reader, on the whole text, names the problem
-        gts_names = _gts_names(gts)
-    f32 = raw.find(b"float64") < 0  # (a map's "in" looks for one byte)
-    inner = memoryview(raw)[at + len(head):gts_at if gts_at > 0 else end]  # each image is copied by itself
-    # each image's dict by itself (split at its braces), rewritten and parsed with one parser:
-    # the passes over the text stay in the cache and no tape of the whole text is built; a split
-    # misled by a brace in a name, or numpy 1's "2." (no JSON until rewritten), tries the next way
-    spans = list_spans(inner)
-    for numpy1_floats in (False, True) if spans is not None else ():
-        try:
-            images = _repr_images_one_by_one(spans, raw, numpy1_floats)
-        except _SplitMisled:
-            continue
-        except _SIMD_ERRORS:
-            return None
-        return None if images is None else (images, gts_names, f32)
-    preds = b'"' + bytes(inner) + b'"'
-    del inner, spans
-    for numpy1_floats in (False, True):
-        rewritten = repr_as_json_lists(preds, _PREDS_KEYS, numpy1_floats=numpy1_floats)
-        if rewritten is None:
-            return None
-        js, start, stop = rewritten
-        try:
-            doc = _SIMD.Parser().parse(memoryview(js)[start:stop])
-        except _SIMD_ERRORS:
-            continue  # numpy 1 prints 2. for 2.0: once more with that rewritten, else the careful way
-        if not isinstance(doc, _SIMD.Array):
-            return None
-        try:
-            got = _repr_lists_images(doc, raw)
-        except _SIMD_ERRORS:
-            return None
-        if got is None or text_brackets(js) != 1 + got[1]:
-            return None  # a list where a number belongs, a "[" in a name: the careful reader decides
-        return got[0], gts_names, f32
-    return None
-
-
-def _repr_images_one_by_one(spans: list[Any], raw: bytes | mmap.mmap, numpy1_floats: bool) -> _ReprFlat | None:
-    """:func:`_repr_lists_images` on each image's dict rewritten and parsed by itself; raises
-    :class:`_SplitMisled` when an image's text is not JSON after the rewrite. ``None`` for
-    anything the fast path does not prove (the careful reader decides)."""
-    parser = _SIMD.Parser()
-    brackets = 0
-    unsafe = False
-
-    def parsed() -> Any:
-        nonlocal brackets, unsafe
-        for blob in spans:
-            js = repr_chunk_as_json_lists(bytes(blob), _PREDS_KEYS, numpy1_floats=numpy1_floats)
-            if js is None:
-                unsafe = True
-                return
-            brackets += js.count(b"[")
-            yield _parse_image(parser, js)
-
-    got = _repr_lists_images(parsed(), raw)
-    if unsafe or got is None or brackets != got[1]:
-        return None  # a list where a number belongs, a "[" in a name: the careful reader decides
-    return got[0]
-
-
-_RESULTS_CODES = key_codes(_PREDS_KEYS)
-_CODE_KEYS = {c: k for k, c in _RESULTS_CODES.items()}
-#: record widths (codes included) -> (column, key) of each code: CDN's boxes {'bbox', 'category_id'},
-#: GEN-VLKT's {'bbox'}, both HOI records {'subject_id', 'object_id', 'category_id', 'score'}
-_BOX_LAYOUTS = {7: ((0, "bbox"), (5, "category_id")), 5: ((0, "bbox"),)}
-_HOI_LAYOUT = ((0, "subject_id"), (2, "object_id"), (4, "category_id"), (6, "score"))
-
-
-def _fields(v: Any) -> dict[str, Any] | None:
-    """A rewritten dict ``[code, value, ...]`` as a dict; ``None`` if it is not one."""
-    if not isinstance(v, _SIMD.Array) or len(v) % 2:
-        return None
-    items = list(v)
-    keys = [_CODE_KEYS.get(c) if type(c) is int else None for c in items[0::2]]
-    if None in keys or len(set(keys)) != len(keys):
-        return None
-    return dict(zip(keys, items[1::2]))
-
-
-def _records(v: Any, layout: tuple[tuple[int, str], ...], width: int) -> np.ndarray | None:
-    """A list of rewritten records as a (records, width) array with every key code checked in
-    its column; ``None`` if any record differs (a key missing, added, reordered, a list value)."""
-    flat = np.frombuffer(v.as_buffer(of_type="d"), dtype=np.float64)
-    if flat.size != len(v) * width:
-        return None
-    rows = flat.reshape(len(v), width)
-    if any(not (rows[:, col] == _RESULTS_CODES[key]).all() for col, key in layout):
-        return None
-    return rows
-
-
-def _ints(x: np.ndarray) -> np.ndarray | None:
-    """Integral doubles (ids) as int64; ``None`` for fractions or beyond 2**53."""
-    if x.size and (not (np.abs(x) < 2.0**53).all() or (x != np.floor(x)).any()):
-        return None
-    return x.astype(np.int64)
-
-
-def _repr_lists_images(images: Any, raw: bytes | mmap.mmap) -> tuple[_ReprFlat, int] | None:
-    """The rewritten ``preds`` list (its parsed images, one at a time) as columns, and the number
-    of ``[`` its layout holds (the caller compares it with the rewritten text's); ``None`` unless
-    proved. Each image's box and HOI records leave as one flat buffer each; the key codes and
-    ids are checked once over all."""
-    names: list[str] = []
-    box_bufs: list[Any] = []
-    hoi_bufs: list[Any] = []
-    n_boxes: list[int] = []
-    n_hois: list[int] = []
-    widths: set[int] = set()
-    brackets = 0
-    for im in images:
-        got = _repr_image_buffers(im)
-        del im  # nothing of the parser's is held when it parses the next image
-        if got is None:
-            return None
-        fn, nb, nh, width, box_buf, hoi_buf = got
-        if nb:
-            widths.add(width)
-            box_bufs.append(box_buf)
-        hoi_bufs.append(hoi_buf)
-        names.append(fn)
-        n_boxes.append(nb)
-        n_hois.append(nh)
-        brackets += 3 + 2 * nb + nh  # the image, its two lists, box records with their bbox, HOI records
-    if len(widths) > 1:
-        return None  # some images' boxes labelled, some not: the careful reader decides
-    width = widths.pop() if widths else 5
-    b = _join(box_bufs, np.float64).reshape(-1, width)
-    h = _join(hoi_bufs, np.float64).reshape(-1, 8)
-    if any(not (b[:, col] == _RESULTS_CODES[key]).all() for col, key in _BOX_LAYOUTS[width]) or any(
-            not (h[:, col] == _RESULTS_CODES[key]).all() for col, key in _HOI_LAYOUT):
-        return None  # a key missing, added or reordered somewhere
-    labels = _ints(b[:, 6]) if width == 7 else np.full(len(b), -1, np.int64)
-    sub, obj, cat = _ints(h[:, 1]), _ints(h[:, 3]), _ints(h[:, 5])
-    if labels is None or sub is None or obj is None or cat is None:
-        return None
-    pos = 0
-    for fn in names:  # the rewrite does not spare strings: each name must be in the raw text, in order
-        needle = b"'filename': '" + fn.encode() + b"'"
-        pos = raw.find(needle, pos)
-        if pos < 0:
-            return None
-        pos += len(needle)
-    nb_ = np.asarray(n_boxes, dtype=np.int64)
-    return _ReprFlat(names, nb_, np.asarray(n_hois, dtype=np.int64), np.ascontiguousarray(b[:, 1:5]), labels,
-                     (nb_ > 0) & (width == 7), sub, obj, cat, np.ascontiguousarray(h[:, 7])), brackets
-
-
-def _repr_image_buffers(im: Any) -> tuple[str, int, int, int, Any, Any] | None:
-    """One rewritten image's name, box and HOI record counts, box record width (7: with labels,
-    5: without) and the two records' flat buffers (copies: nothing of the parser's is kept)."""
-    f = _fields(im)
-    if f is None or set(f) != {"filename", "predictions", "hoi_prediction"}:
-        return None
-    fn, boxes_l, hois_l = f["filename"], f["predictions"], f["hoi_prediction"]
-    if not isinstance(fn, str) or not isinstance(boxes_l, _SIMD.Array) or not isinstance(hois_l, _SIMD.Array):
-        return None
-    nb, nh = len(boxes_l), len(hois_l)
-    width, box_buf = 5, None
-    if nb:
-        w = {4: 7, 2: 5}.get(len(boxes_l[0])) if isinstance(boxes_l[0], _SIMD.Array) else None
-        if w is None:
-            return None
-        width, box_buf = w, boxes_l.as_buffer(of_type="d")
-        if len(memoryview(box_buf).cast("B")) != 8 * nb * width:
-            return None
-    hoi_buf = hois_l.as_buffer(of_type="d")
-    if len(memoryview(hoi_buf).cast("B")) != 8 * nh * 8:
-        return None
-    return fn, nb, nh, width, box_buf, hoi_buf
-
-
 class _ReprEvidence(NamedTuple):
     """What :func:`_repr_readings` found."""
 
@@ -1686,7 +994,7 @@ def _repr_format(flat: _ReprFlat, vocab: LabelSpace, inv80: np.ndarray, gobj: np
 def _take(items: list[Any], key: str, dtype: type, path: Path, record: int, where: str) -> np.ndarray:
     """``items[*][key]`` as one array; a missing or malformed value is named by record and field.
     Only numbers are read (strings and booleans are refused, not converted), ids only as integers
-    within 64 bits (``2.0`` too, as the fast paths read it), other numbers only within float64."""
+    within 64 bits (``2.0`` too, as the C scanner reads it), other numbers only within float64."""
     def ok(v: Any) -> bool:
         if dtype is np.int64:
             return (type(v) is int or (type(v) is float and v.is_integer())) and -(2**63) <= v < 2**63
