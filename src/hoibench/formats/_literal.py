@@ -12,12 +12,8 @@ repr, not data. ``eval`` would run whatever the file holds, and ``ast.literal_ev
   that accepts literals, ``array(...)``/``np.<dtype>(...)`` calls with literal arguments and
   nothing else; any other node is an error naming it.
 
-Both return plain Python lists, dicts, strings and numbers (the dtype is dropped).
-
-For files of hundreds of MB, :func:`repr_as_json_lists` rewrites the raw bytes of such a file
-(the JSON string itself) into JSON a parser that builds no Python objects can read: every dict
-becomes a list ``[code, value, code, value, ...]`` with a number code per known key, so that
-numeric records export as flat arrays; the reader checks every code where it belongs.
+Both return plain Python lists, dicts, strings and numbers (the dtype is dropped). (Large files
+are read by the C scanner, :mod:`hoibench.formats._scan`, in place; this parser is the reference.)
 """
 
 from __future__ import annotations
@@ -31,7 +27,7 @@ import orjson
 
 from hoibench._exceptions import FormatError
 
-__all__ = ["key_codes", "parse_numpy_repr", "repr_as_json_lists", "repr_chunk_as_json_lists"]
+__all__ = ["parse_numpy_repr"]
 
 _DTYPES = frozenset({f"{k}{b}" for k in ("float", "int", "uint") for b in (8, 16, 32, 64)}
                     | {"float_", "int_", "intc", "longlong", "double", "single", "bool_", "str_"})
@@ -66,70 +62,6 @@ def _as_json(text: str) -> str | None:
         return None
     parts[0::2] = pieces
     return '"'.join(parts)
-
-
-#: numpy wrappers removed by :func:`repr_as_json_lists` (each with its ``)``)
-_BYTE_WRAPPERS = (b"np.float32(", b"np.int64(")
-_RARE_WRAPPERS = (b"np.float64(", b"np.int32(", b"array(")
-_BYTE_DTYPES = tuple(b", dtype=" + d + b")" for d in (b"float32", b"float64", b"int64", b"int32"))
-# quotes become JSON's, dicts lists; '"', backslashes and control bytes become NUL, which no JSON
-# parser accepts: a string that needed escapes is never reinterpreted, the file goes the careful way
-_TO_JSON = bytes.maketrans(b"'{}\"\\" + bytes(range(32)), b'"[]' + b"\x00" * 34)
-
-
-def key_codes(keys: tuple[str, ...]) -> dict[str, int]:
-    """The number :func:`repr_as_json_lists` writes for each of ``keys`` (no data value is near)."""
-    return {k: -(7_310_000_000 + i) for i, k in enumerate(keys)}
-
-
-def repr_as_json_lists(raw: bytes, keys: tuple[str, ...], *,
-                       numpy1_floats: bool = False) -> tuple[bytes, int, int] | None:
-    """``raw`` (a JSON string holding a Python repr) rewritten as JSON by
-    :func:`repr_chunk_as_json_lists`. Returns ``(json, start, stop)`` (the document is
-    ``json[start:stop]``), or ``None`` when the text is not safe to rewrite: a backslash (an
-    escape), a call other than the wrappers, parentheses that do not pair up."""
-    head, tail = raw[:64].lstrip(), raw[-64:].rstrip()
-    if not head.startswith(b'"') or not tail.endswith(b'"') or b"\\" in raw:
-        return None
-    start = len(raw[:64]) - len(head)
-    stop_from_end = len(raw[-64:]) - len(tail) + 1  # bytes after the document, its closing quote included
-    t = repr_chunk_as_json_lists(raw, keys, numpy1_floats=numpy1_floats)
-    return None if t is None else (t, start + 1, len(t) - stop_from_end)
-
-
-def repr_chunk_as_json_lists(t: bytes, keys: tuple[str, ...], *, numpy1_floats: bool = False) -> bytes | None:
-    """Python repr text (all of it, or one dict of it: the rewrite is local, so the rewrite of a
-    list is its elements' rewrites joined) as JSON: numpy wrappers removed, ``'key': `` replaced
-    by ``<key_codes(keys)[key]>, `` and braces by brackets, so every dict is a list of codes and
-    values; with ``numpy1_floats`` (six more passes over the text, so only when the JSON parser
-    refused the text without) numpy 1's ``2.`` becomes ``2.0``. ``None`` when the text is not
-    safe to rewrite: a backslash, a call other than the wrappers, parentheses that do not pair
-    up. Keys outside ``keys`` leave invalid JSON. Strings are not protected here: a wrapper or
-    ``2. `` inside a file name is changed, so the caller compares the names it reads with the
-    original text. Per 46 KB image this is about twice as fast as on a 443 MB text (each pass
-    stays in the cache)."""
-    if b"\\" in t:
-        return None
-    opened = 0
-    for w in _BYTE_WRAPPERS:
-        n = len(t)
-        t = t.replace(w, b"")
-        opened += (n - len(t)) // len(w)
-    if b"(" in t:  # numpy 1 arrays, other scalar types
-        for w in _RARE_WRAPPERS:
-            n = len(t)
-            t = t.replace(w, b"")
-            opened += (n - len(t)) // len(w)
-        for d in _BYTE_DTYPES:
-            t = t.replace(d, b")")
-        if b"(" in t or b"dtype=" in t:
-            return None
-    for k, code in key_codes(keys).items():
-        t = t.replace(b"'" + k.encode() + b"': ", b"%d, " % code)
-    for end in (b" ", b",", b"]", b"}", b")", b"e", b"E") if numpy1_floats else ():
-        t = t.replace(b"." + end, b".0" + end)
-    out = t.translate(_TO_JSON, b")")  # the wrappers' closing parentheses deleted in the same pass
-    return out if len(t) - len(out) == opened else None
 
 
 def parse_numpy_repr(text: str, path: Path) -> Any:
