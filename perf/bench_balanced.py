@@ -2,7 +2,7 @@
 
     python perf/bench_balanced.py [--seeds 4]
 
-Target (issue 6): under 30 s for the balancer on the whole of HICO-DET. Printed per seed: the
+Target: under 30 s for the balancer on the whole of HICO-DET. Printed per seed: the
 full build (test set, train set, zero-shot set with K=351, L=50/10, N=20), writing the files,
 and, as a baseline measured in the same run, a direct Python transcription of Algorithm 1
 (``get_image`` = random draw with replacement among the class's images, per-image ``Counter``

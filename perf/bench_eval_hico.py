@@ -2,7 +2,7 @@
 
     python perf/bench_eval_hico.py [--per-image 100] [--skip-loop]
 
-Targets (issue 3): the evaluation proper under 2 s (at least 30x faster than QPIC's 63 s) and
+Targets: the evaluation proper under 2 s (at least 30x faster than QPIC's 63 s) and
 loading a ~1M-detection prediction file in under 2 s. Printed, all measured in this run:
 
 * reading the generic prediction JSON with :func:`hoibench.formats.read_predictions`, next to

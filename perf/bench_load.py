@@ -2,7 +2,7 @@
 
     python perf/bench_load.py
 
-Target (foundation issue): under 3 s on one core. The baseline, measured in the same run, is
+Target: under 3 s on one core. The baseline, measured in the same run, is
 what a typical research script does: ``json.load`` of the same files followed by one Python
 dict per pair.
 """

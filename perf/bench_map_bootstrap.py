@@ -2,7 +2,7 @@
 
     python perf/bench_map_bootstrap.py [--replicates 1000] [--naive 5] [--per-image 100]
 
-Target (task i): 1,000 replicates in well under a minute. Printed, all measured in this run:
+Target: 1,000 replicates in well under a minute. Printed, all measured in this run:
 
 * matching once (:func:`hoibench.evaluation.match_hico_detections`) and building the weighted
   engine (:class:`hoibench.analysis.WeightedHICOMap`);

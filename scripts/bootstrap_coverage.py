@@ -1,4 +1,4 @@
-"""Measure the coverage of the bootstrap intervals (issue 13, "Honest statistics").
+"""Measure how often the bootstrap intervals cover the number they claim to cover.
 
 What an interval claims: it covers the metric of *this model on an unlimited test set drawn from
 the same distribution*, over the classes the benchmark scores. A simulation can only check that

@@ -1,6 +1,6 @@
-"""Regenerate ``src/hoibench/_bundled/`` from the real annotation files in ``../shared/data``.
+"""Regenerate ``src/hoibench/_bundled/`` from the real annotation files in SHARED_DATA_DIR.
 
-    python scripts/make_bundled_data.py [SHARED_DATA_DIR]
+    python scripts/make_bundled_data.py [SHARED_DATA_DIR]   # default ../shared/data
 
 HICO-DET train: HAKE's instance-level JSON (MIT) converted to the hicodet toolkit layout (the
 pairs, boxes and sizes; HAKE's part-state labels are not shipped). HICO-DET test: the hicodet
