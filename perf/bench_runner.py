@@ -2,7 +2,7 @@
 questions, one distinct image each, placeholder JPEGs at the real HICO-DET sizes, Qwen2.5 frame:
 resize + PNG encode) against fake OpenAI-compatible servers in separate processes.
 
-    python perf/bench_runner.py [--questions 1274] [--repeats 1] [--photos]
+    python perf/bench_runner.py [--questions 1274] [--repeats 1] [--photos] [--only-c32]
 
 ``--photos``: natural photographs instead of solid-colour placeholders (distinct crops of
 matplotlib's sample photo ``grace_hopper.jpg``, at the same sizes), whose resize and lossless PNG
@@ -282,6 +282,8 @@ def main() -> None:
     ap.add_argument("--photos", action="store_true", help="natural photographs instead of placeholders")
     ap.add_argument("--image-workers", choices=("auto", "threads", "processes"), default="auto",
                     help="MCQRunner(image_workers=...)")
+    ap.add_argument("--only-c32", action="store_true",
+                    help="only the realistic load: the runner at concurrency 32 on the delayed server")
     args = ap.parse_args()
     global IMAGE_WORKERS
     IMAGE_WORKERS = args.image_workers
@@ -292,13 +294,13 @@ def main() -> None:
         print(f"{n} questions, {len({q.file_name for q in qs})} distinct images at HICO-DET sizes "
               f"({'photographs' if args.photos else 'solid-colour placeholders'}), {os.cpu_count()} CPUs "
               f"(load average {os.getloadavg()[0]:.2f}), image workers {args.image_workers}, best of {args.repeats}")
-        alone = [prepare_alone(img_dir, qs) for _ in range(args.repeats)]
+        alone = [prepare_alone(img_dir, qs) for _ in range(1 if args.only_c32 else args.repeats)]
         prep, prep_cpu = min(alone)  # one run's pair
         print(f"  image preparation alone           : {n / prep:7.1f} images/s ({prep:.2f} s)")
 
         proc, url = start_server(args.delay)
         try:
-            for conc in (32, 128):
+            for conc in (32,) if args.only_c32 else (32, 128):
                 runs = []
                 for r in range(args.repeats):
                     if conc == 128:  # measured again before each run: a slow spell of the shared
@@ -329,6 +331,8 @@ def main() -> None:
         finally:
             proc.stdin.close()  # type: ignore[union-attr]
             proc.wait(10)
+        if args.only_c32:
+            return
 
         for convention in ("auto", "original"):  # Qwen2.5 frame (resize + PNG); the file's bytes as they are
             bodies = prepared_bodies(img_dir, qs, convention)

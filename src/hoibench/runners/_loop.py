@@ -357,10 +357,7 @@ def _answer_chunks(task: ChatTask[T, R], chunks: Sequence[Sequence[T]], backend:
                    emit: Callable[[R], None]) -> int:
     """Send every chunk's batches to the backend, one chunk at a time, with the next chunk's
     inputs prepared in threads meanwhile (decoding, resizing and encoding release the GIL);
-    returns the number of requests sent.
-
-    The one place where requests meet the backend: a streaming pipeline across several servers
-    replaces this function and leaves the task, the resume and the record file as they are.
+    returns the number of requests sent (backends without a streaming session: offline engines).
     """
     sent = 0
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
