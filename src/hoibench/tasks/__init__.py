@@ -4,7 +4,9 @@
   lmms-eval's task search path; its YAML files define the ``hoibench_mcq`` task group
   (:mod:`hoibench.tasks.lmms` holds the functions they name).
 - VLMEvalKit (open-compass/VLMEvalKit): :mod:`hoibench.tasks.vlmevalkit` writes the benchmark TSV
-  it reads and reads its prediction files back for ``hoibench mcq score``.
+  it reads, holds the dataset class that sends ``mcq run``'s message (run through
+  ``python -m hoibench.tasks.vlmevalkit_run run.py ...``), and reads its prediction files back for
+  ``hoibench mcq score``.
 """
 
 from pathlib import Path
