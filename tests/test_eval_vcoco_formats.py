@@ -393,6 +393,12 @@ def _vcoco_variant(doc: dict, variant: str) -> str:
         elif variant == "dense role boxes":
             ims[1]["role_boxes"][0][2] = [1, None, 3, 4]  # a null coordinate: a bad role box
             ims[1]["object_boxes"] = [[1, 2, 3, 4]]  # ignored without role_objects
+    elif variant == "true among numbers":  # numpy would make it 1.0
+        ims[1]["agent_scores"][0][0] = True
+    elif variant == "dense, every role box null":  # rows of nulls only: no role objects
+        for im in ims:
+            im.pop("object_boxes")
+            im["role_boxes"] = [[None] * len(row) for row in im.pop("role_objects")]
     elif variant == "no role classes":
         doc["role_classes"] = []
         for im in ims:
@@ -438,7 +444,8 @@ VCOCO_VARIANTS = {  # variant: whether the scanner's reading stands
     "null person box": False, "no role classes": True,
     "index past the image's objects": False, "index past 64 bits": False, "index as a fraction": False,
     "row of 3 and a row of 5": False, "string image id": False, "unknown class": True, "NaN literal": False,
-    "images twice": False, "text after": False, "braces in strings": True, "objects around images": True,
+    "images twice": False, "text after": False, "dense, every role box null": True,
+    "true among numbers": False, "braces in strings": True, "objects around images": True,
 }
 
 
@@ -463,6 +470,8 @@ def test_scanner_equals_the_careful_reader(tmp_path, synthetic, file_access, mon
         assert got["scanned"] == VCOCO_VARIANTS[variant]
     if variant == "inverted box":  # named, or dropped and counted
         assert got["careful"][2] if lenient else "record 2: person_box" in got["careful"]
+    if variant == "true among numbers":  # refused, not read as 1.0
+        assert "record 1: agent_scores: expected numbers (or null), got True" in got["careful"]
 
 
 @pytest.mark.parametrize(("change", "message"), [

@@ -3,10 +3,11 @@
 The readers of large prediction files describe the fields they want as a schema; the scanner
 reads the text once and appends every number of a field to one float64 column, with counts
 per record, so no document, tape or Python object per number is built. It refuses (``None``)
-whatever it does not prove, and the reader then takes its other paths, which accept the file or
-name the record and field of the problem. The extension is optional: built from
-``_colscan.c`` when hoibench is installed from source with a C compiler; without it (or with
-``HOIBENCH_NO_NATIVE=1``) :data:`AVAILABLE` is false and the readers use pysimdjson.
+whatever it does not prove, and the reader then takes its careful path, which accepts the file or
+names the record and field of the problem, checking each parsed record against the same schema
+(:func:`conform`). The extension is optional: built from ``_colscan.c`` when hoibench is
+installed from source with a C compiler; without it (or with ``HOIBENCH_NO_NATIVE=1``)
+:data:`AVAILABLE` is false and the careful readers read every file.
 
 Schema: :func:`field` (``key``, kind, sub-fields). The counters of a column are per *slot*:
 slot 0 holds what lies outside the outermost list of objects, slot ``1 + i`` everything inside
@@ -19,14 +20,18 @@ import importlib
 import json
 import os
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hoibench._exceptions import FormatError
+from hoibench.formats._common import short_repr
+
 try:  # (by name: an import "from hoibench.formats" would read as one of the package itself)
     _colscan: Any = importlib.import_module("hoibench.formats._colscan")
-except ImportError:  # no compiler at install time: the readers' pysimdjson paths
+except ImportError:  # no compiler at install time: the careful readers
     _colscan = None
 
 #: the extension as imported (tests turn the scanner off and on through ``_colscan``)
@@ -54,6 +59,116 @@ def field(key: str, kind: int, *sub: tuple[Any, ...], strict: bool = False, null
     rounds it: half the memory, for a reader that would cast them anyway)."""
     return (key.encode(), kind, (strict, tuple(sub)) if kind in (RECORDS, OBJECT) else None, int(nulls), null_row,
             int(f32))
+
+
+def not_a_number(value: Any, *, nulls: bool = True) -> Any:
+    """The first value inside ``value`` (nested lists, tuples and arrays) that is not a number
+    (a string, a boolean, an object; ``None`` too unless ``nulls``), as a 1-tuple; ``()`` when
+    there is none. Numpy would convert ``"12.5"`` or ``true`` silently; the careful readers
+    refuse them."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iuf":
+        return ()
+    try:
+        a = np.asarray(value)
+        if a.dtype.kind in "iuf":  # the usual case: numbers only, or numbers and booleans (made 0 and 1)
+            leaves: Any = value
+            for _ in range(a.ndim - 1):  # a regular nesting, a.ndim deep
+                leaves = chain.from_iterable(leaves)
+            kinds = set(map(type, leaves)) if a.ndim else {type(value)}
+            if not kinds & {bool, np.bool_}:
+                return ()
+    except (TypeError, ValueError, OverflowError):  # ragged (nulls among rows), huge ints: look inside
+        pass
+    stack = [value]
+    while stack:  # no recursion: nesting is bounded by the parser alone
+        v = stack.pop()
+        if isinstance(v, (list, tuple, np.ndarray)):
+            stack.extend(reversed(list(v)))
+        elif v is None:
+            if not nulls:
+                return (v,)
+        elif isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+            return (v,)
+    return ()
+
+
+def check(value: Any, spec: tuple[Any, ...], *, file: object, record: int | None = None) -> None:
+    """The careful readers' check of a parsed value against its :func:`field` (the description
+    the scanner reads): a ``NUM`` is a number, a ``STR`` a string, ``STRS`` a list of strings;
+    ``NUMS``, ``ROWS`` and ``ROWS3`` hold numbers only (``null`` too where ``nulls`` or
+    ``null_row`` allows it) however nested: their shapes, which depend on the file's class lists,
+    are the reader's to check. A ``RECORDS`` field is a list of objects, each a record (numbered
+    from 0) whose present sub-fields are checked in turn; an ``OBJECT``'s likewise. A
+    :class:`~hoibench.FormatError` names the file, the record and the field:
+    ``record 3: agent_scores: expected numbers (or null), got 'x'``."""
+    key, kind, sub, nulls, null_row, _ = spec
+    name = key.decode() or None
+    if kind in (NUMS, ROWS, ROWS3):
+        bad = not_a_number(value, nulls=bool(nulls or null_row))
+        if bad:
+            what = "numbers (or null)" if nulls or null_row else "numbers"
+            raise FormatError(f"expected {what}, got {short_repr(bad[0])}", file=file, record=record, field=name)
+    elif kind == NUM and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise FormatError(f"expected a number, got {short_repr(value)}", file=file, record=record, field=name)
+    elif kind == STR and not isinstance(value, str):
+        raise FormatError(f"expected a string, got {short_repr(value)}", file=file, record=record, field=name)
+    elif kind == STRS and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        raise FormatError("expected a list of strings", file=file, record=record, field=name)
+    elif kind in (RECORDS, OBJECT):
+        if kind == RECORDS and not isinstance(value, list):
+            raise FormatError(f"expected a list, got {type(value).__name__}", file=file, record=record, field=name)
+        strict, fields = sub
+        for k, obj in enumerate(value) if kind == RECORDS else [(record, value)]:
+            if not isinstance(obj, dict):
+                raise FormatError(f"expected an object, got {type(obj).__name__}", file=file, record=k,
+                                  field=name if kind == OBJECT else None)
+            for f in fields:  # in the description's order
+                if f[0].decode() in obj:
+                    check(obj[f[0].decode()], f, file=file, record=k)
+            if strict:
+                other = set(obj) - {f[0].decode() for f in fields}
+                if other:
+                    raise FormatError("unknown key", file=file, record=k, field=min(other))
+
+
+#: per kind, the Python type the careful readers take for it (after parsing the whole text) and
+#: how an error line names it
+_PYTHON = {STR: (str, "a string"), NUM: ((int, float), "a number"), NUMS: (list, "a list"),
+           ROWS: (list, "a list"), RECORDS: (list, "a list"), OBJECT: (dict, "an object"),
+           STRS: (list, "a list"), ROWS3: (list, "a list")}
+
+
+def fields_of(schema: tuple[Any, ...], key: str = "") -> tuple[Any, ...]:
+    """The field ``key`` of a ``RECORDS`` or ``OBJECT`` schema (``""``: the schema itself)."""
+    if not key:
+        return schema
+    return next(f for f in schema[2][1] if f[0] == key.encode())
+
+
+def conform(value: Any, schema: tuple[Any, ...], *, file: object, record: object = None,
+            required: tuple[str, ...] = (), ignore: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The careful readers' check of one parsed record against the fields the scanner reads
+    (``schema``: a ``RECORDS`` or ``OBJECT`` :func:`field`): an object, each field of the schema
+    that is given (not ``null``) of its kind but those in ``ignore`` (another format's keys), each
+    of ``required`` given. The first problem is one
+    :class:`~hoibench.FormatError` naming the file, the record and the field; the numbers inside
+    lists are the reader's to check (vectorised, with its own rules for ids). Returns ``value``."""
+    if not isinstance(value, dict):
+        raise FormatError(f"expected an object, got {type(value).__name__}", file=file, record=record)
+    for key, kind, *_ in schema[2][1]:
+        name = key.decode()
+        if name in ignore:
+            continue
+        v = value.get(name)
+        if v is None:
+            if name in required:
+                raise FormatError("missing", file=file, record=record, field=name)
+            continue
+        types, what = _PYTHON[kind]
+        if not isinstance(v, types) or isinstance(v, bool):
+            got = short_repr(v) if kind in (STR, NUM) else type(v).__name__
+            raise FormatError(f"expected {what}, got {got}", file=file, record=record, field=name)
+    return value
 
 
 @dataclass

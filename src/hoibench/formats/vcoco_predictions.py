@@ -211,44 +211,30 @@ def _image_id(entry: dict[str, Any], path: object, record: int) -> int:
     return int(m.group(1))
 
 
-def _not_a_number(value: Any) -> Any:
-    """The first value inside ``value`` (nested lists and arrays) that is neither a number nor null,
-    such as a string or a boolean, which numpy would silently convert; None when there is none."""
-    try:
-        if np.asarray(value).dtype.kind in "iuf":  # the usual case: numbers only
-            return None
-    except (TypeError, ValueError, OverflowError):  # ragged (nulls among boxes), huge ints: look inside
-        pass
-    stack = [value]
-    while stack:  # no recursion: nesting is bounded by the parser alone
-        v = stack.pop()
-        if isinstance(v, (list, tuple, np.ndarray)):
-            stack.extend(reversed(list(v)))
-        elif v is not None and (isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number))):
-            return v
-    return None
+#: the hoibench layout's per-image number fields, in the order the readers take them
+_IMAGE_FIELDS = ("person_boxes", "agent_scores", "object_boxes", "role_objects", "role_scores")
+#: the hoibench layout, described once: the C scanner reads it (:func:`_native`) and the careful
+#: reader checks each image's fields against it (:func:`_image_rows`, :func:`_S.check`)
+_IMAGES = _S.field("images", _S.RECORDS, _S.field("image_id", _S.NUM), _S.field("file_name", _S.STR),
+                   # float32 where the detections keep float32; indices exact (float64)
+                   *(_S.field(key, _S.ROWS, nulls=True, f32=key != "role_objects") for key in _IMAGE_FIELDS),
+                   _S.field("role_boxes", _S.ROWS3, nulls=True, null_row=4, f32=True))
+_LAYOUT = _S.field("", _S.OBJECT, _S.field("agent_classes", _S.STRS), _S.field("role_classes", _S.STRS), _IMAGES)
+_IMAGE_FIELD = {f[0].decode(): f for f in _IMAGES[2][1]}
 
 
 def _matrix(value: Any, shape_tail: tuple[int, ...], n: int, path: object, record: int, key: str) -> np.ndarray:
-    bad = _not_a_number(value)
-    if bad is not None:  # "12.5" or true for a coordinate: refused, as every HICO-DET reader does
-        raise FormatError(f"expected numbers (or null), got {short_repr(bad)}", file=path, record=record, field=key)
+    _S.check(value, _IMAGE_FIELD[key], file=path, record=record)  # "12.5" or true for a coordinate: refused
+    if len(shape_tail) == 2 and isinstance(value, list):  # role boxes: a null box is 4 NaNs (no role object)
+        nan4 = [np.nan] * 4
+        value = [[nan4 if b is None else b for b in row] if isinstance(row, list) else row for row in value]
     try:
         a = np.array(value, dtype=np.float64)
     except OverflowError:  # an int beyond float64 (400 digits)
         raise FormatError("expected numbers within float64's range", file=path, record=record, field=key) from None
     except (TypeError, ValueError):
-        if len(shape_tail) == 2 and isinstance(value, list):  # role boxes with null entries
-            nan4 = [np.nan] * 4
-            try:
-                a = np.array([[nan4 if b is None else b for b in row] if isinstance(row, list) else row
-                              for row in value], dtype=np.float64)
-            except (TypeError, ValueError, OverflowError):
-                raise FormatError("expected numbers (or null) of the documented shape",
-                                  file=path, record=record, field=key) from None
-        else:
-            raise FormatError("expected numbers (or null) of the documented shape",
-                              file=path, record=record, field=key) from None
+        raise FormatError("expected numbers (or null) of the documented shape",
+                          file=path, record=record, field=key) from None
     if n == 0 and a.size == 0:
         return np.zeros((0, *shape_tail))
     if a.shape != (n, *shape_tail):
@@ -418,17 +404,6 @@ def _widen(block: np.ndarray, cols: np.ndarray, n_all: int) -> np.ndarray:
     return out
 
 
-#: the hoibench layout's per-image number fields, in the order the readers take them
-_IMAGE_FIELDS = ("person_boxes", "agent_scores", "object_boxes", "role_objects", "role_scores")
-
-_NATIVE_ROOT = _S.field("", _S.OBJECT, _S.field("agent_classes", _S.STRS), _S.field("role_classes", _S.STRS),
-                        _S.field("images", _S.RECORDS, _S.field("image_id", _S.NUM), _S.field("file_name", _S.STR),
-                                 # float32 where the detections keep float32; indices exact (float64)
-                                 *(_S.field(key, _S.ROWS, nulls=True, f32=key != "role_objects")
-                                   for key in _IMAGE_FIELDS),
-                                 _S.field("role_boxes", _S.ROWS3, nulls=True, null_row=4, f32=True)))
-
-
 def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetectionsFile | None:
     """The hoibench layout read by the C scanner in one pass, straight into columns
     (:mod:`~hoibench.formats._scan`): what the careful reader makes of it, or
@@ -436,7 +411,7 @@ def _native(buf: bytes | mmap.mmap, path: object, lenient: bool) -> VCOCODetecti
     index outside its image's objects, an image id that is not an integer, shared and dense role
     boxes in one file): the careful reader then takes the file and names what is wrong. ``null`` is
     NaN, a ``null`` role object -1 and a ``null`` role box "no role object", as they read it."""
-    c = _S.scan_document(buf, _NATIVE_ROOT, records="images", split=_S.halfway(buf))
+    c = _S.scan_document(buf, _LAYOUT, records="images", split=_S.halfway(buf))
     if c is None:
         return None
     names = {}
@@ -643,7 +618,7 @@ def _vsrl_fast(data: list[Any], agent_keys: list[str], role_keys: list[str],
 
 def _vec(value: Any, size: int, path: object, record: int, key: str) -> np.ndarray:
     try:
-        a = np.asarray(value, dtype=np.float64).reshape(-1) if _not_a_number(value) is None else np.zeros(0)
+        a = np.zeros(0) if _S.not_a_number(value) else np.asarray(value, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
         a = np.zeros(0)
     if a.size != size:
