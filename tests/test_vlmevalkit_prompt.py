@@ -191,6 +191,19 @@ def test_launcher_reads_run_py_data_names():
     assert data_names(["--config", "c.json"]) == []
 
 
+def test_launcher_reads_config_data_entries(tmp_path):
+    from hoibench.tasks.vlmevalkit_run import config_data_names
+
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"model": {"m": {"class": "GPT4V"}}, "data": {
+        "HOI": {"class": "HOIBenchMCQDataset", "dataset": NAME}, "MMB": {"class": "ImageMCQDataset"}}}))
+    assert config_data_names(["--config", str(cfg)]) == [NAME, "HOI"]
+    assert config_data_names([f"--config={cfg}", "--mode", "infer"]) == [NAME, "HOI"]
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(SystemExit, match=r"bad\.json: not a readable JSON config"):
+        config_data_names(["--config", str(tmp_path / "bad.json")])
+
+
 def test_launcher_without_vlmevalkit_says_so(tmp_path):
     pytest.importorskip("pandas")
     try:

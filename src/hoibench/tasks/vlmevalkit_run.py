@@ -4,14 +4,16 @@
     python -m hoibench.tasks.vlmevalkit_run PATH/TO/VLMEvalKit/run.py --data HOIBench_MCQ --model MODEL
 
 Every ``--data`` name whose ``$LMUData/NAME.tsv`` is an ``hoibench mcq export --to vlmevalkit``
-TSV is served by :func:`~hoibench.tasks.vlmevalkit.vlmevalkit_dataset_class`; the other names,
-and every other argument, are VLMEvalKit's as usual (``torchrun ... -m hoibench.tasks.vlmevalkit_run``
+TSV is served by :func:`~hoibench.tasks.vlmevalkit.vlmevalkit_dataset_class`; with ``--config
+FILE``, every ``data`` entry of ``"class": "HOIBenchMCQDataset"``. The other names, and every
+other argument, are VLMEvalKit's as usual (``torchrun ... -m hoibench.tasks.vlmevalkit_run``
 works as ``torchrun ... run.py`` does).
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import os
 import runpy
 import sys
@@ -20,7 +22,10 @@ from pathlib import Path
 
 from hoibench.tasks.vlmevalkit import PROMPT_COLUMN, register_vlmevalkit_datasets
 
-__all__ = ["data_names", "hoibench_datasets", "main"]
+__all__ = ["CLASS_NAME", "config_data_names", "data_names", "hoibench_datasets", "main"]
+
+#: the class name a ``--config`` file's ``data`` entry gives (VLMEvalKit looks it up in ``vlmeval.dataset``)
+CLASS_NAME = "HOIBenchMCQDataset"
 
 USAGE = "usage: python -m hoibench.tasks.vlmevalkit_run PATH/TO/VLMEvalKit/run.py --data NAME ... [run.py options]"
 
@@ -40,6 +45,26 @@ def data_names(args: Sequence[str]) -> list[str]:
         else:
             taking = False
     return names
+
+
+def config_data_names(args: Sequence[str]) -> list[str]:
+    """The dataset names of a ``--config`` file's ``data`` entries of class :data:`CLASS_NAME`
+    (each entry's ``dataset``, the name VLMEvalKit builds it with, and its key)."""
+    path = next((a.split("=", 1)[1] for a in args if a.startswith("--config=")), None)
+    if path is None and "--config" in args[:-1]:
+        path = args[list(args).index("--config") + 1]
+    if path is None:
+        return []
+    try:
+        cfg = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"error: {path}: not a readable JSON config ({exc})") from None
+    names: list[str] = []
+    data = cfg.get("data") if isinstance(cfg, dict) else None
+    for key, entry in (data.items() if isinstance(data, dict) else ()):
+        if isinstance(entry, dict) and entry.get("class") == CLASS_NAME:
+            names += [str(entry.get("dataset", key)), str(key)]
+    return list(dict.fromkeys(names))
 
 
 def hoibench_datasets(names: Sequence[str], root: str | Path) -> list[str]:
@@ -74,11 +99,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(f"error: VLMEvalKit is not importable here ({exc}); install it (pip install -e "
                          "VLMEvalKit) in this environment") from None
     root = LMUDataRoot()
-    names = hoibench_datasets(data_names(args[1:]), root)
+    configured = config_data_names(args[1:])
+    names = hoibench_datasets(data_names(args[1:]) + configured, root)
     if not names:
-        raise SystemExit(f"error: no --data name is an `hoibench mcq export --to vlmevalkit` TSV in {root} "
-                         "(copy OUT/NAME.tsv there, or set LMUData)")
-    register_vlmevalkit_datasets(*names)
+        raise SystemExit(f"error: no --data name (nor --config data entry of class {CLASS_NAME}) is an "
+                         f"`hoibench mcq export --to vlmevalkit` TSV in {root} (copy OUT/NAME.tsv there, or set LMUData)")
+    register_vlmevalkit_datasets(*names, *configured)
     print(f"hoibench: {', '.join(names)} served with mcq run's prompt (image, then hoibench_prompt)",
           file=sys.stderr)
     sys.argv = [str(run_py), *args[1:]]
