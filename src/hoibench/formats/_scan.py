@@ -92,45 +92,6 @@ def not_a_number(value: Any, *, nulls: bool = True) -> Any:
     return ()
 
 
-def check(value: Any, spec: tuple[Any, ...], *, file: object, record: int | None = None) -> None:
-    """The careful readers' check of a parsed value against its :func:`field` (the description
-    the scanner reads): a ``NUM`` is a number, a ``STR`` a string, ``STRS`` a list of strings;
-    ``NUMS``, ``ROWS`` and ``ROWS3`` hold numbers only (``null`` too where ``nulls`` or
-    ``null_row`` allows it) however nested: their shapes, which depend on the file's class lists,
-    are the reader's to check. A ``RECORDS`` field is a list of objects, each a record (numbered
-    from 0) whose present sub-fields are checked in turn; an ``OBJECT``'s likewise. A
-    :class:`~hoibench.FormatError` names the file, the record and the field:
-    ``record 3: agent_scores: expected numbers (or null), got 'x'``."""
-    key, kind, sub, nulls, null_row, _ = spec
-    name = key.decode() or None
-    if kind in (NUMS, ROWS, ROWS3):
-        bad = not_a_number(value, nulls=bool(nulls or null_row))
-        if bad:
-            what = "numbers (or null)" if nulls or null_row else "numbers"
-            raise FormatError(f"expected {what}, got {short_repr(bad[0])}", file=file, record=record, field=name)
-    elif kind == NUM and (isinstance(value, bool) or not isinstance(value, (int, float))):
-        raise FormatError(f"expected a number, got {short_repr(value)}", file=file, record=record, field=name)
-    elif kind == STR and not isinstance(value, str):
-        raise FormatError(f"expected a string, got {short_repr(value)}", file=file, record=record, field=name)
-    elif kind == STRS and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-        raise FormatError("expected a list of strings", file=file, record=record, field=name)
-    elif kind in (RECORDS, OBJECT):
-        if kind == RECORDS and not isinstance(value, list):
-            raise FormatError(f"expected a list, got {type(value).__name__}", file=file, record=record, field=name)
-        strict, fields = sub
-        for k, obj in enumerate(value) if kind == RECORDS else [(record, value)]:
-            if not isinstance(obj, dict):
-                raise FormatError(f"expected an object, got {type(obj).__name__}", file=file, record=k,
-                                  field=name if kind == OBJECT else None)
-            for f in fields:  # in the description's order
-                if f[0].decode() in obj:
-                    check(obj[f[0].decode()], f, file=file, record=k)
-            if strict:
-                other = set(obj) - {f[0].decode() for f in fields}
-                if other:
-                    raise FormatError("unknown key", file=file, record=k, field=min(other))
-
-
 #: per kind, the Python type the careful readers take for it (after parsing the whole text) and
 #: how an error line names it
 _PYTHON = {STR: (str, "a string"), NUM: ((int, float), "a number"), NUMS: (list, "a list"),

@@ -214,17 +214,18 @@ def _image_id(entry: dict[str, Any], path: object, record: int) -> int:
 #: the hoibench layout's per-image number fields, in the order the readers take them
 _IMAGE_FIELDS = ("person_boxes", "agent_scores", "object_boxes", "role_objects", "role_scores")
 #: the hoibench layout, described once: the C scanner reads it (:func:`_native`) and the careful
-#: reader checks each image's fields against it (:func:`_image_rows`, :func:`_S.check`)
+#: reader checks each image against it (:func:`_image_rows`)
 _IMAGES = _S.field("images", _S.RECORDS, _S.field("image_id", _S.NUM), _S.field("file_name", _S.STR),
                    # float32 where the detections keep float32; indices exact (float64)
                    *(_S.field(key, _S.ROWS, nulls=True, f32=key != "role_objects") for key in _IMAGE_FIELDS),
                    _S.field("role_boxes", _S.ROWS3, nulls=True, null_row=4, f32=True))
 _LAYOUT = _S.field("", _S.OBJECT, _S.field("agent_classes", _S.STRS), _S.field("role_classes", _S.STRS), _IMAGES)
-_IMAGE_FIELD = {f[0].decode(): f for f in _IMAGES[2][1]}
 
 
 def _matrix(value: Any, shape_tail: tuple[int, ...], n: int, path: object, record: int, key: str) -> np.ndarray:
-    _S.check(value, _IMAGE_FIELD[key], file=path, record=record)  # "12.5" or true for a coordinate: refused
+    bad = _S.not_a_number(value)
+    if bad:  # "12.5" or true for a coordinate: refused, as every HICO-DET reader does
+        raise FormatError(f"expected numbers (or null), got {short_repr(bad[0])}", file=path, record=record, field=key)
     if len(shape_tail) == 2 and isinstance(value, list):  # role boxes: a null box is 4 NaNs (no role object)
         nan4 = [np.nan] * 4
         value = [[nan4 if b is None else b for b in row] if isinstance(row, list) else row for row in value]
@@ -269,14 +270,13 @@ def _from_hoibench(data: dict[str, Any], path: object, lenient: bool) -> VCOCODe
 
 
 def _image_rows(entry: Any, path: object, k: int, a_cols: np.ndarray, r_cols: np.ndarray) -> _ImageRows:
-    """One image of the hoibench layout, every field checked (errors name record and field)."""
-    if not isinstance(entry, dict):
-        raise FormatError(f"expected an object, got {type(entry).__name__}", file=path, record=k)
+    """One image of the hoibench layout, every field checked (errors name record and field): its
+    fields' kinds against the layout's description, the id, then each field's numbers and shape."""
+    shared = isinstance(entry, dict) and "role_objects" in entry
+    roles = ("object_boxes", "role_objects") if shared else ("role_boxes",)
+    _S.conform(entry, _IMAGES, file=path, record=k, required=("person_boxes", "agent_scores", *roles, "role_scores"),
+               ignore=("image_id", "file_name", *(("role_boxes",) if shared else ("object_boxes", "role_objects"))))
     img = _image_id(entry, path, k)
-    shared = "role_objects" in entry
-    for key in ("person_boxes", "agent_scores", "role_objects" if shared else "role_boxes", "role_scores"):
-        if key not in entry:
-            raise FormatError("missing", file=path, record=k, field=key)
     pb = entry["person_boxes"]
     n = len(pb) if isinstance(pb, list) else -1
     boxes = _matrix(pb, (4,), n, path, k, "person_boxes")
