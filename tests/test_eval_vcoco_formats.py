@@ -127,6 +127,34 @@ def test_vsrl_bad_records_are_named_or_dropped(tmp_path) -> None:
     assert sum(loaded.dropped.values()) == 3
 
 
+@pytest.mark.parametrize("layout", ["json", "pickle"])
+def test_vsrl_records_read_one_way_booleans_refused(tmp_path, layout: str) -> None:
+    """Every record goes through the same reader: plain records in three conversions, odd but
+    valid ones (nested rows, integral float ids) key by key, to the same values; a boolean among
+    the numbers (numpy would make it 1.0) is refused naming record and key."""
+    rows = [_vsrl_row(7), _vsrl_row(8), _vsrl_row(9)]
+    rows[0]["hold_agent"] = 0.25
+    rows[1]["person_box"] = [[0.0, 0.0], [10.0, 10.0]]  # 4 numbers, another shape
+    rows[1]["hold_obj"] = [[1.0, 2.0, 3.0, 4.0, 0.75]]
+    rows[2]["image_id"] = 9.0
+    path = tmp_path / "d.pkl"
+    path.write_bytes(pickle.dumps(rows) if layout == "pickle" else json.dumps(rows).encode())
+    det = read_vcoco_detections(path).detections
+    assert det.image_ids.tolist() == [7, 8, 9] and det.agent_scores[0, 0] == np.float32(0.25)
+    np.testing.assert_array_equal(det.person_boxes[1], [0, 0, 10, 10])
+    np.testing.assert_array_equal(det.role_boxes[1, 0], [1, 2, 3, 4])
+    assert det.role_scores[1, 0] == np.float32(0.75)
+    rows = [_vsrl_row(7), _vsrl_row(8), _vsrl_row(9)]  # plain records, but for one boolean
+    rows[2]["eat_obj"] = [0.0, 0.0, 1.0, 1.0, True]
+    path.write_bytes(pickle.dumps(rows) if layout == "pickle" else json.dumps(rows).encode())
+    with pytest.raises(FormatError, match=r"record 2: eat_obj: expected 5 numbers, got \[0.0, 0.0, 1.0, 1.0, True\]"):
+        read_vcoco_detections(path)
+    rows[2]["eat_obj"], rows[0]["stand_agent"] = [0.0, 0.0, 1.0, 1.0, 0.5], False
+    path.write_bytes(pickle.dumps(rows) if layout == "pickle" else json.dumps(rows).encode())
+    with pytest.raises(FormatError, match=r"record 0: stand_agent: expected a number, got False"):
+        read_vcoco_detections(path)
+
+
 def test_hoibench_json_partial_columns_nulls_and_errors(tmp_path) -> None:
     doc = {"agent_classes": ["hold"], "role_classes": ["hold_obj", "eat_instr"],
            "images": [{"image_id": 3, "person_boxes": [[0, 0, 10, 10], [1, 1, 5, 5]],

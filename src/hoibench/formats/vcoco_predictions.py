@@ -551,9 +551,6 @@ def _from_vsrl(data: Any, path: object, lenient: bool, layout: str) -> VCOCODete
     if any(isinstance(d, CacheRecord) for d in data):
         data, layout = _fill_cache_defaults(data, agent_keys, role_keys), "upt cache.pkl"
     n = len(data)
-    fast = _vsrl_fast(data, agent_keys, role_keys, len(known))
-    if fast is not None:
-        return _checked(fast, np.arange(n, dtype=np.int64), path, lenient, layout, {})
     ids = np.zeros(n, dtype=np.int64)
     boxes = np.full((n, 4), np.nan, dtype=np.float32)
     agent = np.full((n, len(agent_keys)), np.nan, dtype=np.float32)
@@ -563,6 +560,12 @@ def _from_vsrl(data: Any, path: object, lenient: bool, layout: str) -> VCOCODete
     dropped: dict[str, int] = {}
     for k, det in enumerate(data):
         try:
+            # the usual record (every key, plain numbers): three conversions; else key by key
+            plain = _vsrl_values(det, agent_keys, role_keys) if type(det) is dict and len(det) == len(known) else None
+            if plain is not None:
+                ids[k] = _image_id(det, path, k)
+                boxes[k], agent[k], rbox[k], rsc[k] = plain[0], plain[1], plain[2][:, :4], plain[2][:, 4]
+                continue
             if not isinstance(det, dict):
                 raise FormatError(f"expected a dict, got {type(det).__name__}", file=path, record=k)
             extra = set(det) - known
@@ -593,27 +596,26 @@ def _from_vsrl(data: Any, path: object, lenient: bool, layout: str) -> VCOCODete
     return _checked(result, keep.astype(np.int64), path, lenient, layout, dropped)
 
 
-def _vsrl_fast(data: list[Any], agent_keys: list[str], role_keys: list[str],
-               n_keys: int) -> VCOCODetections | None:
-    """Column-wise read of well-formed records; None when any record is odd (the record-by-record
-    reader then names it)."""
+def _vsrl_values(det: dict[str, Any], agent_keys: list[str], role_keys: list[str]) -> list[np.ndarray] | None:
+    """A record's person box, agent scores and role boxes with scores (rows of 5) as float64, one
+    conversion each; ``None`` when a key is missing or a value is not plain numbers of that shape
+    (the key-by-key checks then take the record and name the key)."""
     try:
-        if not all(type(d) is dict and len(d) == n_keys for d in data):
-            return None
-        ids = np.array([d["image_id"] for d in data])
-        if ids.size and (ids.dtype.kind not in "iu"):
-            return None
-        # no dtype: numpy would convert "12.5" (the record reader refuses it); the float64 arrays
-        # made on the way are smaller than the Python floats they come from
-        boxes = np.array([d["person_box"] for d in data]).reshape(len(data), 4)
-        agent = np.array([[d[k] for k in agent_keys] for d in data]).reshape(len(data), -1)
-        roles = np.array([[d[k] for k in role_keys] for d in data]).reshape(len(data), len(role_keys), 5)
-    except (KeyError, ValueError, TypeError):
+        values = (det["person_box"], [det[key] for key in agent_keys], [det[key] for key in role_keys])
+    except KeyError:
         return None
-    if data and not all(a.dtype.kind in "iuf" for a in (boxes, agent, roles)):
-        return None
-    boxes, agent, roles = (a.astype(np.float32) for a in (boxes, agent, roles))
-    return VCOCODetections(ids.astype(np.int64), boxes, agent, roles[..., :4], roles[..., 4])
+    out = []
+    for v, shape in zip(values, ((4,), (len(agent_keys),), (len(role_keys), 5))):
+        if _S.not_a_number(v):
+            return None
+        try:
+            a = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        if a.shape != shape:
+            return None
+        out.append(a)
+    return out
 
 
 def _vec(value: Any, size: int, path: object, record: int, key: str) -> np.ndarray:
