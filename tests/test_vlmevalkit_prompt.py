@@ -24,30 +24,20 @@ import pytest
 from hoibench.data import Choice, MCQuestion
 from hoibench.formats import write_questions
 from tests.conftest import one_line_error
+from tests.test_vlmevalkit import TEXTS, _read_like_vlmevalkit
 
 pd = pytest.importorskip("pandas", reason="VLMEvalKit reads its TSVs with pandas")
 
-TEXTS = ("hold a/an cup", "ride a/an horse", "feed a/an dog", "wash a/an car", "no_interaction a/an cup")
 NAME = "HOIBench_MCQ"
 
 
 def _questions(tmp_path: Path) -> tuple[list[MCQuestion], Path]:
-    from PIL import Image
+    """test_vlmevalkit's questions (settings 1 and 2, a padded one) and one with person and object boxes."""
+    from tests.test_vlmevalkit import _setup
 
-    images = tmp_path / "images"
-    images.mkdir()
-    for k, size in enumerate([(640, 480), (500, 375)]):
-        Image.new("RGB", size, (40 * k, 90, 200)).save(images / f"im{k}.jpg")
-    qs = [
-        MCQuestion("s1_0", "im0.jpg", 1, tuple(Choice(t) for t in TEXTS[:4]), frozenset({0, 2})),
-        MCQuestion("s1_1", "im1.jpg", 1, tuple(Choice(t) for t in TEXTS[1:4]), frozenset({1})),  # padded to 4
-        MCQuestion("s2_0", "im0.jpg", 2, tuple(Choice(t) for t in TEXTS[:4]), frozenset({1}),
-                   person_box=(10.0, 20.0, 300.0, 400.0)),
-        MCQuestion("s2_1", "im1.jpg", 2, tuple(Choice(t) for t in (TEXTS[0], TEXTS[4], TEXTS[3], TEXTS[2])),
-                   frozenset({1, 3}), person_box=(320.0, 40.0, 480.0, 370.0)),
-        MCQuestion("s2_po", "im0.jpg", 2, tuple(Choice(t) for t in TEXTS[:4]), frozenset({0}),  # person and object
-                   person_box=(10.0, 20.0, 300.0, 400.0), object_box=(200.0, 100.0, 400.0, 300.0)),
-    ]
+    qs, images = _setup(tmp_path)
+    qs.append(MCQuestion("s2_po", "im0.jpg", 2, tuple(Choice(t) for t in TEXTS[:4]), frozenset({0}),
+                         person_box=(10.0, 20.0, 300.0, 400.0), object_box=(200.0, 100.0, 400.0, 300.0)))
     write_questions(tmp_path / "q.jsonl", qs)
     return qs, images
 
@@ -81,13 +71,7 @@ class _StandInDataset:
         root = os.environ["LMUData"]  # noqa: SIM112 - VLMEvalKit's variable
         self.dataset_name = dataset
         self.img_root = os.path.join(root, "images", dataset)
-        data = pd.read_csv(os.path.join(root, f"{dataset}.tsv"), sep="\t")
-        data["index"] = [str(x) for x in data["index"]]
-        image_map = dict(zip(data["index"], [str(x) for x in data["image"]]))
-        for k, v in image_map.items():
-            if len(v) <= 64:
-                image_map[k] = image_map[v]
-        data["image"] = [image_map[k] for k in data["index"]]
+        data = _read_like_vlmevalkit(os.path.join(root, f"{dataset}.tsv"))
         data["index"] = [int(x) for x in data["index"]]
         self.data = data
         self.meta_only = False
