@@ -464,3 +464,55 @@ def test_frame_hint_top_detections_equal_a_stable_sort():
 @pytest.fixture(autouse=True)
 def _every_access(file_access) -> None:
     """Every test of this module with the file read and with it memory-mapped."""
+
+
+def _wrong_kind_cases() -> list[tuple[str, str]]:
+    """(format, field) for every top-level record field of each JSON format's schema, the one
+    description the C scanner and the careful reader both read."""
+    import hoibench.formats.predictions as mod
+
+    out = [("generic", f[0].decode()) for f in mod._S.fields_of(mod._COLUMNAR_ROOT, "images")[2][1]
+           if f[0].decode() not in ("objects", "verbs", "hois")]  # (the hoibench format's ids: ignored here)
+    out += [("qpic", f[0].decode()) for f in mod._QPIC_ROOT[2][1] if f[0] != b"file_name"]
+    return out + [("cdn", f[0].decode()) for f in mod._REPR_ROOT[2][1]]
+
+
+@pytest.mark.parametrize(("fmt", "key"), _wrong_kind_cases())
+def test_a_field_of_the_wrong_kind_is_named_from_the_schema(tmp_path, monkeypatch, fmt, key):
+    """Each field the schema describes, given as a value of another kind in the first record: one
+    line naming the record and the field, with and without the C scanner in front."""
+    import hoibench.formats.predictions as mod
+
+    box = [0.0, 0.0, 10.0, 10.0]
+    if fmt == "generic":
+        doc: object = {"images": [{"file_name": "a.jpg", "boxes_h": [box], "boxes_o": [box], "object": [HORSE],
+                                   "verb": [RIDE], "hoi": [int(V.hoi_index(RIDE, HORSE))], "scores": [0.5]}]}
+    elif fmt == "qpic":
+        doc = _qpic_doc()
+    else:
+        doc = {"preds": [{"filename": "a.jpg", "predictions": [{"bbox": box, "category_id": 0}],
+                          "hoi_prediction": [{"subject_id": 0, "object_id": 0, "category_id": 0, "score": 0.5}]}],
+               "gts": []}
+    records = doc["images"] if fmt == "generic" else doc if fmt == "qpic" else doc["preds"]
+    records[0][key] = 5 if key in ("file_name", "filename") else "x"
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(str(doc) if fmt == "cdn" else doc))
+    kind = next(f[1] for root in (mod._S.fields_of(mod._COLUMNAR_ROOT, "images"), mod._QPIC_ROOT, mod._REPR_ROOT)
+                for f in root[2][1] if f[0] == key.encode())
+    want = "expected a string, got 5" if kind == mod._S.STR else "expected a list, got str"
+    got = _assert_agree(_by_every_reader(path, monkeypatch, format=fmt))
+    assert got == f"{path}: record 0: {key}: {want}", got
+
+
+@pytest.mark.parametrize("fmt", ["hoibench", "generic"])
+def test_a_negative_zero_coordinate_reads_as_zero_in_both_tiers(tmp_path, monkeypatch, fmt):
+    """The frame shift (0 for hoibench, -1 for generic) is added after either tier: -0.0 reads as 0.0."""
+    write_predictions(sample(n_images=1, per=1), tmp_path / "p.json", format=fmt)
+    doc = json.loads((tmp_path / "p.json").read_text())
+    doc["images"][0]["boxes_h"][0][0] = -0.0 if fmt == "hoibench" else 1.0
+    doc["images"][0]["boxes_o"][0][1] = -0.0
+    (tmp_path / "p.json").write_text(json.dumps(doc))
+    for label, got in _by_every_reader(tmp_path / "p.json", monkeypatch).items():
+        p = got.predictions
+        assert p.boxes_h[0, 0] == 0.0 and not np.signbit(p.boxes_h[0, 0]), label
+        assert not np.signbit(p.boxes_o[0, 1]) or fmt == "generic", label

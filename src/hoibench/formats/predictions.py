@@ -38,27 +38,16 @@ Formats
     indices, read unchanged; columns are the ground truth's images. See
     :mod:`hoibench.formats.matlab_detections`.
 
-Reading: first the C scanner (:mod:`hoibench.formats._scan`, where it is built): one pass from the
-text into one column per field, QPIC verb scores reduced per image as they are read, CDN/GEN-VLKT
-reprs read in place; whatever it refuses goes the ways below, which give the same columns.
-Without it: one parse, no Python object per number. The file is split at the braces of its images
-(:func:`~hoibench.formats._common.image_spans`, :func:`~hoibench.formats._common.list_spans`)
-and pysimdjson parses each image by itself with one reused parser (the whole file, ``_simd_parse``,
-only when a brace in a string misleads the split); every numeric list leaves as one flat buffer
-(``as_buffer``), joined into one array per column; the shapes that flattening hides are proved
-separately (every box row has 4 elements, the file holds no ``[`` beyond the layout's own
-arrays). QPIC files then take each image's valid (verb, object) candidates from a lookup table,
-and one stable sort picks its top ``max_per_image``. CDN/GEN-VLKT ``results.json`` has each
-image's dict rewritten at the byte level into JSON lists with a number code per key
-(:func:`~hoibench.formats._literal.repr_chunk_as_json_lists`), parsed the same way, each code
-checked in its place, and its columns built in one vectorised pass. Anything unexpected (duplicate keys, floats
-as ids, an escaped ``[``, a reordered key, a wrapper inside a file name) sends the file to the
-careful reader, which gives identical arrays or names the record and field of the first
-problem. Without pysimdjson, msgspec's typed decoder reads the columnar formats.
-Measured (``perf/bench_eval_formats.py``, 965,018 detections, 2 shared cores, CPU seconds,
-the box-frame check included; seventh round): hoibench 1.5 s, generic 1.5-1.9 s (``json.load``
-of the same files: 8.5-8.7 s), QPIC 6.2 s (60 s), CDN 8.1 s and GEN-VLKT 7.1 s; see
-``docs/evaluation.md``, "Speed and large files". A large file is memory-mapped (:func:`~hoibench._io.read_buffer`), not copied.
+Reading has two tiers. The C scanner (:mod:`hoibench.formats._scan`, where it is built) reads
+the text once into one column per field (QPIC verb scores reduced per image as they are read,
+CDN/GEN-VLKT reprs read in place); whatever it does not prove, and every file without it
+(``HOIBENCH_NO_NATIVE=1``), goes to the careful reader, the reference: the whole file parsed,
+each record checked against the same schema (``_COLUMNAR_ROOT``, ``_QPIC_ROOT``,
+``_REPR_ROOT``, through :func:`~hoibench.formats._scan.conform`) and every problem named by file,
+record and field. Both give identical arrays. The format's own rules (ids that must agree, the
+generic frame's shift, QPIC's top-k, CDN vs GEN-VLKT evidence) are applied once, after either
+tier. A large file is memory-mapped (:func:`~hoibench._io.read_buffer`), not copied; times are
+in ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -242,15 +231,10 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
     if format in (None, *REPR_RESULTS) and first == b'"':  # a JSON string: a results.json?
         images = _repr_images_native(raw, p)
         if images is not None:
-            vocab = vocab or hico_det()
-            cols, name, warnings, detection = _repr_results_columns(None, p, vocab, format, ground_truth, images)
-            loaded = _assemble(cols, vocab, p, name, lenient)
-            loaded.warnings += warnings
-            loaded.detection = detection
-            return loaded
+            return _load_repr(None, p, vocab, format, ground_truth, lenient, images)
     if format in (None, "hoibench", "generic") and first == b"{":
         fast = _decode_native(raw)
-        if fast is not None and (format is None or format == fast[0]):
+        if fast is not None and format in (None, fast[0]):
             name, label_space, cols = fast
             return _assemble(cols, _vocab_of(label_space, vocab, p), p, name, lenient)
     if format in (None, "qpic") and first == b"[":
@@ -263,13 +247,7 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
     del raw
     name = _sniff(data) if format is None else format
     if name == _REPR or name in REPR_RESULTS:
-        vocab = vocab or hico_det()
-        cols, name, warnings, detection = _repr_results_columns(data, p, vocab, None if name == _REPR else name,
-                                                                ground_truth)
-        loaded = _assemble(cols, vocab, p, name, lenient)
-        loaded.warnings += warnings
-        loaded.detection = detection
-        return loaded
+        return _load_repr(data, p, vocab, None if name == _REPR else name, ground_truth, lenient)
     if name not in PREDICTION_FORMATS:
         raise FormatError(_UNKNOWN, file=p)
     if name == "qpic":
@@ -286,6 +264,18 @@ def _load(p: Path, format: str | None, vocab: LabelSpace | None, lenient: bool, 
         vocab = _vocab_of(declared, vocab, p)
         cols = _columns(data["images"], p, name)
     return _assemble(cols, vocab, p, name, lenient)
+
+
+def _load_repr(text: Any, path: Path, vocab: LabelSpace | None, fmt: str | None, ground_truth: HOIDataset | None,
+               lenient: bool, images: _ReprImages | None = None) -> LoadedPredictions:
+    """A CDN/GEN-VLKT ``results.json`` (``images``: as the C scanner read it, else ``text`` is read
+    carefully), with the warnings and the line saying how its format was detected."""
+    vocab = vocab or hico_det()
+    cols, name, warnings, detection = _repr_results_columns(text, path, vocab, fmt, ground_truth, images)
+    loaded = _assemble(cols, vocab, path, name, lenient)
+    loaded.warnings += warnings
+    loaded.detection = detection
+    return loaded
 
 
 def _load_matlab(path: Path, vocab: LabelSpace | None, ground_truth: HOIDataset | None,
@@ -351,7 +341,7 @@ def _decode_native(raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] |
         col = c[f"images.{key}"]
         if (col.occ[per] != 1).any() or (col.items[per] != n).any() or not col.rows_of(4):
             return None
-    k_obj, k_verb, k_hoi, shift = _KEYS[name]
+    k_obj, k_verb, k_hoi, _ = _KEYS[name]
     ids: dict[str, np.ndarray | None] = {}
     for key in (k_obj, k_verb, k_hoi):
         col = c[f"images.{key}"]
@@ -367,8 +357,6 @@ def _decode_native(raw: bytes | mmap.mmap) -> tuple[str, str | None, _Columns] |
     if ids[k_hoi] is None and (ids[k_obj] is None or ids[k_verb] is None):
         return None
     boxes = [c[f"images.{key}"].values.reshape(-1, 4) for key in ("boxes_h", "boxes_o")]
-    for b in boxes:
-        b += shift  # in place: the scanner's columns belong to this reader alone
     return name, (label_space[0] if name == "hoibench" else None), _Columns(
         names, n.copy(), *boxes, ids[k_obj], ids[k_verb], ids[k_hoi], c["images.scores"].values)
 
@@ -508,30 +496,21 @@ _KEYS = {  # format -> (objects key, verbs key, hois key, box shift)
 
 
 def _columns(images: list[Any], path: Path, name: str) -> _Columns:
-    k_obj, k_verb, k_hoi, shift = _KEYS[name]
+    k_obj, k_verb, k_hoi, _ = _KEYS[name]
     names: list[str] = []
     counts = np.zeros(len(images), dtype=np.int64)
     present = {k: True for k in (k_obj, k_verb, k_hoi)}
     first_lacking: dict[str, int] = {}
+    image = _S.fields_of(_COLUMNAR_ROOT, "images")
+    ignore = tuple(k for *ids, _shift in _KEYS.values() for k in ids if k not in (k_obj, k_verb, k_hoi))
     for i, im in enumerate(images):
-        if not isinstance(im, dict):
-            raise FormatError(f"expected an object, got {type(im).__name__}", file=path, record=i)
-        fn = im.get("file_name")
-        if not isinstance(fn, str):
-            raise FormatError("missing" if fn is None else f"expected a string, got {fn!r}",
-                              file=path, record=i, field="file_name")
-        names.append(fn)
-        scores = im.get("scores")
-        if not isinstance(scores, list):
-            raise FormatError("missing" if scores is None else "expected a list", file=path,
-                              record=i, field="scores")
-        n = len(scores)
-        counts[i] = n
+        _S.conform(im, image, file=path, record=i, required=("file_name", "boxes_h", "boxes_o", "scores"),
+                   ignore=ignore)
+        names.append(im["file_name"])
+        n = counts[i] = len(im["scores"])
         for key in ("boxes_h", "boxes_o"):
-            v = im.get(key)
-            if not isinstance(v, list) or len(v) != n:
-                got = "missing" if v is None else f"{len(v)} entries" if isinstance(v, list) else type(v).__name__
-                raise FormatError(f"expected a list of {n} boxes (one per score), got {got}",
+            if len(im[key]) != n:
+                raise FormatError(f"expected a list of {n} boxes (one per score), got {len(im[key])} entries",
                                   file=path, record=i, field=key)
         for key in (k_obj, k_verb, k_hoi):
             v = im.get(key)
@@ -539,9 +518,8 @@ def _columns(images: list[Any], path: Path, name: str) -> _Columns:
                 if present[key]:
                     first_lacking.setdefault(key, i)
                 present[key] = False
-            elif not isinstance(v, list) or len(v) != n:
-                raise FormatError(f"expected a list of {n} ids (one per score)", file=path,
-                                  record=i, field=key)
+            elif len(v) != n:
+                raise FormatError(f"expected a list of {n} ids (one per score)", file=path, record=i, field=key)
     for key, i in first_lacking.items():  # given for some images only: it would be ignored for all
         if any(isinstance(im, dict) and im.get(key) is not None for im in images):
             raise FormatError(f"missing while other images give '{key}' (give it for every image or "
@@ -564,8 +542,7 @@ def _columns(images: list[Any], path: Path, name: str) -> _Columns:
             i, j = _locate(counts, k)
             raise FormatError(f"expected a box of 4 numbers, got {rows[k]!r}", file=path,
                               record=i, field=f"{key}[{j}]")
-        b = _numbers(flat(rows), 4 * total, np.float64, path, np.repeat(counts, 1) * 4, key)
-        boxes[key] = b.reshape(-1, 4) + shift
+        boxes[key] = _numbers(flat(rows), 4 * total, np.float64, path, np.repeat(counts, 1) * 4, key).reshape(-1, 4)
     return _Columns(names, counts, boxes["boxes_h"], boxes["boxes_o"], ids(k_obj), ids(k_verb),
                     ids(k_hoi), _numbers(flat(im["scores"] for im in images), total, np.float64,
                                          path, counts, "scores"))
@@ -671,15 +648,15 @@ def _qpic_columns(data: Any, path: Path | str, vocab: LabelSpace, max_per_image:
             raise FormatError("missing (QPIC outputs must be saved with the image file name)",
                               file=path, record=i, field="file_name")
         names.append(fn)
+        if file_names is None:  # parsed from a file: its fields of the kinds the scanner reads
+            _S.conform(im, _QPIC_ROOT, file=path, record=i)
         part = _qpic_image(im, path, i, vocab, inv80, max_per_image)
         if part is not None:
             parts.append(part)
             counts[i] = len(part[4])
-    cat = [np.concatenate([p[k] for p in parts]) if parts else None for k in range(5)]
-    empty4 = np.zeros((0, 4))
-    return _Columns(names, counts, cat[0] if parts else empty4, cat[1] if parts else empty4,
-                    cat[2] if parts else np.zeros(0, np.int64), cat[3] if parts else np.zeros(0, np.int64),
-                    None, cat[4] if parts else np.zeros(0))
+    empty = (np.zeros((0, 4)), np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    cat = [np.concatenate([p[k] for p in parts]) if parts else empty[k] for k in range(5)]
+    return _Columns(names, counts, cat[0], cat[1], cat[2], cat[3], None, cat[4])
 
 
 def _qpic_image(im: dict[str, Any], path: Path | str, i: int, vocab: LabelSpace, inv80: np.ndarray,
@@ -886,18 +863,9 @@ def _repr_images_careful(text: Any, path: Path) -> _ReprImages:
     names: list[str] = []
     per_image = []
     for i, im in enumerate(data["preds"]):
-        if not isinstance(im, dict):
-            raise FormatError("expected a dict", file=path, record=i)
-        fn = im.get("filename")
-        if not isinstance(fn, str):
-            raise FormatError("missing" if fn is None else f"expected a string, got {fn!r}",
-                              file=path, record=i, field="filename")
-        names.append(fn)
-        boxes_l, hois_l = im.get("predictions"), im.get("hoi_prediction")
-        for key, v in (("predictions", boxes_l), ("hoi_prediction", hois_l)):
-            if not isinstance(v, list):
-                raise FormatError("missing" if v is None else "expected a list", file=path, record=i, field=key)
-        assert isinstance(boxes_l, list) and isinstance(hois_l, list)
+        _S.conform(im, _REPR_ROOT, file=path, record=i, required=("filename", "predictions", "hoi_prediction"))
+        names.append(im["filename"])
+        boxes_l, hois_l = im["predictions"], im["hoi_prediction"]
         boxes = _take(boxes_l, "bbox", np.float64, path, i, "predictions")
         if boxes.size != 4 * len(boxes_l) or (boxes.size and boxes.shape != (len(boxes_l), 4)):
             # (checked before the reshape, which would fail on a lone box of 3 numbers)
@@ -1019,6 +987,11 @@ _FLOAT_INTS = 2**1024 - 2**970
 
 
 def _assemble(c: _Columns, vocab: LabelSpace, path: Path, fmt: str, lenient: bool) -> LoadedPredictions:
+    """The predictions of either tier's columns, after the rules every format shares: the generic
+    frame's shift, ids and boxes checked (each problem named, or dropped when ``lenient``)."""
+    if fmt in _KEYS:  # (adding 0.0 too: a box's -0.0 reads as 0.0 in both columnar formats)
+        for b in (c.boxes_h, c.boxes_o):
+            b += _KEYS[fmt][3]  # in place: both tiers' columns belong to this reader alone
     n = len(c.scores)
     objects, verbs = c.objects, c.verbs
     problems: list[tuple[np.ndarray, str, str]] = []  # (bad mask, field, reason)
