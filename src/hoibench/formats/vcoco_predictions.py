@@ -38,7 +38,7 @@ import mmap
 import os
 import pickle
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
@@ -244,15 +244,13 @@ def _matrix(value: Any, shape_tail: tuple[int, ...], n: int, path: object, recor
 
 
 class _ImageRows(NamedTuple):
-    """One image's detections; role boxes dense (``role_boxes``) or shared (``objects`` + ``index``)."""
+    """One image's detections, role boxes dense (NaN: no role object), as the file gives them."""
 
     image_id: int
     person_boxes: np.ndarray
     agent_scores: np.ndarray
     role_scores: np.ndarray
-    objects: np.ndarray | None
-    index: np.ndarray | None
-    role_boxes: np.ndarray | None
+    role_boxes: np.ndarray
 
 
 def _columns(data: dict[str, Any], path: object) -> tuple[np.ndarray, np.ndarray]:
@@ -266,7 +264,7 @@ def _from_hoibench(data: dict[str, Any], path: object, lenient: bool) -> VCOCODe
     if not isinstance(images, list):
         raise FormatError("expected a list", file=path, field="images")
     rows = [_image_rows(entry, path, k, a_cols, r_cols) for k, entry in enumerate(images)]
-    return _assemble(rows, a_cols, r_cols, path, lenient, len(rows), sum(len(r.person_boxes) for r in rows))
+    return _assemble(rows, a_cols, r_cols, path, lenient)
 
 
 def _image_rows(entry: Any, path: object, k: int, a_cols: np.ndarray, r_cols: np.ndarray) -> _ImageRows:
@@ -284,110 +282,37 @@ def _image_rows(entry: Any, path: object, k: int, a_cols: np.ndarray, r_cols: np
     rbox = (_shared_role_boxes(entry, n, r_cols.size, path, k) if shared
             else _matrix(entry["role_boxes"], (r_cols.size, 4), n, path, k, "role_boxes"))
     rsc = _matrix(entry["role_scores"], (r_cols.size,), n, path, k, "role_scores")
-    return _ImageRows(img, boxes, agent, rsc, None, None, rbox)
+    return _ImageRows(img, boxes, agent, rsc, rbox)
 
 
-class _Stack:
-    """Rows appended into large preallocated arrays instead of one small array per image and a
-    concatenation: numpy maps large arrays in huge pages, so the kernel faults them in 2 MB at a
-    time (a fresh 4 KB page costs ~10 us of system time on a virtual machine), and each value
-    is copied (and cast to ``dtype``) once. The first block is sized on the first image, as if
-    all ``images`` were like it (+25%, at most ``max_rows``); a run past it adds blocks of
-    doubling size, joined at the end."""
-
-    def __init__(self, tail: tuple[int, ...], dtype: type, images: int, max_rows: int, *,
-                 by_column: bool = False) -> None:
-        self.tail, self.dtype, self.images, self.max_rows = tail, dtype, images, max_rows
-        # by_column (a 2-D stack): each block is stored column by column, so that the array is a
-        # (rows, columns) view whose columns are contiguous, what the metric reads class by class
-        self.by_column = by_column and len(tail) == 1
-        self.blocks: list[np.ndarray] = []  # (rows, *tail), or (columns, rows) by column
-        self.used = 0  # rows used in the last block
-        self.rows = 0
-
-    def _capacity(self, b: np.ndarray) -> int:
-        return b.shape[1] if self.by_column else len(b)
-
-    def append(self, block: np.ndarray) -> None:
-        n, at = len(block), 0
-        while at < n:
-            if not self.blocks or self.used == self._capacity(self.blocks[-1]):
-                size = max((min(self.max_rows, max(1024, (5 * n * self.images) // 4)) if not self.blocks
-                            else self.rows), n - at)
-                shape = (*self.tail, size) if self.by_column else (size, *self.tail)
-                self.blocks.append(np.empty(shape, dtype=self.dtype))
-                self.used = 0
-            last = self.blocks[-1]
-            k = min(n - at, self._capacity(last) - self.used)
-            with np.errstate(over="ignore"):  # beyond float32: inf, as the scanner's float32 columns (checked later)
-                if self.by_column:
-                    last[:, self.used:self.used + k] = block[at:at + k].T
-                else:
-                    last[self.used:self.used + k] = block[at:at + k]
-            self.used, at, self.rows = self.used + k, at + k, self.rows + k
-
-    def array(self) -> np.ndarray:
-        if not self.blocks:
-            return np.empty((0, *self.tail), dtype=self.dtype)
-        if self.by_column:
-            parts = [*self.blocks[:-1], self.blocks[-1][:, :self.used]]
-            return (parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)).T
-        parts = [*self.blocks[:-1], self.blocks[-1][:self.used]]
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-
-def _assemble(rows: Iterable[_ImageRows], a_cols: np.ndarray, r_cols: np.ndarray, path: object,
-              lenient: bool, n_images: int, max_rows: int) -> VCOCODetectionsFile:
-    """Stack the images into full-width float32 arrays (NaN = class not listed): each field is
-    appended to one :class:`_Stack`, and every image's role boxes become one gather from the
-    stacked object boxes (a dense image takes part as its own boxes indexed row by row).
-    ``rows`` may be a generator (each image's arrays are freed once stacked) of ``n_images``;
-    no field has more than ``max_rows`` rows."""
-    acts, roles = vcoco_action_names(), vcoco_role_classes()
-    n_a, n_r = a_cols.size, r_cols.size
-    # the scores column by column: the metric takes them class by class without a transposed copy
-    boxes = _Stack((4,), np.float32, n_images, max_rows)
-    agent = _Stack((n_a,), np.float32, n_images, max_rows, by_column=True)
-    rsc = _Stack((n_r,), np.float32, n_images, max_rows, by_column=True)
-    # int32 while the object rows surely fit (at most one per role of each row, or max_rows
-    # shared ones): half the index memory to write and fault in
-    index_type = np.int32 if (n_r + 1) * (max_rows + 1) < 2**31 else np.int64
-    index = _Stack((n_r,), index_type, n_images, max_rows)
-    objects = _Stack((4,), np.float32, n_images, max_rows + 1)
-    ids: list[int] = []
-    records: list[int] = []
-    counts: list[int] = []
-    for k, r in enumerate(rows):
-        n = len(r.person_boxes)
-        if not n:
-            continue
-        ids.append(r.image_id)
-        records.append(k)
-        counts.append(n)
-        boxes.append(r.person_boxes)
-        agent.append(r.agent_scores)
-        rsc.append(r.role_scores)
-        base = objects.rows
-        if r.role_boxes is not None:
-            obj = np.asarray(r.role_boxes).reshape(-1, 4)
-            index.append(np.arange(base, base + len(obj), dtype=index_type).reshape(n, n_r))
-        else:
-            obj = r.objects  # type: ignore[assignment]
-            index.append(np.where(r.index >= 0, r.index + base, -1))  # type: ignore[operator]
-        objects.append(obj)
-    if not counts:
+def _assemble(rows: list[_ImageRows], a_cols: np.ndarray, r_cols: np.ndarray, path: object,
+              lenient: bool) -> VCOCODetectionsFile:
+    """Join the images' rows into full-width float32 arrays (NaN = class not listed), the scores
+    stored class by class as the scanner's reading stores them (:func:`_by_column`)."""
+    kept = [(k, r) for k, r in enumerate(rows) if len(r.person_boxes)]
+    if not kept:
         return _checked(VCOCODetections.empty(), np.zeros(0, dtype=np.int64), path, lenient, "hoibench json", {})
-    objects.append(np.full((1, 4), np.nan, dtype=np.float32))  # what index -1 picks: "no role object"
-    rbox_listed = objects.array()[index.array()]  # (detections, listed roles, 4)
-    d = len(rbox_listed)
+    counts = [len(r.person_boxes) for _, r in kept]
+    d = sum(counts)
+    acts, roles = vcoco_action_names(), vcoco_role_classes()
+
+    def joined(i: int) -> np.ndarray:
+        return np.concatenate([r[i] for _, r in kept])
+
+    with np.errstate(over="ignore"):  # beyond float32: inf, as the scanner's float32 columns (checked later)
+        boxes = joined(1).astype(np.float32)
+        agent = _widen(_by_column(joined(2), d, a_cols.size), a_cols, len(acts))
+        rsc = _widen(_by_column(joined(3), d, r_cols.size), r_cols, len(roles))
+        rbox_listed = joined(4).reshape(d, r_cols.size, 4).astype(np.float32)
     if _every_column(r_cols, len(roles)):
         rbox = rbox_listed
     else:
         rbox = np.full((d, len(roles), 4), np.nan, dtype=np.float32)
         rbox[:, r_cols] = rbox_listed
-    det = VCOCODetections(np.repeat(np.array(ids, dtype=np.int64), counts), boxes.array(),
-                          _widen(agent.array(), a_cols, len(acts)), rbox, _widen(rsc.array(), r_cols, len(roles)))
-    return _checked(det, np.repeat(np.array(records, dtype=np.int64), counts), path, lenient, "hoibench json", {})
+    det = VCOCODetections(np.repeat(np.array([r.image_id for _, r in kept], dtype=np.int64), counts), boxes,
+                          agent, rbox, rsc)
+    return _checked(det, np.repeat(np.array([k for k, _ in kept], dtype=np.int64), counts), path, lenient,
+                    "hoibench json", {})
 
 
 def _every_column(cols: np.ndarray, n_all: int) -> bool:
@@ -496,8 +421,8 @@ def _native_shared_index(obj: _S.Column, idx: _S.Column, rows: np.ndarray, width
 
 def _by_column(values: np.ndarray, rows: int, width: int) -> np.ndarray:
     """Row-major values as a (rows, width) float32 array stored column by column (each class
-    contiguous, as the metric reads it; see :class:`_Stack`)."""
-    return values.reshape(rows, width).T.astype(np.float32).T
+    contiguous, as the metric reads it class by class without a transposed copy)."""
+    return np.ascontiguousarray(values.reshape(rows, width).T, dtype=np.float32).T
 
 
 def _native_image_ids(c: dict[str, _S.Column], buf: Any, n_images: int) -> np.ndarray | None:
