@@ -1,8 +1,9 @@
 """V-COCO detections for role AP: person detections with per-action scores and role boxes (the
 role ground truth is :mod:`hoibench.formats.vcoco_ground_truth`).
 
-Read by :func:`read_vcoco_detections`, written by :func:`write_vcoco_detections`. The hoibench layout, one JSON object (``null`` = "not predicted" for a score, "no role object" for a
-role box; class lists are optional and default to all 26 actions / 25 role classes)::
+Read by :func:`read_vcoco_detections`, written by :func:`write_vcoco_detections`. The hoibench
+layout, one JSON object (``null`` = "not predicted" for a score, "no role object" for a role box;
+class lists are optional and default to all 26 actions / 25 role classes)::
 
     {"kind": "vcoco_detections",
      "agent_classes": ["hold", "stand", ...],            # names of the agent_scores columns
@@ -28,7 +29,17 @@ box = no role object). Pickles are read with an unpickler that only builds numpy
 Python values, and UPT's/PViC's ``utils.CacheTemplate`` (their ``--cache`` ``vcoco_cache/cache.pkl``:
 one record per detected pair and action, boxes as their model outputs them, in the original
 image's pixels, passed on unchanged), read as a plain mapping whose missing keys get
-CacheTemplate's defaults (score 0, role ``[0, 0, .1, .1, 0]``). :func:`write_vsrl_detections` writes that pickle, to cross-check with the reference.
+CacheTemplate's defaults (score 0, role ``[0, 0, .1, .1, 0]``). :func:`write_vsrl_detections`
+writes that pickle, to cross-check with the reference.
+
+Reading: the hoibench layout is described once (``_LAYOUT``, a :func:`~hoibench.formats._scan.field`
+schema) and read by two tiers. The C column scanner (:func:`_native`, where the extension is built
+and ``HOIBENCH_NO_NATIVE`` is unset) reads the whole text into columns in one pass and hands over
+whatever it does not prove; the careful reader (:func:`_from_hoibench`), the reference, parses the
+file whole, checks each image against the same description and then each field's numbers and
+shape, and names the file, record (image) and field of the first problem. Both give the same
+arrays or the same error line. ``vsrl_eval.py``'s list (pickle or JSON) is read by one reader,
+record by record (:func:`_from_vsrl`).
 """
 
 from __future__ import annotations
