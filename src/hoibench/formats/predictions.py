@@ -834,19 +834,16 @@ class _ReprFlat(NamedTuple):
 
 def _flatten(names: list[str], per_image: list[tuple[Any, ...]]) -> _ReprFlat:
     """Per-image (boxes, labels or None, subject ids, object ids, category ids, scores) as columns."""
-    def cat(k: int, dtype: type) -> np.ndarray:
-        parts = [np.asarray(im[k], dtype=dtype) for im in per_image]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype)
+    boxes, labels, sub, obj, cat, scores = zip(*per_image) if per_image else ((),) * 6
 
-    labels = [np.full(len(im[0]), -1, np.int64) if im[1] is None else np.asarray(im[1], np.int64)
-              for im in per_image]
-    return _ReprFlat(names, np.array([len(im[0]) for im in per_image], dtype=np.int64),
-                     np.array([len(im[2]) for im in per_image], dtype=np.int64),
-                     np.concatenate([np.asarray(im[0], np.float64).reshape(-1, 4) for im in per_image])
-                     if per_image else np.zeros((0, 4)),
-                     np.concatenate(labels) if labels else np.zeros(0, np.int64),
-                     np.array([im[1] is not None for im in per_image], dtype=bool),
-                     cat(2, np.int64), cat(3, np.int64), cat(4, np.int64), cat(5, np.float64))
+    def join(parts: Any, dtype: type, empty: tuple[int, ...] = (0,)) -> np.ndarray:
+        return np.concatenate([np.asarray(x, dtype) for x in parts]) if parts else np.zeros(empty, dtype)
+
+    return _ReprFlat(names, np.array([len(b) for b in boxes], np.int64), np.array([len(s) for s in sub], np.int64),
+                     join([np.asarray(b, np.float64).reshape(-1, 4) for b in boxes], np.float64, (0, 4)),
+                     join([np.full(len(b), -1) if la is None else la for b, la in zip(boxes, labels)], np.int64),
+                     np.array([la is not None for la in labels], dtype=bool), join(sub, np.int64), join(obj, np.int64),
+                     join(cat, np.int64), join(scores, np.float64))
 
 
 #: (the images as columns, the embedded ground truth's file names or None, whether values are float32)
