@@ -457,9 +457,9 @@ def test_repr_results_read_by_the_scanner_equal_the_careful_reader(repr_case, tm
            _read(path, monkeypatch, native=False, ground_truth=gt))
     if variant in ("cdn numpy 2", "numpy 1 arrays and 2.", "a wrapper in a file name",
                    "a parenthesis in a file name"):
-        import hoibench.formats.predictions as mod
+        import hoibench.formats._repr_results as mod
 
-        monkeypatch.setattr(mod, "_repr_images_careful", lambda *a: pytest.fail("the careful reader ran"))
+        monkeypatch.setattr(mod, "repr_images_careful", lambda *a: pytest.fail("the careful reader ran"))
         with contextlib.suppress(FormatError):
             _read(path, monkeypatch, native=True, ground_truth=gt)
 
@@ -548,7 +548,7 @@ def test_every_split_of_a_python_repr():
     assert text.count(b"},\\n {'filename'") == 4
     head = b"{'preds': "
     at = text.index(head) + len(head)
-    from hoibench.formats.predictions import _REPR_ROOT
+    from hoibench.formats._repr_results import REPR_ROOT as _REPR_ROOT
 
     assert S.scan(text, at, _REPR_ROOT, literal=True) is not None
     used = _every_split(text, at, _REPR_ROOT, literal=True)

@@ -599,8 +599,8 @@ def _in_image(text: str, k: int, old: str, new: str, hoi_id: int | None = None) 
 
 @pytest.mark.parametrize("variant", list(REPR_VARIANTS))
 def test_repr_c_scanner_and_careful_parser_agree(case, tmp_path, monkeypatch, variant):
+    import hoibench.formats._repr_results as repr_mod
     import hoibench.formats._scan as scan
-    import hoibench.formats.predictions as mod
 
     gt, p, _ = case
     edit, native_reads_it = REPR_VARIANTS[variant]
@@ -611,8 +611,8 @@ def test_repr_c_scanner_and_careful_parser_agree(case, tmp_path, monkeypatch, va
     _same_loaded(native, careful)
     if scan._NATIVE is not None:
         calls = []
-        careful_reader = mod._repr_images_careful
-        monkeypatch.setattr(mod, "_repr_images_careful", lambda *a: calls.append(1) or careful_reader(*a))
+        careful_reader = repr_mod.repr_images_careful
+        monkeypatch.setattr(repr_mod, "repr_images_careful", lambda *a: calls.append(1) or careful_reader(*a))
         with contextlib.suppress(FormatError):
             load_predictions(path, ground_truth=gt)
         assert (not calls) == native_reads_it, "read by the C scanner" if not native_reads_it else "fell through"

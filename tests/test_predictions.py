@@ -20,6 +20,7 @@ from hoibench.formats import (
 )
 from hoibench.formats._frame import _top_per_image
 from hoibench.formats._matfile import read_cells, write_cells
+from hoibench.formats._repr_results import REPR_ROOT
 from hoibench.vocab import hico_det
 
 V = hico_det()
@@ -474,7 +475,7 @@ def _wrong_kind_cases() -> list[tuple[str, str]]:
     out = [("generic", f[0].decode()) for f in mod._S.fields_of(mod._COLUMNAR_ROOT, "images")[2][1]
            if f[0].decode() not in ("objects", "verbs", "hois")]  # (the hoibench format's ids: ignored here)
     out += [("qpic", f[0].decode()) for f in mod._QPIC_ROOT[2][1] if f[0] != b"file_name"]
-    return out + [("cdn", f[0].decode()) for f in mod._REPR_ROOT[2][1]]
+    return out + [("cdn", f[0].decode()) for f in REPR_ROOT[2][1]]
 
 
 @pytest.mark.parametrize(("fmt", "key"), _wrong_kind_cases())
@@ -497,7 +498,7 @@ def test_a_field_of_the_wrong_kind_is_named_from_the_schema(tmp_path, monkeypatc
     records[0][key] = 5 if key in ("file_name", "filename") else "x"
     path = tmp_path / "p.json"
     path.write_text(json.dumps(str(doc) if fmt == "cdn" else doc))
-    kind = next(f[1] for root in (mod._S.fields_of(mod._COLUMNAR_ROOT, "images"), mod._QPIC_ROOT, mod._REPR_ROOT)
+    kind = next(f[1] for root in (mod._S.fields_of(mod._COLUMNAR_ROOT, "images"), mod._QPIC_ROOT, REPR_ROOT)
                 for f in root[2][1] if f[0] == key.encode())
     want = "expected a string, got 5" if kind == mod._S.STR else "expected a list, got str"
     got = _assert_agree(_by_every_reader(path, monkeypatch, format=fmt))

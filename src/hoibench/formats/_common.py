@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from hoibench._exceptions import FormatError
 from hoibench.data import HOIDataset, validate_dataset
+from hoibench.vocab import LabelSpace
 
-__all__ = ["RecordReader", "check_dataset", "plain_number", "short_repr"]
+__all__ = ["FLOAT_INTS", "Columns", "RecordReader", "check_dataset", "objects_of_coco80", "plain_number", "plain_numbers",
+           "short_repr"]
 
 
 class RecordReader:
@@ -72,3 +77,42 @@ def check_dataset(ds: HOIDataset, file: object) -> HOIDataset:
 def plain_number(v: float) -> int | float:
     """Write integral coordinates as integers (as the released files do)."""
     return int(v) if math.isfinite(v) and float(v).is_integer() else float(v)
+
+
+#: ints from this size on have no float64 (``float(10**400)`` raises OverflowError)
+FLOAT_INTS = 2**1024 - 2**970
+
+
+def plain_numbers(items: list[Any]) -> bool:
+    """Whether nested lists hold only ints and floats (``np.asarray`` would turn ``True`` into 1),
+    ints within float64's range."""
+    stack = [items]
+    while stack:
+        for v in stack.pop():
+            if type(v) is list:
+                stack.append(v)
+            elif type(v) is not float and (type(v) is not int or not -FLOAT_INTS < v < FLOAT_INTS):
+                return False  # (an int beyond float64 would raise OverflowError in np.asarray)
+    return True
+
+
+def objects_of_coco80(vocab: LabelSpace) -> np.ndarray:
+    """The label space's object index of each COCO-80 label (``-1`` for labels outside it)."""
+    inv80 = np.full(80, -1, dtype=np.int64)
+    inv80[vocab.coco80] = np.arange(vocab.n_objects)
+    return inv80
+
+
+@dataclass
+class Columns:
+    """One prediction file as columns, what either reading tier gives: per image its file name and
+    detection count, then one row per detection (``objects``+``verbs`` or ``hois``)."""
+
+    file_names: list[str]
+    counts: np.ndarray
+    boxes_h: np.ndarray
+    boxes_o: np.ndarray
+    objects: np.ndarray | None
+    verbs: np.ndarray | None
+    hois: np.ndarray | None
+    scores: np.ndarray
