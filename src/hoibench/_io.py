@@ -268,7 +268,7 @@ def read_json(path: PathLike) -> Any:
 
 
 #: what :func:`parse_json` says of a document nested deeper than its parser allows (orjson: 1,024
-#: levels; Python's json and msgspec recurse and stop near 1,000): no format hoibench reads
+#: levels; Python's json recurses and stops near 1,000): no format hoibench reads
 #: nests more than a few levels, so such a file is refused, never an internal RecursionError
 TOO_DEEP = "nested too deeply (about 1,000 levels of arrays and objects or more)"
 
