@@ -2,7 +2,7 @@
 
     python perf/bench_eval_formats.py [--per-image 100] [--skip FORMAT ...]
 
-Issue 16's target: reading ~1M detections under 1.5 s CPU in every format (generic with any
+Target: reading ~1M detections under 1.5 s CPU in every format (generic with any
 ``format`` value, hoibench, QPIC/CDN/GEN-VLKT JSON, a ``detections_XX.mat`` folder), and
 ``--matlab-out`` under 5 s. The files hold noisy detections on the full bundled test set
 (9,658 images); the CDN and GEN-VLKT ``results.json`` texts are formatted here directly in

@@ -1,4 +1,4 @@
-"""The VLM runner at scale (issue 14): ``MCQRunner`` on the released HICO-DET question file (1,274
+"""The VLM runner at scale: ``MCQRunner`` on the released HICO-DET question file (1,274
 questions, one distinct image each, placeholder JPEGs at the real HICO-DET sizes, Qwen2.5 frame:
 resize + PNG encode) against fake OpenAI-compatible servers in separate processes.
 
