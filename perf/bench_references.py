@@ -209,38 +209,33 @@ def inputs(per_image: int, d: Path) -> tuple[HOIPredictions, Path, Path, Path, d
     return p, pred, npz, meta, hoi_of
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--qpic", type=Path, help="an extracted hitachi-rd-cv/qpic")
-    ap.add_argument("--pocket", type=Path, help="an extracted fredzzhang/pocket")
-    ap.add_argument("--per-image", type=int, default=100)
-    ap.add_argument("--repeats", type=int, default=3,
-                    help="runs of hoibench's command (the median is reported; each reference runs once, ~1 min)")
-    args = ap.parse_args()
-    if not (args.qpic or args.pocket):
-        ap.error("give --qpic and/or --pocket")
+def compare(qpic: Path | None, pocket: Path | None, per_image: int = 100, repeats: int = 3) -> list[dict]:
+    """Run each given reference and hoibench's whole command on the same detections; one dict per
+    reference (its name, wall and CPU seconds of both, both mAPs, the largest per-class AP
+    difference). Prints the table as it goes."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(
         [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    results = []
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        p, pred, npz, meta, hoi_of = inputs(args.per_image, d)
+        p, pred, npz, meta, hoi_of = inputs(per_image, d)
         print(f"{len(p):,} detections on {p.n_images:,} images; load average {os.getloadavg()[0]:.1f}")
         runs = []
-        if args.qpic:
-            out, wall, cpu = timed([sys.executable, "-c", QPIC_DRIVER, str(npz), str(meta)], cwd=args.qpic,
-                                   env={**env, "PYTHONPATH": f"{args.qpic}{os.pathsep}{env['PYTHONPATH']}"})
+        if qpic:
+            out, wall, cpu = timed([sys.executable, "-c", QPIC_DRIVER, str(npz), str(meta)], cwd=qpic,
+                                   env={**env, "PYTHONPATH": f"{qpic}{os.pathsep}{env['PYTHONPATH']}"})
             ref = json.loads(out.stdout.strip().splitlines()[-1])
             per_class = np.full(len(hoi_of), np.nan)
             for key, value in ref["per_class"].items():
                 per_class[hoi_of[key]] = value
             runs.append(("qpic", "QPIC datasets/hico_eval.py", wall, cpu, ref["map"], per_class))
-        if args.pocket:
+        if pocket:
             stub = d / "stub" / "torchvision" / "ops"
             stub.mkdir(parents=True)
             (stub.parent / "__init__.py").write_text("")
             (stub / "__init__.py").write_text("from .boxes import box_iou\n")
             (stub / "boxes.py").write_text(TORCHVISION_STUB)
-            out, wall, cpu = timed([sys.executable, "-c", POCKET_DRIVER, str(npz), str(meta), str(args.pocket)],
+            out, wall, cpu = timed([sys.executable, "-c", POCKET_DRIVER, str(npz), str(meta), str(pocket)],
                                    env={**env, "PYTHONPATH": f"{d / 'stub'}{os.pathsep}{env['PYTHONPATH']}"})
             ref = json.loads(out.stdout.strip().splitlines()[-1])
             runs.append(("pocket", "pocket's loop (UPT test_hico)", wall, cpu, ref["map"], np.asarray(ref["per_class"])))
@@ -252,16 +247,33 @@ def main() -> None:
             os.sync()  # the file's writeback must not run during the timed command
             timings = sorted(timed([sys.executable, "-m", "hoibench", "eval", "hico", "--gt", "hico-det:test",
                                     "--pred", str(pred), "--protocol", protocol, "--json", str(res_path)],
-                                   env=env)[1:] for _ in range(args.repeats))
+                                   env=env)[1:] for _ in range(repeats))
             h_wall, h_cpu = timings[len(timings) // 2]  # the median run (by wall time)
             ours = json.loads(res_path.read_text())
             ap_ours = np.array([np.nan if a is None else a for a in ours["per_class_ap"]], dtype=float)
             if protocol == "pocket":  # pocket reports 0 for classes without ground truth
                 ap_ours = np.nan_to_num(ap_ours)
-            diff = np.nanmax(np.abs(ap_ours - ref_ap))
+            diff = float(np.nanmax(np.abs(ap_ours - ref_ap)))
             print(f"{name:32s} {wall:8.1f} {cpu:8.1f}   {h_wall:9.2f} wall {h_cpu:5.2f} cpu   {wall / h_wall:9.1f}x "
                   f"{cpu / h_cpu:8.1f}x   {100 * ref_map:9.4f} {ours['full']:9.4f} {diff:9.1e}")
+            results.append({"protocol": protocol, "name": name, "n": len(p), "ref_wall": wall, "ref_cpu": cpu,
+                            "wall": h_wall, "cpu": h_cpu, "ref_map": 100 * ref_map, "map": ours["full"],
+                            "max_diff": diff})
         print(f"load average after: {os.getloadavg()[0]:.1f}")
+    return results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--qpic", type=Path, help="an extracted hitachi-rd-cv/qpic")
+    ap.add_argument("--pocket", type=Path, help="an extracted fredzzhang/pocket")
+    ap.add_argument("--per-image", type=int, default=100)
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="runs of hoibench's command (the median is reported; each reference runs once, ~1 min)")
+    args = ap.parse_args()
+    if not (args.qpic or args.pocket):
+        ap.error("give --qpic and/or --pocket")
+    compare(args.qpic, args.pocket, args.per_image, args.repeats)
 
 
 if __name__ == "__main__":
