@@ -28,6 +28,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "perf"))
+
+from bench_eval_formats import qpic_json  # noqa: E402  (perf/)
 
 from hoibench.data import HOIPredictions  # noqa: E402
 from hoibench.datasets import load_dataset  # noqa: E402
@@ -45,6 +48,8 @@ from hoibench.formats import (  # noqa: E402
 from hoibench.testing import noisy_predictions  # noqa: E402
 from tests.test_eval_vcoco_oracle import make_synthetic  # noqa: E402
 from tests.test_native_predictions import _embedded_gts, cdn_results_json, gen_vlkt_results_json  # noqa: E402
+from tests.test_scan_agreement import _prediction_arrays as _prediction_values  # noqa: E402
+from tests.test_scan_agreement import _vcoco_arrays as _vcoco_values  # noqa: E402
 from tests.test_scan_agreement import mutate  # noqa: E402
 
 VOLATILE = {"created", "hoibench_version", "version_hoibench", "elapsed", "seconds", "timestamp", "date", "time",
@@ -61,17 +66,6 @@ def _digest(values: list[Any]) -> str:
             h.update(repr(v).encode())
         h.update(b"|")
     return h.hexdigest()[:20]
-
-
-def _prediction_values(loaded: Any) -> list[Any]:
-    p = loaded.predictions
-    return [loaded.format, list(p.file_names), loaded.warnings, loaded.detection, dict(loaded.dropped),
-            *(getattr(p, k) for k in ("offsets", "boxes_h", "boxes_o", "objects", "verbs", "scores"))]
-
-
-def _vcoco_values(got: Any) -> list[Any]:
-    d = got.detections
-    return [got.records, got.dropped, d.image_ids, d.person_boxes, d.agent_scores, d.role_boxes, d.role_scores]
 
 
 def _outcome(read: Any, values: Any, path: Path) -> str:
@@ -119,17 +113,10 @@ def hico_files(d: Path, gt: Any) -> dict[str, Path]:
                                   for i, im in enumerate(doc["images"])])
         files[fmt + "-braces"] = d / f"{fmt}-braces.json"
         files[fmt + "-braces"].write_text(json.dumps(brace))
-    v = p.vocab
-    qpic = []
-    for i, fn in enumerate(q.file_names):
-        s = q.image_slice(i)
-        n = s.stop - s.start
-        vs = np.zeros((n, v.n_verbs), np.float32)
-        vs[np.arange(n), q.verbs[s]] = q.scores[s]
-        vs[:, 0] += np.float32(0.01)  # and a low-scoring extra verb per pair, valid or not
-        qpic.append({"file_name": fn, "labels": [0] * n + v.coco80[q.objects[s]].tolist(),
-                     "boxes": np.concatenate([q.boxes_h[s], q.boxes_o[s]]).astype(np.float32).tolist(),
-                     "verb_scores": vs.tolist(), "sub_ids": list(range(n)), "obj_ids": list(range(n, 2 * n))})
+    qpic = json.loads(qpic_json(q))
+    for im in qpic:  # and a low-scoring extra verb per pair, valid or not
+        for row in im["verb_scores"]:
+            row[0] += 0.01
     files["qpic"] = d / "qpic.json"
     files["qpic"].write_text(json.dumps(qpic))
     files["qpic-pretty"] = d / "qpic-pretty.json"
