@@ -12,8 +12,16 @@ from hoibench._exceptions import FormatError
 from hoibench.data import HOIDataset, validate_dataset
 from hoibench.vocab import LabelSpace
 
-__all__ = ["FLOAT_INTS", "Columns", "RecordReader", "check_dataset", "objects_of_coco80", "plain_number", "plain_numbers",
-           "short_repr"]
+__all__ = [
+    "FLOAT_INTS",
+    "Columns",
+    "RecordReader",
+    "check_dataset",
+    "objects_of_coco80",
+    "only_numbers",
+    "plain_number",
+    "short_repr",
+]
 
 
 class RecordReader:
@@ -83,7 +91,7 @@ def plain_number(v: float) -> int | float:
 FLOAT_INTS = 2**1024 - 2**970
 
 
-def plain_numbers(items: list[Any]) -> bool:
+def only_numbers(items: list[Any]) -> bool:
     """Whether nested lists hold only ints and floats (``np.asarray`` would turn ``True`` into 1),
     ints within float64's range."""
     stack = [items]

@@ -18,7 +18,7 @@ from hoibench.formats._common import (
     FLOAT_INTS,
     Columns,
     objects_of_coco80,
-    plain_numbers,
+    only_numbers,
     short_repr,
 )
 from hoibench.formats._literal import parse_numpy_repr
@@ -314,7 +314,7 @@ def _take(items: list[Any], key: str, dtype: type, path: Path, record: int, wher
         if dtype is np.int64:
             return (type(v) is int or (type(v) is float and v.is_integer())) and -(2**63) <= v < 2**63
         return (type(v) is float or (type(v) is int and -FLOAT_INTS < v < FLOAT_INTS)
-                or (key == "bbox" and type(v) is list and plain_numbers(v)))
+                or (key == "bbox" and type(v) is list and only_numbers(v)))
 
     values = [it.get(key) if isinstance(it, dict) else None for it in items]
     if all(map(ok, values)):

@@ -80,7 +80,7 @@ from hoibench.formats._common import (
     FLOAT_INTS,
     Columns,
     objects_of_coco80,
-    plain_numbers,
+    only_numbers,
     short_repr,
 )
 from hoibench.formats._frame import box_frame_hint
@@ -520,7 +520,7 @@ def _array(value: Any, dtype: type) -> np.ndarray:
     ``np.int64``, below 2**62); strings and booleans are refused, not converted."""
     if hasattr(value, "detach"):
         value = value.detach().cpu().numpy()
-    if isinstance(value, list) and not plain_numbers(value):
+    if isinstance(value, list) and not only_numbers(value):
         raise TypeError("expected numbers, got a string, boolean or null")
     arr = np.asarray(value)
     if arr.size and arr.dtype.kind not in ("iu" if dtype is np.int64 else "iuf"):
